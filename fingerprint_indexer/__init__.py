@@ -1,0 +1,3 @@
+"""Near-duplicate detection for news: SimHash fingerprints, block-key candidate index, exact store."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,60 @@
+"""Options and helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.io.readers import InputError
+from fingerprint_indexer.text.synonyms import SynonymFileError
+from fingerprint_indexer.text.weights import IdfFileError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INPUT_ERROR = 1
+
+
+def config_options(func: F) -> F:
+    """--top-k, --idf, --synonyms, --blocks: the options that define a fingerprint."""
+    defaults = FingerprintConfig()
+    func = click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=4, show_default=True,
+                        help="Number of blocks in the candidate index (k + 1 blocks serve distance k).")(func)
+    func = click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),
+                        help="Synonym map file: 'variant<TAB>canonical' per line.")(func)
+    func = click.option("--idf", "idf_path", type=click.Path(exists=True, dir_okay=False),
+                        help="IDF table from 'fingerprint-indexer idf fit' (default: jieba's table).")(func)
+    func = click.option("--top-k", type=click.IntRange(1, 10_000), default=defaults.top_k, show_default=True,
+                        help="Number of top TF-IDF terms folded into the fingerprint.")(func)
+    return func
+
+
+def build_config(top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> FingerprintConfig:
+    return FingerprintConfig(top_k=top_k, idf_path=idf_path, synonyms_path=synonyms,
+                             layout=BlockLayout.even(n_blocks))
+
+
+def emit(obj: dict[str, Any], out: Any = None) -> None:
+    """One JSON line, UTF-8 text kept readable."""
+    (out or sys.stdout).write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def fail(message: str, code: int = EXIT_INPUT_ERROR) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def run_guarded(body: Callable[[], None]) -> None:
+    """Run a command body, turning known input errors into one clear line and a non-zero exit."""
+    try:
+        body()
+    except (InputError, IdfFileError, SynonymFileError) as exc:
+        fail(str(exc))
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)

@@ -1,0 +1,56 @@
+"""The document model shared by readers, the pipeline and the sinks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class DocumentError(ValueError):
+    """A record that is not a usable document (missing id, wrong field types)."""
+
+
+_TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One news item. ``html`` is used in place of ``content`` when given."""
+
+    id: str
+    title: str = ""
+    content: str | None = None
+    html: str | None = None
+    url: str | None = None
+    published_at: str | None = None
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Document:
+        """Validate a JSON object; ids may be strings or integers, text fields must be strings."""
+        if not isinstance(data, Mapping):
+            raise DocumentError(f"expected a JSON object, got {type(data).__name__}")
+        doc_id = data.get("id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
+            raise DocumentError("field 'id' is missing or not a non-empty string/integer")
+        values: dict[str, str | None] = {}
+        for name in _TEXT_FIELDS:
+            value = data.get(name)
+            if value is not None and not isinstance(value, str):
+                raise DocumentError(f"field {name!r} must be a string, got {type(value).__name__}")
+            values[name] = value
+        if values["content"] is None and values["html"] is None and values["title"] is None:
+            raise DocumentError("document has none of 'content', 'html' or 'title'")
+        return cls(
+            id=str(doc_id),
+            title=values["title"] or "",
+            content=values["content"],
+            html=values["html"],
+            url=values["url"],
+            published_at=values["published_at"],
+        )
+
+    @property
+    def length(self) -> int:
+        """Characters of body text (used by the keep-longest policy)."""
+        return len(self.html or self.content or "")

@@ -1,0 +1,39 @@
+"""Weighted SimHash (Charikar) over weighted terms, vectorised with NumPy.
+
+Each term is hashed to 64 bits with xxh3 (stable across processes and machines, unlike ``hash``);
+bit ``i`` of the fingerprint is set when the weights of the terms having bit ``i`` set outweigh
+those that do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+_SHIFTS = np.arange(63, -1, -1, dtype=np.uint64)  # column 0 = most significant bit
+
+
+def term_hashes(terms: Sequence[str]) -> npt.NDArray[np.uint64]:
+    """Stable 64-bit hashes of the terms (xxh3_64 of their UTF-8 bytes)."""
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(t.encode("utf-8")) for t in terms), dtype=np.uint64, count=len(terms))
+
+
+def simhash_from_hashes(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.float64]) -> int:
+    """Fold term hashes and weights into one unsigned 64-bit fingerprint."""
+    if hashes.size == 0:
+        return 0
+    bits = ((hashes[:, None] >> _SHIFTS[None, :]) & np.uint64(1)).astype(np.float64)  # (n, 64)
+    votes = weights @ (2.0 * bits - 1.0)
+    packed = np.packbits(votes > 0)  # big-endian: MSB first
+    return int.from_bytes(packed.tobytes(), "big")
+
+
+def simhash(terms: Sequence[str], weights: Sequence[float]) -> int:
+    """SimHash of weighted terms."""
+    if len(terms) != len(weights):
+        raise ValueError(f"{len(terms)} terms but {len(weights)} weights")
+    return simhash_from_hashes(term_hashes(terms), np.asarray(weights, dtype=np.float64))

@@ -1,0 +1,1 @@
+"""Input and output at the edges: document readers and JSON-lines writers."""

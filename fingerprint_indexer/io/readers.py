@@ -1,0 +1,138 @@
+"""Read documents from JSONL (optionally gzip), plain text/HTML files, folders, or stdin.
+
+Errors name the file and line (``InputError``); with ``skip_errors`` they are reported through
+``on_error`` and reading continues.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from fingerprint_indexer.documents import Document, DocumentError
+
+TEXT_SUFFIXES = (".txt", ".text")
+HTML_SUFFIXES = (".html", ".htm")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".json")
+
+
+class InputError(ValueError):
+    """Unreadable input, located by source and line."""
+
+    def __init__(self, source: str, line: int | None, message: str) -> None:
+        self.source, self.line, self.message = source, line, message
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+
+
+ErrorHandler = Callable[[InputError], None]
+
+
+def _raise(err: InputError) -> None:
+    raise err
+
+
+def _open_text(path: Path) -> IO[str]:
+    # the caller closes the returned wrapper, which closes the raw stream
+    raw: IO[bytes] = gzip.GzipFile(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[assignment]
+    # strict decoding: undecodable bytes are an error naming the line, not silently replaced
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
+
+
+def _lines(stream: IO[str], source: str, on_error: ErrorHandler) -> Iterator[tuple[int, str]]:
+    lineno = 0
+    while True:
+        lineno += 1
+        try:
+            line = stream.readline()
+        except UnicodeDecodeError as exc:
+            on_error(InputError(source, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"))
+            return  # the decoder cannot resynchronise reliably; stop this source
+        except (OSError, EOFError) as exc:
+            on_error(InputError(source, lineno, f"cannot read: {exc}"))
+            return
+        if not line:
+            return
+        yield lineno, line
+
+
+def read_jsonl(stream: IO[str], source: str, on_error: ErrorHandler = _raise) -> Iterator[Document]:
+    """Documents from a JSON-lines stream; blank lines are skipped."""
+    for lineno, line in _lines(stream, source, on_error):
+        if not line.strip():
+            continue
+        try:
+            yield Document.from_mapping(json.loads(line))
+        except json.JSONDecodeError as exc:
+            on_error(InputError(source, lineno, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+        except DocumentError as exc:
+            on_error(InputError(source, lineno, str(exc)))
+
+
+def read_file_document(path: Path, on_error: ErrorHandler = _raise) -> Iterator[Document]:
+    """One document from a .txt/.html file; its id is the file name."""
+    try:
+        data = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        on_error(InputError(str(path), None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"))
+        return
+    except OSError as exc:
+        on_error(InputError(str(path), None, f"cannot read: {exc.strerror or exc}"))
+        return
+    if path.suffix.lower() in HTML_SUFFIXES:
+        yield Document(id=path.name, title=path.stem, html=data)
+    else:
+        yield Document(id=path.name, title=path.stem, content=data)
+
+
+def _is_jsonl(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(JSONL_SUFFIXES)
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    wanted = [p for p in files if _is_jsonl(p) or p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES]
+    return sorted(wanted)
+
+
+def read_documents(
+    inputs: Iterable[str],
+    skip_errors: bool = False,
+    on_error: ErrorHandler | None = None,
+    stdin: IO[str] | None = None,
+) -> Iterator[Document]:
+    """Documents from each input in turn: ``-`` is JSONL on stdin; a folder is walked in name order."""
+    report = on_error or (lambda e: print(f"warning: {e}", file=sys.stderr))
+    handler: ErrorHandler = report if skip_errors else _raise
+
+    def from_path(path: Path) -> Iterator[Document]:
+        if _is_jsonl(path):
+            try:
+                stream = _open_text(path)
+            except OSError as exc:
+                handler(InputError(str(path), None, f"cannot open: {exc.strerror or exc}"))
+                return
+            with stream:
+                yield from read_jsonl(stream, str(path), handler)
+        else:
+            yield from read_file_document(path, handler)
+
+    for name in inputs:
+        if name == "-":
+            src = stdin or io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+            yield from read_jsonl(src, "<stdin>", handler)
+            continue
+        path = Path(name)
+        if path.is_dir():
+            for file in _folder_files(path):
+                yield from from_path(file)
+        elif path.exists():
+            yield from from_path(path)
+        else:
+            handler(InputError(name, None, "no such file or directory"))

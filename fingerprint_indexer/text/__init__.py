@@ -1,0 +1,1 @@
+"""Text pipeline: cleaning, tokenisation, term weighting. Pure functions over strings."""
