@@ -1,0 +1,306 @@
+"""In-memory near-duplicate index: Manku-style block tables held in NumPy arrays.
+
+For every block of the layout the index keeps the block values sorted (smallest unsigned dtype that fits)
+and the row numbers in that order, so ``np.searchsorted`` finds a bucket. Candidates are verified with
+``np.bitwise_count`` on the XOR. A candidate found in table ``b`` is kept only if none of blocks ``0..b-1``
+equal the query's, so each match is reported once without a ``unique`` pass.
+
+Appends go to a small buffer scanned by brute force and merged into the tables when it grows; removals
+set a tombstone and the tables are compacted when tombstones pile up. Footprint: 8 bytes per fingerprint
+plus (key bytes + 4) per block: 32 bytes per fingerprint for the default 4x16 layout, plus the doc ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import MASK64
+from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+
+U64 = npt.NDArray[np.uint64]
+IntArray = npt.NDArray[np.int64]
+
+#: Buffered appends are merged into the sorted tables once there are this many.
+MERGE_THRESHOLD = 4096
+#: Tables are rebuilt without tombstoned rows when this fraction of rows is dead.
+COMPACT_FRACTION = 0.25
+
+
+def key_dtype(width: int) -> type[np.unsignedinteger]:
+    """Smallest unsigned dtype holding a block of ``width`` bits."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if width <= np.iinfo(dt).bits:
+            return dt
+    return np.uint64
+
+
+def _earlier_masks(layout: BlockLayout) -> list[list[int]]:
+    """For block b, the bit masks of blocks 0..b-1 (used to drop matches already found in earlier tables)."""
+    masks = [((1 << w) - 1) << s for w, s in zip(layout.widths, layout.shifts, strict=True)]
+    return [masks[:b] for b in range(layout.n_blocks)]
+
+
+def _first_in_table(xor: U64, earlier: list[int]) -> npt.NDArray[np.bool_]:
+    """True where no earlier block of the XOR is zero, i.e. this table is the first to see the candidate."""
+    keep = np.ones(xor.shape, dtype=bool)
+    for m in earlier:
+        keep &= (xor & np.uint64(m)) != 0
+    return keep
+
+
+def _ranges_to_positions(starts: IntArray, ends: IntArray) -> tuple[IntArray, IntArray]:
+    """Flatten half-open ranges into (positions, owning range index) without a Python loop."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+    if total == 0:
+        return np.empty(0, dtype=np.int64), owner
+    offsets = np.cumsum(lengths) - lengths
+    positions = np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
+    return positions, owner
+
+
+class _Tables:
+    """Sorted block tables over a fixed array of fingerprints (rows 0..n-1)."""
+
+    def __init__(self, layout: BlockLayout) -> None:
+        self.layout = layout
+        self.keys: list[npt.NDArray[np.unsignedinteger]] = [
+            np.empty(0, dtype=key_dtype(w)) for w in layout.widths
+        ]
+        self.rows: list[npt.NDArray[np.uint32]] = [np.empty(0, dtype=np.uint32) for _ in layout.widths]
+
+    def build(self, fps: U64, rows: npt.NDArray[np.uint32]) -> None:
+        """Sort the given rows (whose fingerprints are ``fps``) under every block."""
+        blocks = self.layout.split_many(fps)
+        for b, w in enumerate(self.layout.widths):
+            col = blocks[:, b].astype(key_dtype(w))
+            order = np.argsort(col, kind="stable")
+            self.keys[b] = col[order]
+            self.rows[b] = rows[order]
+
+    def merge(self, fps: U64, rows: npt.NDArray[np.uint32]) -> None:
+        """Insert new rows into the sorted tables (linear-time merge, no full re-sort)."""
+        blocks = self.layout.split_many(fps)
+        for b, w in enumerate(self.layout.widths):
+            col = blocks[:, b].astype(key_dtype(w))
+            order = np.argsort(col, kind="stable")
+            new_keys, new_rows = col[order], rows[order]
+            at = np.searchsorted(self.keys[b], new_keys, side="right")
+            self.keys[b] = np.insert(self.keys[b], at, new_keys)
+            self.rows[b] = np.insert(self.rows[b], at, new_rows)
+
+    def nbytes(self) -> int:
+        return sum(k.nbytes + r.nbytes for k, r in zip(self.keys, self.rows, strict=True))
+
+
+class MemoryIndex(NearDupIndex):
+    """NumPy block tables; the reference backend and the engine of batch dedupe."""
+
+    def __init__(
+        self,
+        layout: BlockLayout | None = None,
+        capacity: int = 1024,
+        merge_threshold: int = MERGE_THRESHOLD,
+        compact_min: int = 64,
+    ) -> None:
+        self.layout = layout or BlockLayout()
+        self.merge_threshold, self.compact_min = merge_threshold, compact_min
+        self._earlier = _earlier_masks(self.layout)
+        self._fps = np.zeros(max(capacity, 16), dtype=np.uint64)
+        self._alive = np.zeros(max(capacity, 16), dtype=bool)
+        self._ids: list[str] = []
+        self._row_of: dict[str, int] = {}
+        self._tables = _Tables(self.layout)
+        self._n_sorted = 0  # rows [0, _n_sorted) are in the tables; the rest are buffered
+        self._n_dead = 0
+
+    # ----------------------------------------------------------------- writes
+    def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
+        self.add_many([(doc_id, fingerprint, meta)])
+
+    def add_many(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
+        ids: list[str] = []
+        fps: list[int] = []
+        for doc_id, fp, _meta in items:
+            ids.append(doc_id)
+            fps.append(fp & MASK64)
+        self.add_arrays(ids, np.array(fps, dtype=np.uint64))
+
+    def add_arrays(self, ids: Sequence[str], fps: U64) -> None:
+        """Bulk insert: ``ids[i]`` gets ``fps[i]``; a repeated or existing id is replaced (last wins)."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if len(ids) != len(fps):
+            raise ValueError(f"{len(ids)} ids but {len(fps)} fingerprints")
+        if not len(ids):
+            return
+        start = len(self._ids)
+        self._reserve(start + len(ids))
+        self._fps[start : start + len(ids)] = fps
+        self._alive[start : start + len(ids)] = True
+        row_of = self._row_of
+        for i, doc_id in enumerate(ids, start):
+            old = row_of.get(doc_id)
+            if old is not None:
+                self._alive[old] = False
+                self._n_dead += 1
+            row_of[doc_id] = i
+        self._ids.extend(ids)
+        if len(self._ids) - self._n_sorted >= self.merge_threshold:
+            self._merge_buffer()
+        self._maybe_compact()
+
+    def remove(self, doc_id: str) -> bool:
+        row = self._row_of.pop(doc_id, None)
+        if row is None:
+            return False
+        self._alive[row] = False
+        self._n_dead += 1
+        self._maybe_compact()
+        return True
+
+    def _reserve(self, n: int) -> None:
+        if n <= len(self._fps):
+            return
+        size = max(n, int(len(self._fps) * 1.5))
+        fps = np.zeros(size, dtype=np.uint64)
+        alive = np.zeros(size, dtype=bool)
+        fps[: len(self._ids)] = self._fps[: len(self._ids)]
+        alive[: len(self._ids)] = self._alive[: len(self._ids)]
+        self._fps, self._alive = fps, alive
+
+    def _merge_buffer(self) -> None:
+        n = len(self._ids)
+        if n == self._n_sorted:
+            return
+        rows = np.arange(self._n_sorted, n, dtype=np.uint32)
+        if self._n_sorted < n - self._n_sorted:
+            self._tables.build(self._fps[:n], np.arange(n, dtype=np.uint32))
+        else:
+            self._tables.merge(self._fps[self._n_sorted : n], rows)
+        self._n_sorted = n
+
+    def _maybe_compact(self) -> None:
+        n = len(self._ids)
+        if self._n_dead >= self.compact_min and self._n_dead >= COMPACT_FRACTION * n:
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop tombstoned rows and rebuild the tables (also merges the append buffer)."""
+        n = len(self._ids)
+        keep = np.flatnonzero(self._alive[:n])
+        fps = self._fps[keep].copy()
+        ids = [self._ids[i] for i in keep.tolist()]
+        self._fps = np.zeros(max(len(ids), 16), dtype=np.uint64)
+        self._alive = np.zeros(max(len(ids), 16), dtype=bool)
+        self._fps[: len(ids)] = fps
+        self._alive[: len(ids)] = True
+        self._ids = ids
+        self._row_of = {doc_id: i for i, doc_id in enumerate(ids)}
+        self._n_dead = 0
+        self._tables = _Tables(self.layout)
+        self._tables.build(fps, np.arange(len(ids), dtype=np.uint32))
+        self._n_sorted = len(ids)
+
+    # ---------------------------------------------------------------- queries
+    def get(self, doc_id: str) -> int | None:
+        row = self._row_of.get(doc_id)
+        return None if row is None else int(self._fps[row])
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._row_of
+
+    def query(self, fingerprint: int, k: int = 3) -> list[Match]:
+        """Single-query path: few NumPy calls (one searchsorted per table, one verify pass)."""
+        self.layout.check_k(k)
+        fp = fingerprint & MASK64
+        slices = []
+        if self._n_sorted:
+            for b, (w, s) in enumerate(zip(self.layout.widths, self.layout.shifts, strict=True)):
+                v = (fp >> s) & ((1 << w) - 1)
+                keys = self._tables.keys[b]
+                if v + 1 < (1 << w):  # typed probe: a Python-int probe would upcast the whole table
+                    lo, hi = keys.searchsorted(np.array((v, v + 1), dtype=keys.dtype)).tolist()
+                else:
+                    lo, hi = int(keys.searchsorted(np.array(v, dtype=keys.dtype))), len(keys)
+                if hi > lo:
+                    slices.append(self._tables.rows[b][lo:hi])
+        n = len(self._ids)
+        if n > self._n_sorted:
+            slices.append(np.arange(self._n_sorted, n, dtype=np.uint32))
+        if not slices:
+            return []
+        rows = np.concatenate(slices) if len(slices) > 1 else slices[0]
+        dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
+        ok = (dist <= k) & self._alive[rows]
+        ids = self._ids
+        found = {ids[r]: d for r, d in zip(rows[ok].tolist(), dist[ok].tolist(), strict=True)}
+        return sorted((Match(i, d) for i, d in found.items()), key=lambda m: (m.distance, m.doc_id))
+
+    def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
+        """All matches for a batch of fingerprints, found with whole-array operations."""
+        qidx, rows, dist = self.query_arrays(np.asarray(fingerprints, dtype=np.uint64), k)
+        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
+        ids = self._ids
+        for q, r, d in zip(qidx.tolist(), rows.tolist(), dist.tolist(), strict=True):
+            out[q].append(Match(ids[r], d))
+        for lst in out:
+            if len(lst) > 1:
+                lst.sort(key=lambda m: (m.distance, m.doc_id))
+        return out
+
+    def query_arrays(self, queries: U64, k: int) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
+        """(query index, row, distance) of every match, each (query, row) pair exactly once."""
+        self.layout.check_k(k)
+        queries = np.asarray(queries, dtype=np.uint64)
+        if len(queries) > 64:
+            self._merge_buffer()  # a big batch is cheaper against tables than against the buffer
+        parts_q: list[IntArray] = []
+        parts_r: list[IntArray] = []
+        parts_d: list[npt.NDArray[np.uint8]] = []
+        if self._n_sorted:
+            qblocks = self.layout.split_many(queries)
+            for b, w in enumerate(self.layout.widths):
+                qk = qblocks[:, b].astype(key_dtype(w))
+                keys = self._tables.keys[b]
+                lo = np.searchsorted(keys, qk, side="left").astype(np.int64)
+                hi = np.searchsorted(keys, qk, side="right").astype(np.int64)
+                pos, owner = _ranges_to_positions(lo, hi)
+                if not len(pos):
+                    continue
+                rows = self._tables.rows[b][pos].astype(np.int64)
+                xor = self._fps[rows] ^ queries[owner]
+                dist = np.bitwise_count(xor)
+                ok = (dist <= k) & self._alive[rows]
+                if b:
+                    ok[ok] = _first_in_table(xor[ok], self._earlier[b])
+                parts_q.append(owner[ok])
+                parts_r.append(rows[ok])
+                parts_d.append(dist[ok])
+        n = len(self._ids)
+        if n > self._n_sorted:
+            buf = self._fps[self._n_sorted : n]
+            xor = buf[None, :] ^ queries[:, None]
+            dist = np.bitwise_count(xor)
+            qi, ri = np.nonzero((dist <= k) & self._alive[self._n_sorted : n][None, :])
+            parts_q.append(qi.astype(np.int64))
+            parts_r.append(ri.astype(np.int64) + self._n_sorted)
+            parts_d.append(dist[qi, ri])
+        if not parts_q:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8)
+        return np.concatenate(parts_q), np.concatenate(parts_r), np.concatenate(parts_d)
+
+    def nbytes(self) -> int:
+        """Bytes held by the NumPy arrays (fingerprints, tombstones, tables); doc-id strings excluded."""
+        return int(self._fps.nbytes + self._alive.nbytes + self._tables.nbytes())
+
+    def flush(self) -> None:
+        """Merge the append buffer into the tables now (e.g. before a timing run)."""
+        self._merge_buffer()

@@ -1,0 +1,56 @@
+"""MemoryIndex against brute force, through the buffer, the merged tables and compaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.index_contract import brute_force, check_scenario, index_scenarios
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.memory import MemoryIndex
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenario=index_scenarios(), merge=st.sampled_from([1, 3, 4096]), wide=st.booleans())
+def test_memory_matches_brute_force(scenario, merge, wide):
+    layout = BlockLayout.even(6) if wide else BlockLayout()
+    index = MemoryIndex(layout, merge_threshold=merge, compact_min=2)
+    check_scenario(lambda: index, scenario)
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenario=index_scenarios(max_k=5))
+def test_wider_layout_serves_larger_k(scenario):
+    index = MemoryIndex(BlockLayout.for_k(5), merge_threshold=2)
+    check_scenario(lambda: index, scenario, batched=False)
+
+
+def test_large_batch_query_many_agrees_with_single_queries():
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**64, size=2000, dtype=np.uint64)
+    noise = np.uint64(1) << rng.integers(0, 64, size=2000).astype(np.uint64)
+    fps = np.concatenate([base, base ^ noise])
+    index = MemoryIndex()
+    index.add_arrays([f"d{i}" for i in range(len(fps))], fps)
+    queries = fps[::7]
+    live = {f"d{i}": int(f) for i, f in enumerate(fps)}
+    batch = index.query_many(queries, 2)
+    for q, got in zip(queries.tolist(), batch, strict=True):
+        assert got == index.query(q, 2) == brute_force(live, q, 2)
+        assert len(got) >= 2  # itself and its planted neighbour
+
+
+def test_k_beyond_layout_is_refused():
+    with pytest.raises(ValueError, match="needs at least 5 blocks"):
+        MemoryIndex().query(0, 4)
+
+
+def test_footprint_is_within_40_bytes_per_fingerprint():
+    n = 100_000
+    fps = np.random.default_rng(1).integers(0, 2**64, size=n, dtype=np.uint64)
+    index = MemoryIndex(capacity=n)
+    index.add_arrays([str(i) for i in range(n)], fps)
+    index.flush()
+    assert index.nbytes() / n <= 40
