@@ -1,0 +1,111 @@
+"""scripts/es-local against the node it runs, plus its verification and JDK selection on real files."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from elasticsearch import Elasticsearch
+from support.es_node import ES_LOCAL
+
+
+def _load_es_local() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("es_local_script", str(ES_LOCAL))
+    spec = importlib.util.spec_from_loader("es_local_script", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+es_local = _load_es_local()
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ES_LOCAL), *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def local_node(es_url: str) -> str:
+    if os.environ.get("ES_URL"):
+        pytest.skip("ES_URL points at an external cluster; scripts/es-local is not in use")
+    return es_url
+
+
+@pytest.mark.elasticsearch
+def test_status_and_url_report_the_running_node(local_node: str) -> None:
+    status = _run("status", "--json")
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert info["running"] is True
+    assert info["url"] == local_node
+    assert info["health"] in ("yellow", "green")
+    assert info["version"] == es_local.ES_VERSION
+    assert os.getpid() in info["leases"] or info["pinned"]
+
+    url = _run("url")
+    assert url.returncode == 0, url.stderr
+    assert url.stdout.strip() == local_node
+
+
+@pytest.mark.elasticsearch
+def test_start_when_running_is_a_noop_printing_the_url(local_node: str) -> None:
+    before = json.loads(_run("status", "--json").stdout)["pid"]
+    res = _run("start", "--lease", str(os.getpid()))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == local_node
+    assert json.loads(_run("status", "--json").stdout)["pid"] == before
+
+
+@pytest.mark.elasticsearch
+def test_url_answers_with_a_9x_server(local_node: str) -> None:
+    client = Elasticsearch(local_node)
+    try:
+        # This distribution has no `GET /` handler, so the version comes from the nodes info API.
+        nodes = client.nodes.info(node_id="_local")["nodes"]
+        versions = {n["version"] for n in nodes.values()}
+        health = client.cluster.health()["status"]
+    finally:
+        client.close()
+    assert len(versions) == 1
+    assert versions.pop().startswith("9.")
+    assert health in ("yellow", "green")
+
+
+def test_verify_rejects_a_zip_with_the_wrong_digest(tmp_path: Path) -> None:
+    bogus = tmp_path / "elasticsearch.zip"
+    with zipfile.ZipFile(bogus, "w") as zf:
+        zf.writestr("elasticsearch/README", "not the pinned distribution")
+    with pytest.raises(SystemExit):
+        es_local.verify_zip(bogus)
+    assert not bogus.exists(), "a zip that fails verification must be removed from the cache"
+
+
+def _fake_jdk(root: Path, version: str, modules: str | None) -> Path:
+    (root / "bin").mkdir(parents=True)
+    java = root / "bin" / "java"
+    java.write_text("#!/bin/sh\nexit 0\n")
+    java.chmod(0o755)
+    release = f'JAVA_VERSION="{version}"\n'
+    if modules is not None:
+        release += f'MODULES="{modules}"\n'
+    (root / "release").write_text(release)
+    return root
+
+
+def test_jdk_selection_needs_java_21_and_the_modules_elasticsearch_boots_with(tmp_path: Path) -> None:
+    full = "java.base jdk.jlink jdk.management jdk.unsupported jdk.incubator.vector"
+    assert es_local.suitable(_fake_jdk(tmp_path / "j25", "25.0.3", full)) == 25
+    assert es_local.suitable(_fake_jdk(tmp_path / "j21", "21.0.5", None)) == 21
+    assert es_local.suitable(_fake_jdk(tmp_path / "j17", "17.0.15", full)) is None
+    trimmed = _fake_jdk(tmp_path / "trimmed", "25.0.2", "java.base jdk.management jdk.unsupported")
+    assert es_local.suitable(trimmed) is None
+    assert es_local.missing_modules(trimmed) == ["jdk.jlink"]
