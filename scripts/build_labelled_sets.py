@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -136,7 +137,7 @@ ZH_SITES = [
     ("新民网", "xinmin"), ("荆楚网", "cnhubei"), ("四川在线", "scol"), ("扬子晚报网", "yangtse"),
 ]
 ZH_CHANNELS = ["新闻", "国内", "财经", "科技", "体育", "娱乐", "教育", "健康", "时尚", "社会", "综合", "资讯"]
-ZH_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
+ZH_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶"
 ZH_GIVEN = "伟芳娜敏静丽强磊军洋勇艳杰娟涛明超秀霞平刚桂英华玉兰萍红鹏飞宇浩然晨晓雪琳瑶婷欣怡佳悦"
 ZH_PRODUCTS = ["理财课", "会员年卡", "流量套餐", "家电", "新款手机", "在线课程", "旅游线路", "保险产品",
                "体检套餐", "英语课程", "信用卡", "母婴用品", "智能手表", "净水器"]
@@ -310,7 +311,8 @@ def make_template(rng: random.Random, zh: bool, title: str, related_titles: Sequ
             "time": f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}", "source": source_site,
             "author": _zh_name(rng), "editor": _zh_name(rng), "editor2": _zh_name(rng),
             "code": f"{rng.choice('ABCDEFGHJKLMNPQRSTWXYZ')}{rng.randint(1000, 9999)}",
-            "n": str(rng.randint(2, 9999)), "n2": str(rng.randint(1, 99)), "page": f"{rng.randint(1, 24):02d}",
+            "n": str(rng.randint(2, 9999)), "n2": str(rng.randint(1, 99)),
+            "page": f"{rng.randint(1, 24):02d}",
             "year": str(rng.randint(2015, 2019)), "icp": f"{rng.randint(10000, 99999)}",
             "wx": f"{domain}news", "phone": f"010-{rng.randint(60000000, 89999999)}",
             "product": rng.choice(ZH_PRODUCTS),
@@ -457,7 +459,8 @@ def nearest_topical(
     """The pool article most similar in topic to ``anchor`` that is clearly a different text."""
     fa = feats[anchor["id"]]
     ranked = sorted(
-        (d for d in pool if d["id"] != anchor["id"] and d["id"] not in exclude and d["title"] != anchor["title"]),
+        (d for d in pool
+         if d["id"] != anchor["id"] and d["id"] not in exclude and d["title"] != anchor["title"]),
         key=lambda d: (-jaccard(fa, feats[d["id"]]), d["id"]),
     )
     sa = shing(anchor)
@@ -485,13 +488,13 @@ def build_natural(
         if len(key) < MIN_EXACT_CHARS:
             skipped_short += len(group)
             continue
-        for x, y in zip(group, group[1:], strict=False):  # a chain links the whole group
+        for x, y in itertools.pairwise(group):  # a chain links the whole group
             candidates[(x["id"], y["id"])] = (x, y)
     for group in by_title.values():
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
                 x, y = group[i], group[j]
-                if len(compact(x["content"])) >= MIN_EXACT_CHARS and len(compact(y["content"])) >= MIN_EXACT_CHARS:
+                if min(len(compact(x["content"])), len(compact(y["content"]))) >= MIN_EXACT_CHARS:
                     candidates.setdefault((x["id"], y["id"]), (x, y))
     keys = sorted(candidates)
     rng.shuffle(keys)
@@ -536,10 +539,12 @@ def build_natural(
             ls.add_pair(anchor["id"], neg["id"], 0, "topical")
         if anchor.get("source") == "sina-scrape":
             other = rng.choice(pool)
-            if other["id"] != anchor["id"] and other["title"] != anchor["title"] and other.get("source") == "sina-scrape":
-                if containment(shing(anchor), shing(other)) < NEGATIVE_CONTAINMENT:
-                    ls.add_doc(other["id"], other["title"], other["content"])
-                    ls.add_pair(anchor["id"], other["id"], 0, "same_template")
+            fit = other["id"] != anchor["id"] and other["title"] != anchor["title"]
+            if fit and other.get("source") == "sina-scrape" and (
+                containment(shing(anchor), shing(other)) < NEGATIVE_CONTAINMENT
+            ):
+                ls.add_doc(other["id"], other["title"], other["content"])
+                ls.add_pair(anchor["id"], other["id"], 0, "same_template")
     ls.notes = {"ambiguous_left_out": ambiguous, "short_exact_left_out_docs": skipped_short,
                 "candidate_pairs": len(candidates)}
     return ls
@@ -624,7 +629,8 @@ def build_reposts(
             ads=tpl.ads, indent=tpl.indent, sentences_per_para=tpl.sentences_per_para,
             fullwidth_punct=tpl.fullwidth_punct,
         )
-        ls.add_doc(b_id, neg["title"], render(sentences(neg["content"], zh), tpl_b, random.Random(rng.random()), zh))
+        body_b = render(sentences(neg["content"], zh), tpl_b, random.Random(rng.random()), zh)
+        ls.add_doc(b_id, neg["title"], body_b)
         ls.add_pair(a_id, b_id, 0, "same_template")
     ls.notes = {"originals": len(originals), "eligible_articles": len(pool)}
     return ls
@@ -643,13 +649,14 @@ def print_sample(ls: LabelledSet, n: int, rng: random.Random, file: Any = sys.st
 
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--data", default="../shared/data", help="folder holding zh_news.jsonl.gz and en_bbc.jsonl.gz")
+    ap.add_argument("--data", default="../shared/data",
+                    help="folder holding zh_news.jsonl.gz and en_bbc.jsonl.gz")
     ap.add_argument("--out", default="out/labelled", help="output folder (not committed)")
     ap.add_argument("--limit", type=int, default=None,
-                    help="small slice: at most this many natural candidate pairs and repost originals per set")
-    ap.add_argument("--originals", type=int, default=400, help="repost originals per language (before --limit)")
+                    help="small slice: at most this many natural candidate pairs and repost originals")
+    ap.add_argument("--originals", type=int, default=400, help="repost originals per language")
     ap.add_argument("--seed", type=int, default=SEED)
-    ap.add_argument("--sample", type=int, default=0, help="print this many natural pairs per set for hand checks")
+    ap.add_argument("--sample", type=int, default=0, help="print N natural pairs per set to check")
     ap.add_argument("--sets", default="zh_natural,zh_reposts,en_natural,en_reposts")
     args = ap.parse_args(list(argv) if argv is not None else None)
 
@@ -672,7 +679,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             rng = random.Random(f"{args.seed}-{lang}-reposts")
             ls = build_reposts(f"{lang}_reposts", records, zh, rng, n_orig)
             manifest["sets"][ls.name] = ls.write(out)
-    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
     print(json.dumps(manifest, ensure_ascii=False, indent=2), file=sys.stderr)
     return 0
 
