@@ -7,7 +7,6 @@ Errors name the file and line (``InputError``); with ``skip_errors`` they are re
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -37,32 +36,33 @@ def _raise(err: InputError) -> None:
     raise err
 
 
-def _open_text(path: Path) -> IO[str]:
-    # the caller closes the returned wrapper, which closes the raw stream
-    raw: IO[bytes] = gzip.GzipFile(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[assignment]
-    # strict decoding: undecodable bytes are an error naming the line, not silently replaced
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
+def _open_binary(path: Path) -> IO[bytes]:
+    """The file's bytes, gunzipped for ``.gz``; the caller closes it."""
+    if path.suffix == ".gz":
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
 
 
-def _lines(stream: IO[str], source: str, on_error: ErrorHandler) -> Iterator[tuple[int, str]]:
+def _lines(stream: IO[bytes], source: str, on_error: ErrorHandler) -> Iterator[tuple[int, str]]:
+    """Decoded lines; a line that is not UTF-8 is reported by number and the rest still read."""
     lineno = 0
     while True:
         lineno += 1
         try:
-            line = stream.readline()
-        except UnicodeDecodeError as exc:
-            on_error(InputError(source, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"))
-            return  # the decoder cannot resynchronise reliably; stop this source
+            raw = stream.readline()
         except (OSError, EOFError) as exc:
             on_error(InputError(source, lineno, f"cannot read: {exc}"))
             return
-        if not line:
+        if not raw:
             return
-        yield lineno, line
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            on_error(InputError(source, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"))
 
 
-def read_jsonl(stream: IO[str], source: str, on_error: ErrorHandler = _raise) -> Iterator[Document]:
-    """Documents from a JSON-lines stream; blank lines are skipped."""
+def read_jsonl(stream: IO[bytes], source: str, on_error: ErrorHandler = _raise) -> Iterator[Document]:
+    """Documents from a JSON-lines byte stream; blank lines are skipped."""
     for lineno, line in _lines(stream, source, on_error):
         if not line.strip():
             continue
@@ -105,7 +105,7 @@ def read_documents(
     inputs: Iterable[str],
     skip_errors: bool = False,
     on_error: ErrorHandler | None = None,
-    stdin: IO[str] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> Iterator[Document]:
     """Documents from each input in turn: ``-`` is JSONL on stdin; a folder is walked in name order."""
     report = on_error or (lambda e: print(f"warning: {e}", file=sys.stderr))
@@ -114,7 +114,7 @@ def read_documents(
     def from_path(path: Path) -> Iterator[Document]:
         if _is_jsonl(path):
             try:
-                stream = _open_text(path)
+                stream = _open_binary(path)
             except OSError as exc:
                 handler(InputError(str(path), None, f"cannot open: {exc.strerror or exc}"))
                 return
@@ -125,8 +125,7 @@ def read_documents(
 
     for name in inputs:
         if name == "-":
-            src = stdin or io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
-            yield from read_jsonl(src, "<stdin>", handler)
+            yield from read_jsonl(stdin or sys.stdin.buffer, "<stdin>", handler)
             continue
         path = Path(name)
         if path.is_dir():

@@ -1,0 +1,18 @@
+"""Shared fixtures: the real corpora and (from support.es_node) a real Elasticsearch node."""
+
+from __future__ import annotations
+
+import pytest
+from support.corpus import EN_BBC, ZH_NEWS, load_records
+
+
+@pytest.fixture(scope="session")
+def zh_articles() -> list[dict]:
+    """Real Chinese news articles of at least 600 characters (first 400 in file order)."""
+    return load_records(ZH_NEWS, limit=400, min_chars=600)
+
+
+@pytest.fixture(scope="session")
+def en_articles() -> list[dict]:
+    """Real English BBC articles of at least 1,000 characters (first 200 in file order)."""
+    return load_records(EN_BBC, limit=200, min_chars=1000)

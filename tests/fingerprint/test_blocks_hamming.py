@@ -1,0 +1,96 @@
+"""Invariants of block splitting and Hamming distance (hypothesis)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import (
+    from_hex,
+    hamming,
+    hamming_many,
+    to_hex,
+    to_signed,
+    to_unsigned,
+)
+
+u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
+layouts = st.integers(min_value=1, max_value=16).map(BlockLayout.even)
+
+
+def flip(fp: int, bits: list[int]) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+@given(u64, u64)
+def test_hamming_is_a_metric(a: int, b: int) -> None:
+    assert hamming(a, a) == 0
+    assert hamming(a, b) == hamming(b, a)
+    assert 0 <= hamming(a, b) <= 64
+    assert (hamming(a, b) == 0) == (a == b)
+
+
+@given(u64, u64, u64)
+def test_triangle_inequality(a: int, b: int, c: int) -> None:
+    assert hamming(a, c) <= hamming(a, b) + hamming(b, c)
+
+
+@given(u64, st.lists(u64, max_size=50))
+def test_vectorised_hamming_matches_scalar(q: int, fps: list[int]) -> None:
+    got = hamming_many(q, np.array(fps, dtype=np.uint64))
+    assert got.tolist() == [hamming(q, f) for f in fps]
+
+
+@given(u64, layouts)
+def test_blocks_reassemble_the_fingerprint(fp: int, layout: BlockLayout) -> None:
+    value = 0
+    for v, w in zip(layout.split(fp), layout.widths, strict=True):
+        assert 0 <= v < (1 << w)
+        value = (value << w) | v
+    assert value == fp
+    assert layout.split_many(np.array([fp], dtype=np.uint64))[0].tolist() == list(layout.split(fp))
+
+
+@given(u64, layouts, st.data())
+def test_pigeonhole_within_max_k_shares_a_block(fp: int, layout: BlockLayout, data: st.DataObject) -> None:
+    k = layout.max_k
+    bits = data.draw(st.lists(st.integers(0, 63), min_size=0, max_size=k, unique=True))
+    other = flip(fp, bits)
+    assert hamming(fp, other) <= k
+    assert any(x == y for x, y in zip(layout.split(fp), layout.split(other), strict=True))
+
+
+def test_block_order_is_most_significant_first() -> None:
+    layout = BlockLayout()
+    assert layout.split(0x0123456789ABCDEF) == (0x0123, 0x4567, 0x89AB, 0xCDEF)
+    assert layout.keys(0x0123456789ABCDEF) == ["0123", "4567", "89ab", "cdef"]
+    assert layout.max_k == 3
+
+
+def test_layout_validation() -> None:
+    with pytest.raises(ValueError):
+        BlockLayout((16, 16, 16))
+    with pytest.raises(ValueError, match="needs at least 5 blocks"):
+        BlockLayout().check_k(4)
+    assert BlockLayout.for_k(6).n_blocks == 7
+    assert BlockLayout.for_k(2) == BlockLayout()
+    assert BlockLayout.from_dict(BlockLayout.even(5).to_dict()) == BlockLayout.even(5)
+
+
+@given(u64)
+def test_signed_roundtrip_and_hex(fp: int) -> None:
+    s = to_signed(fp)
+    assert -(1 << 63) <= s < (1 << 63)
+    assert to_unsigned(s) == fp
+    h = to_hex(fp)
+    assert len(h) == 16 and h == h.lower()
+    assert from_hex(h) == fp
+
+
+def test_from_hex_rejects_garbage() -> None:
+    for bad in ["", "123", "zz" * 8, "0" * 17]:
+        with pytest.raises(ValueError):
+            from_hex(bad)

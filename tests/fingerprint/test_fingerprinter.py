@@ -1,0 +1,119 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import (
+    FingerprintConfig,
+    Fingerprinter,
+    fingerprint_many,
+)
+from fingerprint_indexer.fingerprint.hamming import hamming
+
+TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
+        "气象专家提醒市民注意防寒保暖，出行注意交通安全。")
+
+
+@pytest.fixture(scope="module")
+def fpr() -> Fingerprinter:
+    return Fingerprinter()
+
+
+def test_empty_and_whitespace_are_degenerate_not_errors(fpr: Fingerprinter) -> None:
+    for text in ["", "   \n\t ", "\u3000"]:
+        r = fpr.fingerprint(text)
+        assert r.degenerate and r.n_tokens == 0
+
+
+def test_reformatting_does_not_change_anything(fpr: Fingerprinter) -> None:
+    a = fpr.fingerprint(TEXT)
+    b = fpr.fingerprint("  " + TEXT.replace("，", "\uff0c ").replace("。", "。\n\n") + "  ")
+    assert a.fingerprint == b.fingerprint
+    assert a.content_digest == b.content_digest
+
+
+def test_html_and_text_agree(fpr: Fingerprinter) -> None:
+    html = f"<html><body><script>x()</script><p>{TEXT}</p></body></html>"
+    assert fpr.fingerprint(html=html).fingerprint == fpr.fingerprint(TEXT).fingerprint
+
+
+def test_title_used_only_when_body_empty(fpr: Fingerprinter) -> None:
+    with_body = fpr.fingerprint_document(Document(id="1", title="完全不同的标题", content=TEXT))
+    assert with_body.fingerprint == fpr.fingerprint(TEXT).fingerprint
+    title_only = fpr.fingerprint_document(Document(id="2", title=TEXT, content=""))
+    assert title_only.fingerprint == with_body.fingerprint
+
+
+def test_blocks_follow_layout(fpr: Fingerprinter) -> None:
+    r = Fingerprinter(FingerprintConfig(layout=BlockLayout.even(5))).fingerprint(TEXT)
+    assert len(r.blocks) == 5
+    assert r.fingerprint == fpr.fingerprint(TEXT).fingerprint  # layout does not change the fingerprint
+
+
+def test_version_names_the_configuration(tmp_path: Path) -> None:
+    syn = tmp_path / "s.txt"
+    syn.write_text("气象台\t天文台\n", encoding="utf-8")
+    v1 = Fingerprinter().version
+    v2 = Fingerprinter(FingerprintConfig(top_k=10)).version
+    v3 = Fingerprinter(FingerprintConfig(synonyms_path=str(syn))).version
+    assert len({v1, v2, v3}) == 3
+
+
+def test_top_k_limits_terms() -> None:
+    r = Fingerprinter(FingerprintConfig(top_k=3)).fingerprint(TEXT)
+    assert len(r.top_terms) == 3
+
+
+def test_fingerprint_many_same_in_processes_as_inline() -> None:
+    docs = [Document(id=str(i), content=TEXT[i:] + f" 第{i}条") for i in range(40)]
+    inline = [r.fingerprint for r in fingerprint_many(docs)]
+    pooled = list(fingerprint_many(docs, processes=2, chunksize=4))
+    assert [r.fingerprint for r in pooled] == inline
+    assert [r.id for r in pooled] == [d.id for d in docs]
+
+
+def test_deterministic_across_hash_seeds() -> None:
+    code = (
+        "from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter;"
+        f"print(Fingerprinter().fingerprint({TEXT!r}).hex)"
+    )
+    outs = set()
+    for seed in ["0", "1", "12345"]:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                check=True).stdout.strip())
+    assert len(outs) == 1 and len(outs.pop()) == 16
+
+
+def test_huge_document_bounded_memory() -> None:
+    """A 20 MB document completes; peak memory stays a small multiple of the text size."""
+    code = (
+        "import resource;"
+        "from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter;"
+        "f = Fingerprinter(); f.fingerprint('预热');"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        "line = '受冷空气影响本周末全市将出现明显降温最低气温可能跌破零度 weather report 2024\\n';"
+        "text = line * (20_000_000 // len(line.encode()));"
+        "r = f.fingerprint(text);"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        "print(r.n_tokens, (peak - base) // 1024)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=600)
+    n_tokens, grew_mb = map(int, out.stdout.split())
+    assert n_tokens > 1_000_000
+    # the text itself is ~7M characters (UCS-4 ~28 MB per copy); a token list would need gigabytes
+    assert grew_mb < 400, f"peak memory grew by {grew_mb} MB"
+
+
+def test_light_edit_is_closer_than_unrelated(fpr: Fingerprinter) -> None:
+    other = ("足球联赛今晚继续进行，主队在主场以二比一战胜客队，赛后主教练表示球队表现令人满意，"
+             "下一轮比赛将于周六在客场进行。")
+    a = fpr.fingerprint(TEXT).fingerprint
+    b = fpr.fingerprint(TEXT.replace("本周末", "这个周末")).fingerprint
+    c = fpr.fingerprint(other).fingerprint
+    assert hamming(a, b) < hamming(a, c)

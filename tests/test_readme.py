@@ -1,0 +1,22 @@
+"""README's two set-up commands are the contract with users and CI: keep them true."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+
+
+def test_readme_opens_with_two_commands() -> None:
+    blocks = bash_blocks()
+    assert len(blocks) >= 2
+    assert "fingerprint-indexer" in blocks[0] and "pip install" in blocks[0]
+    assert "pytest" in blocks[1] and "pip install" in blocks[1]
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert bash_blocks()[1].strip() in ci

@@ -1,0 +1,58 @@
+from pathlib import Path
+
+import pytest
+
+from fingerprint_indexer.text.synonyms import SynonymFileError, load_synonyms, synonyms_id
+from fingerprint_indexer.text.tokenize import Tokenizer, _chunks
+
+
+def test_mixed_chinese_and_english_tokens() -> None:
+    toks = list(Tokenizer().tokens("苹果公司发布了iphone 15和macos系统,售价999美元"))
+    assert "苹果公司" in toks or "苹果" in toks
+    assert "iphone" in toks
+    assert "macos" in toks
+    assert "999" in toks
+    assert "了" not in toks and "和" not in toks
+
+
+def test_stopwords_and_single_characters_dropped() -> None:
+    toks = list(Tokenizer().tokens("the market and the economy 我们 认为 经济 增长"))
+    assert toks == ["market", "economy", "经济", "增长"]
+
+
+def test_latin_only_text_skips_jieba_and_keeps_inner_punctuation() -> None:
+    toks = list(Tokenizer().tokens("profits rose 3.5% at u.s. firm covid-19 don't"))
+    assert toks == ["profits", "rose", "3.5", "u.s", "firm", "covid-19"]
+
+
+def test_synonyms_map_variants_to_canonical(tmp_path: Path) -> None:
+    f = tmp_path / "syn.txt"
+    f.write_text("# comment\n北京华联\t华联商厦\nＵＳＡ\tunited-states\n", encoding="utf-8")
+    syn = load_synonyms(f)
+    assert syn == {"北京华联": "华联商厦", "usa": "united-states"}
+    toks = list(Tokenizer(synonyms=syn).tokens("北京华联今天开业,usa"))
+    assert "华联商厦" in toks and "北京华联" not in toks
+    assert "united-states" in toks
+    assert synonyms_id(syn) != synonyms_id({}) == "none"
+
+
+def test_bad_synonym_line_names_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "syn.txt"
+    f.write_text("a\tb\nno tab here\n", encoding="utf-8")
+    with pytest.raises(SynonymFileError, match=r"syn.txt:2"):
+        load_synonyms(f)
+
+
+def test_chunking_preserves_text_and_tokens() -> None:
+    text = ("第一行新闻内容关于经济增长\n" * 5000) + "最后一行"
+    chunks = list(_chunks(text, size=1000))
+    assert "".join(chunks) == text
+    assert all(len(c) <= 1000 for c in chunks)
+    t = Tokenizer()
+    whole = list(t._segmenter.lcut(text))
+    kept = [w for w in whole if len(w) >= 2 and w not in t.stopwords]
+    assert sum(t.count(text).values()) == len(kept)
+
+
+def test_empty_text() -> None:
+    assert Tokenizer().count("") == {}
