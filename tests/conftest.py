@@ -16,3 +16,7 @@ def zh_articles() -> list[dict]:
 def en_articles() -> list[dict]:
     """Real English BBC articles of at least 1,000 characters (first 200 in file order)."""
     return load_records(EN_BBC, limit=200, min_chars=1000)
+
+
+# A real Elasticsearch node for the tests that ask for it (started once per session).
+from support.es_node import es_client, es_client_kwargs, es_index, es_url  # noqa: E402,F401
