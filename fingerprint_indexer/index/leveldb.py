@@ -101,7 +101,7 @@ class LevelDBIndex(NearDupIndex):
             self.location = str(path)
         elif db is not None and path is None:
             self._db = db
-            self.location = f"{db.name}[{prefix.decode()}]"
+            self.location = str(Path(db.name).parent) if db.name else "<database>"
         else:
             raise ValueError("give exactly one of path or db")
         self._owns_db = path is not None
@@ -128,13 +128,13 @@ class LevelDBIndex(NearDupIndex):
         stored = BlockLayout.from_dict(json.loads(raw_layout)) if raw_layout else None
         if stored is not None and layout is not None and stored != layout:
             raise StoreMismatchError(
-                f"index {self.location} was built with block layout {stored}, not {layout}; "
+                f"{self.location} was built with block layout {stored}, not {layout}; "
                 "use a new store directory or rebuild it"
             )
         stored_algo = raw_algo.decode() if raw_algo else None
         if algorithm is not None and stored_algo != algorithm and (stored_algo is not None or has_docs):
             raise StoreMismatchError(
-                f"index {self.location} holds fingerprints of algorithm {stored_algo or 'unknown'!r}, "
+                f"{self.location} holds fingerprints of algorithm {stored_algo or 'unknown'!r}, "
                 f"not {algorithm!r}; use a new store directory or reindex"
             )
         final = stored or layout or BlockLayout()

@@ -1,0 +1,1 @@
+"""Clustering of fingerprints (pure logic; storage is supplied by the caller)."""
