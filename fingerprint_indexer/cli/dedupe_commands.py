@@ -1,0 +1,169 @@
+"""`dedupe` (the main job: deduplicate a corpus into the embedded store) and `similar` (look-ups)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+import click
+import platformdirs
+from tqdm import tqdm
+
+from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
+from fingerprint_indexer.store.errors import StoreError
+from fingerprint_indexer.store.exact import ExactStore
+
+
+def default_store() -> Path:
+    """The store used when --store is not given: under the user's data directory."""
+    return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
+
+
+def _store_option(func: Any) -> Any:
+    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
+                        help=f"Store directory (default: {default_store()}).")(func)
+
+
+def _k_option(func: Any) -> Any:
+    return click.option("--k", "k", type=click.IntRange(0, 63), default=3, show_default=True,
+                        help="Largest Hamming distance counted as near-duplicate (needs k + 1 blocks).")(func)
+
+
+def _guard_store(body: Any) -> None:
+    def wrapped() -> None:
+        try:
+            body()
+        except StoreError as exc:
+            fail(str(exc))
+        except ValueError as exc:  # e.g. k larger than the block layout serves
+            if isinstance(exc, InputError):
+                raise
+            fail(str(exc))
+    run_guarded(wrapped)
+
+
+@click.command("dedupe")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@_store_option
+@_k_option
+@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
+              help="Which document of a duplicate group is canonical: first seen, longest, or newest.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write the JSONL decisions here instead of stdout.")
+@click.option("--skip-errors", is_flag=True, help="Report bad lines/files on stderr and go on.")
+@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Worker processes for fingerprinting.")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
+              help="Documents per atomic store commit.")
+@config_options
+def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str, output: str,
+               skip_errors: bool, processes: int, batch_size: int,
+               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+    """Deduplicate documents into a persistent store: JSONL (.gz too), folders of .txt/.html, or '-'.
+
+    One JSON line per document: id, fingerprint, decision (new | exact_duplicate | near_duplicate),
+    duplicate_of (the group's canonical document), distance (Hamming distance to it), cluster_id;
+    'replaces' when --keep makes this document the new canonical. A line is written only after the
+    document is committed to the store. A summary goes to stderr at the end.
+    """
+    def body() -> None:
+        config = build_config(top_k, idf_path, synonyms, n_blocks)
+        store = Path(store_dir) if store_dir else default_store()
+        errors: list[InputError] = []
+
+        def on_error(err: InputError) -> None:
+            errors.append(err)
+            tqdm.write(f"warning: {err}", file=sys.stderr)
+
+        started = time.perf_counter()
+        counts: Counter[str] = Counter()
+        clusters: set[str] = set()
+        with Pipeline(store, config, k=k, keep=keep, processes=processes,  # type: ignore[arg-type]
+                      batch_size=batch_size) as pipe:
+            out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+            try:
+                docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
+                bar = tqdm(pipe.process_many(docs), unit="doc", file=sys.stderr,
+                           disable=not sys.stderr.isatty(), dynamic_ncols=True)
+                for decision in bar:
+                    emit(decision.to_dict(), out)
+                    out.flush()
+                    counts[decision.decision] += 1
+                    clusters.add(decision.cluster_id)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+            total = sum(counts.values())
+            dups = counts["exact_duplicate"] + counts["near_duplicate"]
+            elapsed = time.perf_counter() - started
+            click.echo(
+                f"{total} documents: {counts['new']} new, {counts['exact_duplicate']} exact duplicates, "
+                f"{counts['near_duplicate']} near duplicates ({(dups / total if total else 0):.1%} duplicate "
+                f"rate); {len(clusters)} clusters; {len(errors)} input errors; {elapsed:.1f} s "
+                f"({total / elapsed if elapsed else 0:.0f} docs/s); store {store}: "
+                f"{pipe.store.n_docs} documents, {pipe.store.n_clusters} clusters",
+                err=True,
+            )
+    _guard_store(body)
+
+
+@click.command("similar")
+@_store_option
+@click.option("--id", "doc_id", help="A document already in the store.")
+@click.option("--text", help="Raw text to fingerprint and look up.")
+@click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
+              help="A UTF-8 .txt/.html file to fingerprint and look up.")
+@_k_option
+@config_options
+def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
+                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+    """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
+    if sum(x is not None for x in (doc_id, text, file_path)) != 1:
+        fail("give exactly one of --id, --text or --file")
+
+    def body() -> None:
+        config = build_config(top_k, idf_path, synonyms, n_blocks)
+        store_path = Path(store_dir) if store_dir else default_store()
+        if not (store_path / "leveldb").is_dir():
+            fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
+        fpr = Fingerprinter(config)
+        with ExactStore(store_path, config.layout, fpr.version) as store:
+            config.layout.check_k(k)
+            if doc_id is not None:
+                rec = store.record(doc_id)
+                if rec is None:
+                    fail(f"no document {doc_id!r} in store {store_path}")
+                    return
+                fp, digest = rec.fingerprint, rec.content_digest
+            else:
+                doc = (next(read_documents([file_path])) if file_path is not None
+                       else Document(id="-", content=text))
+                res = fpr.fingerprint_document(doc)
+                fp, digest = res.fingerprint, res.content_digest
+            hits = {m.doc_id: m.distance for m in store.near(fp, k)}
+            exact = store.doc_with_digest(digest)
+            if exact is not None:  # also finds degenerate documents, which are not in the block index
+                hits.setdefault(exact, 0)
+            for other in store.ids_with_fingerprint(fp):
+                hits.setdefault(other, 0)
+            hits.pop(doc_id or "", None)
+            for other, dist in sorted(hits.items(), key=lambda kv: (kv[1], kv[0])):
+                rec = store.record(other)
+                emit({"id": other, "distance": dist,
+                      "cluster_id": rec.cluster_id if rec else None,
+                      "duplicate_of": rec.duplicate_of if rec else None})
+            if not hits:
+                click.echo(f"no documents within distance {k}", err=True)
+    _guard_store(body)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(dedupe_cmd)
+    cli.add_command(similar_cmd)
