@@ -1,0 +1,127 @@
+"""The embedded store: Bloom filter rebuilds, exact deletions, locking and refusal of foreign stores."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.store.bloom import MAGIC
+from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
+from fingerprint_indexer.store.exact import ExactStore, record_now
+
+ALGO = "test-algo/1"
+
+
+def _add(store: ExactStore, doc_id: str, fp: int, digest: str, degenerate: bool = False) -> None:
+    tx = store.batch()
+    rec = record_now(id=doc_id, fingerprint=fp, content_digest=digest, keyword_digest="kw", cluster_id=doc_id,
+                     decision="new", duplicate_of=None, distance=None, degenerate=degenerate, length=10,
+                     published_at=None, version=ALGO)
+    tx.put_record(rec, index=not degenerate)
+    tx.commit()
+
+
+def _filled(path: Path, n: int = 50) -> None:
+    with ExactStore(path, algorithm=ALGO) as store:
+        for i in range(n):
+            _add(store, f"d{i}", i * 0x9E3779B97F4A7C15 & (2**64 - 1), f"digest{i}")
+
+
+def _assert_contents(store: ExactStore, n: int = 50) -> None:
+    for i in range(n):
+        assert store.doc_with_digest(f"digest{i}") == f"d{i}"
+        assert store.ids_with_fingerprint(i * 0x9E3779B97F4A7C15 & (2**64 - 1)) == [f"d{i}"]
+    assert store.doc_with_digest("never-stored") is None
+
+
+def test_bloom_is_reused_when_current(tmp_path):
+    _filled(tmp_path)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        assert not store.bloom_rebuilt
+        _assert_contents(store)
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "flip_byte", "garbage", "stale"])
+def test_bloom_is_rebuilt_from_leveldb(tmp_path, damage):
+    _filled(tmp_path)
+    bloom = tmp_path / "bloom.bin"
+    if damage == "delete":
+        bloom.unlink()
+    elif damage == "truncate":
+        bloom.write_bytes(bloom.read_bytes()[: len(MAGIC) + 30])
+    elif damage == "flip_byte":
+        data = bytearray(bloom.read_bytes())
+        data[-5] ^= 0xFF
+        bloom.write_bytes(bytes(data))
+    elif damage == "garbage":
+        bloom.write_bytes(b"not a bloom filter")
+    else:  # stale: an old file left behind while the store moved on (e.g. after a crash)
+        old = bloom.read_bytes()
+        with ExactStore(tmp_path, algorithm=ALGO) as store:
+            _add(store, "late", 12345, "late-digest")
+        bloom.write_bytes(old)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        assert store.bloom_rebuilt
+        _assert_contents(store)
+        if damage == "stale":
+            assert store.doc_with_digest("late-digest") == "late"
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # the rebuilt file was saved and is trusted
+        assert not store.bloom_rebuilt
+
+
+def test_deletion_keeps_leveldb_exact_although_bloom_says_maybe(tmp_path):
+    _filled(tmp_path, 3)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        fp1 = 0x9E3779B97F4A7C15
+        assert store.delete("d1")
+        assert not store.delete("d1")
+        assert "c:digest1" in store.bloom  # the filter cannot forget...
+        assert store.doc_with_digest("digest1") is None  # ...LevelDB decides
+        assert store.ids_with_fingerprint(fp1) == []
+        assert store.record("d1") is None
+        assert [m.doc_id for m in store.near(fp1, 3)] == []
+        assert store.n_docs == 2
+
+
+def test_degenerate_documents_stay_out_of_the_block_index(tmp_path):
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        _add(store, "short", 0, "dg", degenerate=True)
+        assert store.near(0, 3) == []
+        assert store.doc_with_digest("dg") == "short"
+
+
+def test_other_algorithm_version_or_layout_is_refused(tmp_path):
+    _filled(tmp_path, 2)
+    with pytest.raises(StoreMismatchError, match="algorithm 'test-algo/1', not 'test-algo/2'"):
+        ExactStore(tmp_path, algorithm="test-algo/2")
+    with pytest.raises(StoreMismatchError, match="block layout"):
+        ExactStore(tmp_path, layout=BlockLayout.even(6), algorithm=ALGO)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # refusal left it intact and unlocked
+        assert store.n_docs == 2
+
+
+def test_second_process_gets_a_clear_lock_error(tmp_path):
+    _filled(tmp_path, 2)
+    holder = textwrap.dedent(f"""
+        import sys, time
+        from fingerprint_indexer.store.exact import ExactStore
+        s = ExactStore({str(tmp_path)!r}, algorithm={ALGO!r})
+        print("open", flush=True)
+        sys.stdin.readline()
+        s.close()
+    """)
+    p = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "open"
+        with pytest.raises(StoreLockedError, match=f"store {tmp_path}.* is locked by another process"):
+            ExactStore(tmp_path, algorithm=ALGO)
+    finally:
+        p.communicate("\n", timeout=30)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # released when the holder closed it
+        assert store.n_docs == 2

@@ -1,0 +1,90 @@
+"""Pipeline rules on chosen fingerprints (decide_batch), and end to end on real fingerprinting."""
+
+from __future__ import annotations
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.pipeline import Pipeline
+
+
+def _res(doc_id: str, fp: int, digest: str, degenerate: bool = False, version: str = "") -> FingerprintResult:
+    return FingerprintResult(id=doc_id, fingerprint=fp, blocks=[], content_digest=digest, keyword_digest="k",
+                             top_terms=[], degenerate=degenerate, n_tokens=10, version=version)
+
+
+def _decide(pipe: Pipeline, *items: tuple[Document, int, str] | tuple[Document, int, str, bool]):
+    version = pipe.fingerprinter.version
+    batch = [(it[0], _res(it[0].id, it[1], it[2], bool(it[3:] and it[3]), version)) for it in items]
+    return [d.to_dict() for d in pipe.decide_batch(batch)]
+
+
+def doc(doc_id: str, length: int = 10, published_at: str | None = None) -> Document:
+    return Document(id=doc_id, content="x" * length, published_at=published_at)
+
+
+def test_new_exact_near_and_clusters(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        out = _decide(p, (doc("a"), 0b0, "h1"), (doc("b"), 0b0, "h1"), (doc("c"), 0b111, "h2"),
+                      (doc("far"), 0xFFFF, "h3"))
+    assert [o["decision"] for o in out] == ["new", "exact_duplicate", "near_duplicate", "new"]
+    assert [o["duplicate_of"] for o in out] == [None, "a", "a", None]
+    assert [o["distance"] for o in out] == [None, 0, 3, None]
+    assert [o["cluster_id"] for o in out] == ["a", "a", "a", "far"]
+
+
+def test_runs_are_incremental_and_idempotent(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        first = _decide(p, (doc("a"), 0, "h1"), (doc("b"), 1, "h2"))
+    with Pipeline(tmp_path, k=3) as p:
+        again = _decide(p, (doc("a"), 0, "h1"), (doc("b"), 1, "h2"))
+        later = _decide(p, (doc("c"), 3, "h3"))
+        assert p.store.n_docs == 3 and p.store.n_clusters == 1
+    assert again == first
+    assert later[0]["cluster_id"] == "a" and later[0]["duplicate_of"] == "a"
+
+
+def test_changed_content_under_same_id_replaces_the_old_record(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        _decide(p, (doc("a"), 0, "h1"))
+        out = _decide(p, (doc("a"), 0xFFFF_FFFF, "h9"), (doc("b"), 0, "h1"))
+        assert out[0]["decision"] == "new"
+        assert out[1]["decision"] == "new"  # the old content of "a" is gone from every index
+        assert p.store.n_docs == 2
+
+
+def test_degenerate_documents_only_get_exact_checks(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        out = _decide(p, (doc("a"), 0, "h1", True), (doc("b"), 1, "h2", True), (doc("c"), 0, "h1", True),
+                      (doc("d"), 0, "h4"))
+        assert p.store.near(0, 3)[0].doc_id == "d" and len(p.store.near(0, 3)) == 1
+    assert [o["decision"] for o in out] == ["new", "new", "exact_duplicate", "new"]
+    assert out[2]["duplicate_of"] == "a" and out[2]["cluster_id"] == out[0]["cluster_id"] == "a"
+    assert out[3]["cluster_id"] == "d"  # degenerate docs found no searchable centre
+
+
+def test_keep_longest_makes_the_longer_duplicate_canonical(tmp_path):
+    with Pipeline(tmp_path, k=3, keep="longest") as p:
+        out = _decide(p, (doc("short", 5), 0, "h1"), (doc("long", 50), 1, "h2"), (doc("mid", 20), 2, "h3"))
+        assert p.store.record("short").duplicate_of == "long"
+    assert out[1]["duplicate_of"] is None and out[1]["replaces"] == "short" and out[1]["distance"] == 1
+    assert out[2]["duplicate_of"] == "long"  # resolved through short -> long
+
+
+def test_keep_newest(tmp_path):
+    with Pipeline(tmp_path, k=3, keep="newest") as p:
+        out = _decide(p, (doc("old", published_at="2020-01-01"), 0, "h1"),
+                      (doc("new", published_at="2021-01-01"), 0, "h2"),
+                      (doc("undated"), 0, "h3"))
+    assert out[1]["replaces"] == "old" and out[2]["duplicate_of"] == "new"
+
+
+def test_process_many_on_real_text(tmp_path):
+    body = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。" * 5
+    other = "国家队主教练在赛后新闻发布会上表示，球队在下半场调整了阵型，最终以两球优势获胜。" * 5
+    docs = [Document(id="1", content=body), Document(id="2", content=other),
+            Document(id="3", content=body.replace("，", ",")), Document(id="4", content="")]
+    with Pipeline(tmp_path, batch_size=2) as p:
+        out = [d.to_dict() for d in p.process_many(docs)]
+        assert p.process(Document(id="1", content=body)).decision == "new"  # stored decision repeated
+    assert [o["decision"] for o in out] == ["new", "new", "exact_duplicate", "new"]
+    assert out[2]["duplicate_of"] == "1" and out[3].get("degenerate") is True
