@@ -37,6 +37,9 @@ class FingerprintConfig:
     idf_path: str | None = None
     synonyms_path: str | None = None
     layout: BlockLayout = field(default_factory=BlockLayout)
+    # Which jieba implementation segments Chinese: "auto" (compiled rjieba when installed), "rjieba" or
+    # "jieba". Not part of the version: both yield the same terms (see text/tokenize.py).
+    segmenter: str = "auto"
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -85,7 +88,7 @@ class Fingerprinter:
     def __init__(self, config: FingerprintConfig | None = None) -> None:
         self.config = config or FingerprintConfig()
         synonyms = load_synonyms(self.config.synonyms_path) if self.config.synonyms_path else {}
-        self.tokenizer = Tokenizer(synonyms=synonyms)
+        self.tokenizer = Tokenizer(synonyms=synonyms, engine=self.config.segmenter)
         self.idf: IdfTable = IdfTable.load(self.config.idf_path) if self.config.idf_path else jieba_idf()
         self.version = f"{ALGORITHM};top{self.config.top_k};idf={self.idf.name};syn={synonyms_id(synonyms)}"
 
