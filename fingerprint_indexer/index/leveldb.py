@@ -35,14 +35,18 @@ class IndexWrites:
     Call :meth:`finish` before writing the batch and :meth:`committed` after it was written.
     """
 
-    def __init__(self, index: LevelDBIndex, wb: Any) -> None:
+    def __init__(self, index: LevelDBIndex, wb: Any, written: set[str] | None = None) -> None:
         self.index, self.wb = index, wb
+        # bulk load into an empty index: only ids written earlier in the load can have a stored record
+        self._written = written
         self._overlay: dict[str, int | None] = {}
         self._delta = 0
 
     def _current(self, doc_id: str) -> int | None:
         if doc_id in self._overlay:
             return self._overlay[doc_id]
+        if self._written is not None and doc_id not in self._written:
+            return None
         return self.index.get(doc_id)
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
@@ -60,6 +64,8 @@ class IndexWrites:
             value += b" " + json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
         self.wb.put(ix._doc_key(doc_id), value)
         self._overlay[doc_id] = fp
+        if self._written is not None:
+            self._written.add(doc_id)
 
     def remove(self, doc_id: str) -> bool:
         old = self._current(doc_id)
@@ -165,9 +171,14 @@ class LevelDBIndex(NearDupIndex):
         self.add_many([(doc_id, fingerprint, meta)])
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]], batch_size: int = 50_000) -> None:
-        """Insert in write batches of ``batch_size`` documents (each batch atomic)."""
+        """Insert in write batches of ``batch_size`` documents (each batch atomic).
+
+        Loading into an empty index skips the per-document lookup of an old record, except for ids
+        already written by this load.
+        """
+        written: set[str] | None = set() if self._count == 0 else None
         wb = self._db.write_batch(transaction=True)
-        staged = self.writes(wb)
+        staged = IndexWrites(self, wb, written)
         for n, (doc_id, fp, meta) in enumerate(items, 1):
             staged.add(doc_id, fp, meta)
             if n % batch_size == 0:
@@ -175,7 +186,7 @@ class LevelDBIndex(NearDupIndex):
                 wb.write()
                 staged.committed()
                 wb = self._db.write_batch(transaction=True)
-                staged = self.writes(wb)
+                staged = IndexWrites(self, wb, written)
         staged.finish()
         wb.write()
         staged.committed()
@@ -226,6 +237,10 @@ class LevelDBIndex(NearDupIndex):
         """Every stored doc id, in key order."""
         pfx = self._doc_key("")
         return [k[len(pfx) :].decode() for k in self._db.iterator(prefix=pfx, include_value=False)]
+
+    def compact(self) -> None:
+        """Compact this index's key range (after a bulk load, so queries read few files)."""
+        self._db.compact_range(start=self._p, stop=self._p + b"\xff")
 
     def close(self) -> None:
         if self._owns_db and not self._db.closed:
