@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from support.index_contract import check_scenario, index_scenarios
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
 
@@ -55,3 +56,13 @@ def test_shared_database_namespaces_do_not_mix(tmp_path):
     assert [m.doc_id for m in b.query(0, 3)] == ["y"]
     assert len(a) == len(b) == 1
     db.close()
+
+
+def test_bulk_load_with_ids_repeated_across_write_batches(tmp_path):
+    items = [("a", 1, None), ("b", 2, None), ("c", 3, None), ("a", 2**40, None), ("d", 4, None),
+             ("b", 5, None)]
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        ix.add_many(items, batch_size=2)
+        assert len(ix) == 4 and ix.get("a") == 2**40 and ix.get("b") == 5
+        assert ix.query(1, 0) == [] and ix.query(2, 0) == []  # no stale keys of the first "a" and "b"
+        assert ix.query(2**40, 0) == [Match("a", 0)]
