@@ -91,27 +91,30 @@ class Tokenizer:
                 seg.add_word(variant, 100000)
         return seg.cut if self.engine == "rjieba" else seg.lcut  # type: ignore[no-any-return]
 
-    def _raw_tokens(self, text: str) -> Iterator[str]:
-        has_cjk = _CJK_CHAR.search(text) is not None
-        cut, cjk_word = self._cut, _CJK_WORD.fullmatch
-        for chunk in _chunks(text):
-            if has_cjk:
-                for tok in cut(chunk):
-                    if cjk_word(tok):
-                        yield tok
-            yield from _LATIN_WORD.findall(chunk)
+    def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
+        words = [w for w in self._cut(chunk) if _CJK_WORD.fullmatch(w)] if has_cjk else []
+        words += _LATIN_WORD.findall(chunk)
+        stop, min_len = self.stopwords, self.min_len
+        words = [w for w in words if len(w) >= min_len and w not in stop]
+        if self.synonyms:
+            syn = self.synonyms
+            words = [syn.get(w, w) for w in words]
+        return words
 
     def tokens(self, text: str) -> Iterator[str]:
         """Content terms: Chinese words, then Latin/digit words, stopwords dropped, synonyms mapped.
 
-        Order is by kind, not position: callers count terms, and this keeps both segmenters equal.
+        Order is by kind within each chunk, not by position: callers count terms, and this keeps
+        both segmenters equal.
         """
-        stop, syn, min_len = self.stopwords, self.synonyms, self.min_len
-        for tok in self._raw_tokens(text):
-            if len(tok) < min_len or tok in stop:
-                continue
-            yield syn.get(tok, tok) if syn else tok
+        has_cjk = _CJK_CHAR.search(text) is not None
+        for chunk in _chunks(text):
+            yield from self._chunk_tokens(chunk, has_cjk)
 
     def count(self, text: str) -> Counter[str]:
         """Term frequencies of ``text``."""
-        return Counter(self.tokens(text))
+        has_cjk = _CJK_CHAR.search(text) is not None
+        counts: Counter[str] = Counter()
+        for chunk in _chunks(text):
+            counts.update(self._chunk_tokens(chunk, has_cjk))
+        return counts

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import heapq
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -96,7 +95,6 @@ def top_terms(counts: Mapping[str, int], idf: IdfTable, k: int) -> list[tuple[st
     total = sum(counts.values())
     if not total:
         return []
-    weight = idf.weight
-    scored = ((c * weight(t) / total, t) for t, c in counts.items())
-    best = heapq.nsmallest(k, scored, key=lambda x: (-x[0], x[1]))
-    return [(t, w) for w, t in best]
+    get, default = idf.idf.get, idf.default
+    scored = sorted([(-c * get(t, default), t) for t, c in counts.items()])
+    return [(t, -w / total) for w, t in scored[:k]]
