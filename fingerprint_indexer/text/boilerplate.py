@@ -1,0 +1,117 @@
+"""Remove page furniture from normalised article text before it is fingerprinted.
+
+Reposts of one article differ mostly in what the re-publishing site wraps around it: navigation and
+breadcrumb lines, a dateline with source and author, an editor line, a copyright or disclaimer footer,
+share buttons, "related reading" links, app and WeChat promotions, and inline ad sentences; scraped pages
+also carry left-over CSS/JavaScript. Those words land among the top TF-IDF terms of a short article
+(site and editor names have high IDF) and move a 64-bit SimHash far beyond the block-index radius.
+
+Dropping them is safe for duplicate detection even when a rule over-fires: a sentence removed from both
+copies of an article changes neither fingerprint's agreement, while one left in a single copy does.
+So the rules are deliberately broad and act on short units only:
+
+- code lines (CSS rules, JavaScript statements) anywhere;
+- short sentences that carry a furniture marker (责任编辑, 来源, 原标题, 免责声明, 版权, 分享到, 扫码, 客户端,
+  "advertisement", "copyright", "read more", ...) anywhere;
+- any line that opens with a disclaimer/copyright marker (免责声明, 凡本网注明, "copyright", ...);
+- at the top and bottom edges, short lines without sentence-final punctuation (titles, datelines,
+  breadcrumbs, bylines).
+
+Input is text as produced by :func:`fingerprint_indexer.text.clean.clean` (NFKC, lower-case, one
+paragraph per line); the output keeps the remaining lines in order.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Markers of page furniture, matched on lower-cased NFKC text. Chinese first, then English.
+_MARKERS_ZH = (
+    "责任编辑", "编辑:", "编辑 :", "审核:", "校对:", "作者:", "记者:", "来源:", "信息来源", "稿件来源",
+    "原标题", "免责声明", "声明:", "版权", "转载", "侵权", "icp", "举报", "分享到", "分享至", "扫码",
+    "扫描二维码", "二维码", "客户端", "app", "公众号", "微信", "微博", "相关阅读", "推荐阅读", "延伸阅读",
+    "相关新闻", "热门推荐", "点击",
+    "阅读原文", "阅读全文", "查看更多", "更多精彩", "打印", "字号", "关闭窗口", "当前位置", "首页", "频道",
+    "广告", "优惠券", "限时特惠", "招商", "热线", "新用户", "收藏", "评论(", "浏览次数", "发布时间", "未完",
+    "专题", "独家稿件", "本文系", "本文转自", "图片来源",
+)
+_MARKERS_EN = (
+    "advertisement", "sponsored", "subscribe", "newsletter", "sign up", "follow us", "follow @", "share this",
+    "share on", "related:", "read more", "more from", "don't miss", "click here", "download the", "the app",
+    "copyright", "(c) ", "©", "all rights reserved", "reporting by", "editing by", "originally appeared",
+    "originally published", "terms of use", "privacy policy", "cookie", "contact us", "report an error",
+    "print this", "comments (", "text size", "listen to this article", "published:", "updated:", "breaking:",
+    "continue reading", "story continues", "email us", "staff", "views expressed", "home >", "continued...",
+    "on twitter", "on facebook", "whatsapp", "linkedin",
+)
+MARKERS: tuple[str, ...] = _MARKERS_ZH + _MARKERS_EN
+# A line that opens with one of these is a disclaimer or copyright paragraph, however long.
+LINE_MARKERS: tuple[str, ...] = (
+    "免责声明", "声明:", "凡本网", "凡注明", "版权所有", "版权声明", "本文系", "违法和不良信息", "copyright",
+    "the views expressed", "all rights reserved", "this article originally", "this material may not",
+)
+
+_MARKER_RE = re.compile("|".join(re.escape(m) for m in sorted(MARKERS, key=len, reverse=True)))
+_LINE_MARKER_RE = re.compile("|".join(re.escape(m) for m in LINE_MARKERS))
+_CODE_RE = re.compile(
+    r"function\s*\(|\bvar\s+[\w$]+\s*=|document\.|window\.|\w+\s*\{[^}]*:[^}]*;|^\s*[{}()\[\];,]+\s*$"
+    r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]+:\s*[^;]{0,40};\s*[a-z-]+:"
+)
+# Sentence pieces: up to and including a sentence-final mark (Chinese or Latin), or the rest of the line.
+_SENTENCE_RE = re.compile(r".+?(?:[。!?;…]+[\"'”’」)]*|\.[\"'”’)]*(?=\s|$)|$)")
+_FINAL_PUNCT = re.compile(r"[。!?.…\"'”」)]$")
+
+SHORT_SENTENCE = 80  # characters: a furniture sentence is short; a long one with a marker is article text
+CODE_LINE = 200  # characters: a shorter line with a code pattern is code
+ASCII_SHARE = 0.6  # a longer line is code only when mostly ASCII
+MIN_KEPT = 0.2  # when less than this share of the text survives, the rules misfired: keep the text
+EDGE_LINE = 40  # characters: short unpunctuated lines at the edges are titles, datelines, breadcrumbs
+
+
+def is_code(line: str) -> bool:
+    """A line of left-over CSS or JavaScript: a code pattern in a short or mostly-ASCII line.
+
+    A long prose paragraph that merely quotes a URL is not code (its ASCII share is low).
+    """
+    if not _CODE_RE.search(line):
+        return False
+    if len(line) <= CODE_LINE:
+        return True
+    return sum(1 for c in line if c.isascii()) >= ASCII_SHARE * len(line)
+
+
+def has_marker(text: str) -> bool:
+    """True when ``text`` (lower-cased) carries a page-furniture marker."""
+    return bool(_MARKER_RE.search(text))
+
+
+def _strip_sentences(line: str) -> str:
+    """The line without its short marker-carrying sentences."""
+    pieces = [p for p in _SENTENCE_RE.findall(line) if p.strip()]
+    kept = [p for p in pieces if len(p.strip()) > SHORT_SENTENCE or not has_marker(p)]
+    return "".join(kept).strip()
+
+
+def _is_edge_furniture(line: str) -> bool:
+    return len(line) <= EDGE_LINE and not _FINAL_PUNCT.search(line)
+
+
+def strip_boilerplate(text: str) -> str:
+    """Article text with page furniture removed (see the module docstring for the rules)."""
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or is_code(line):
+            continue
+        if _LINE_MARKER_RE.match(line):
+            continue
+        line = _strip_sentences(line)
+        if line:
+            lines.append(line)
+    start, end = 0, len(lines)
+    while start < end and _is_edge_furniture(lines[start]):
+        start += 1
+    while end > start and _is_edge_furniture(lines[end - 1]):
+        end -= 1
+    out = "\n".join(lines[start:end]) or "\n".join(lines)
+    return out if len(out) >= MIN_KEPT * len(text) else text
