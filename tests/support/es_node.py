@@ -97,8 +97,12 @@ def es_client(es_url: str) -> Iterator[Elasticsearch]:
 
 @pytest.fixture
 def es_index(es_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A unique index name for one test; the index (if created) is deleted afterwards."""
+    """A unique index name for one test; the index (if created, also ``name-*``) is deleted afterwards."""
     stem = re.sub(r"[^a-z0-9_-]+", "-", request.node.name.lower()).strip("-_")[:60] or "test"
     name = f"fpi-test-{stem}-{uuid.uuid4().hex[:10]}"
     yield name
-    es_client.indices.delete(index=name, ignore_unavailable=True, allow_no_indices=True)
+    # the name may have become an alias (``es setup`` creates name-000001 behind it): delete what it points to
+    pattern = f"{name},{name}-*"
+    concrete = list(es_client.indices.get(index=pattern, ignore_unavailable=True, allow_no_indices=True))
+    if concrete:
+        es_client.indices.delete(index=",".join(concrete), ignore_unavailable=True)

@@ -1,0 +1,274 @@
+"""Decide new / exact / near duplicate against an Elasticsearch index, and write the fingerprint fields.
+
+Elasticsearch is the source of truth here: a document is compared with what the index already holds
+(exact: same content digest; near: block-key candidates verified by Hamming distance) and with the earlier
+documents of its own batch. Rules, mirroring the embedded pipeline:
+
+- same id already indexed with the same content digest and algorithm version: its stored decision stands
+  and nothing is written (re-running an input is idempotent);
+- ``duplicate_of`` is the canonical (first indexed) document of the group, ``distance`` the Hamming distance
+  to it; ``cluster_id`` is the cluster of the nearest match, or the document's own id for a new story;
+- degenerate documents (too few features) are matched exactly only and get no block keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from elasticsearch import Elasticsearch
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.hamming import hamming, to_hex, to_unsigned
+from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.index.elasticsearch import (
+    ElasticsearchIndex,
+    ElasticsearchWriteError,
+    fingerprint_fields,
+)
+from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.text.clean import clean
+
+OnDuplicate = Literal["tag", "skip"]
+RECORD_FIELDS = ["fingerprint", "content_digest", "fp_version", "cluster_id", "duplicate_of", "decision",
+                 "distance", "degenerate"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EsDecision:
+    """The decision for one document (one JSON line of the ``index`` command)."""
+
+    id: str
+    fingerprint: str
+    decision: str
+    duplicate_of: str | None
+    distance: int | None
+    cluster_id: str
+    degenerate: bool = False
+    written: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "fingerprint": self.fingerprint, "decision": self.decision,
+                               "duplicate_of": self.duplicate_of, "distance": self.distance,
+                               "cluster_id": self.cluster_id}  # fmt: skip
+        if self.degenerate:
+            out["degenerate"] = True
+        if not self.written:
+            out["indexed"] = False
+        return out
+
+
+@dataclass
+class _Rec:
+    """What matching needs to know about an indexed (or just decided) document."""
+
+    id: str
+    fingerprint: int
+    cluster_id: str
+    duplicate_of: str | None
+    content_digest: str = ""
+    fp_version: str = ""
+    decision: str = "new"
+    distance: int | None = None
+    degenerate: bool = False
+
+    @property
+    def root(self) -> str:
+        return self.duplicate_of or self.id
+
+    @classmethod
+    def from_source(cls, doc_id: str, src: Mapping[str, Any]) -> _Rec | None:
+        if src.get("fingerprint") is None:
+            return None
+        return cls(
+            id=doc_id,
+            fingerprint=to_unsigned(int(src["fingerprint"])),
+            cluster_id=str(src.get("cluster_id") or doc_id),
+            duplicate_of=src.get("duplicate_of"),
+            content_digest=str(src.get("content_digest") or ""),
+            fp_version=str(src.get("fp_version") or ""),
+            decision=str(src.get("decision") or "new"),
+            distance=src.get("distance"),
+            degenerate=bool(src.get("degenerate")),
+        )
+
+
+@dataclass
+class BatchResult:
+    """Decisions of one batch, the bulk actions sent, and the documents whose write failed."""
+
+    decisions: list[EsDecision]
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def document_fields(doc: Document, res: FingerprintResult) -> dict[str, Any]:
+    """The searchable body of a news document (text, segmented terms, url, date)."""
+    out: dict[str, Any] = {"title": doc.title, "content": doc.content if doc.content is not None else
+                           clean(None, doc.html), "terms": " ".join(t for t, _ in res.top_terms)}  # fmt: skip
+    if doc.url:
+        out["url"] = doc.url
+    if doc.published_at:
+        out["published_at"] = doc.published_at
+    return out
+
+
+class EsDecider:
+    """Decides batches of fingerprinted documents against one index and writes them back."""
+
+    def __init__(self, index: ElasticsearchIndex, k: int = 3, on_duplicate: OnDuplicate = "tag") -> None:
+        index.layout.check_k(k)
+        if on_duplicate not in ("tag", "skip"):
+            raise ValueError(f"on_duplicate must be 'tag' or 'skip', got {on_duplicate!r}")
+        self.index, self.k, self.on_duplicate = index, k, on_duplicate
+        self.client: Elasticsearch = index.client
+
+    # ------------------------------------------------------------------------------------ lookups
+    def _mget(self, ids: Iterable[str]) -> dict[str, _Rec]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=RECORD_FIELDS)
+        out = {}
+        for d in resp["docs"]:
+            rec = _Rec.from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
+            if rec is not None:
+                out[rec.id] = rec
+        return out
+
+    def _by_digest(self, digests: Iterable[str]) -> dict[str, list[_Rec]]:
+        wanted = sorted(set(digests))
+        out: dict[str, list[_Rec]] = {}
+        if not wanted:
+            return out
+        resp = self.client.search(index=self.index.index, query={"terms": {"content_digest": wanted}},
+                                  source_includes=RECORD_FIELDS, size=10_000)  # fmt: skip
+        for hit in resp["hits"]["hits"]:
+            rec = _Rec.from_source(hit["_id"], hit["_source"])
+            if rec is not None:
+                out.setdefault(rec.content_digest, []).append(rec)
+        for recs in out.values():
+            recs.sort(key=lambda r: (r.duplicate_of is not None, r.id))  # canonical documents first
+        return out
+
+    # ----------------------------------------------------------------------------------- deciding
+    def decide(self, batch: list[tuple[Document, FingerprintResult]]) -> tuple[list[EsDecision], list[_Rec]]:
+        """Decisions in batch order, and the records to write (empty for unchanged or skipped documents)."""
+        if not batch:
+            return [], []
+        ids = {doc.id for doc, _ in batch}
+        existing = self._mget(ids)
+        exact = self._by_digest(res.content_digest for _, res in batch)
+        near_q = [res.fingerprint for _, res in batch if not res.degenerate]
+        near_iter: Iterator[list[Match]] = iter(self.index.query_many(near_q, self.k) if near_q else [])
+        near = {i: next(near_iter) if not res.degenerate else [] for i, (_, res) in enumerate(batch)}
+        # records of every match and of their canonical documents, in two round trips at most
+        known: dict[str, _Rec] = {r.id: r for recs in exact.values() for r in recs}
+        known.update(self._mget(m.doc_id for ms in near.values() for m in ms if m.doc_id not in known))
+        known.update(self._mget(r.root for r in list(known.values()) if r.root not in known))
+
+        local = MemoryIndex(self.index.layout, merge_threshold=64)
+        local_digest: dict[str, _Rec] = {}
+        local_recs: dict[str, _Rec] = {}
+        decisions: list[EsDecision] = []
+        writes: list[_Rec] = []
+        for i, (doc, res) in enumerate(batch):
+            old = existing.get(doc.id)
+            if old is not None and old.content_digest == res.content_digest and old.fp_version == res.version:
+                decisions.append(EsDecision(doc.id, to_hex(old.fingerprint), old.decision, old.duplicate_of,
+                                            old.distance, old.cluster_id, old.degenerate,
+                                            written=False))  # fmt: skip
+                continue
+            match = self._match(doc.id, res, exact, near[i], known, local, local_digest, local_recs)
+            kind, rec = match if match else ("new", None)
+            root = None if rec is None else local_recs.get(rec.root) or known.get(rec.root) or rec
+            new = _Rec(
+                id=doc.id,
+                fingerprint=res.fingerprint,
+                cluster_id=rec.cluster_id if rec else doc.id,
+                duplicate_of=root.id if root else None,
+                content_digest=res.content_digest,
+                fp_version=res.version,
+                decision=kind,
+                distance=hamming(res.fingerprint, root.fingerprint) if root else None,
+                degenerate=res.degenerate,
+            )
+            written = kind == "new" or self.on_duplicate == "tag"
+            decisions.append(EsDecision(new.id, to_hex(new.fingerprint), kind, new.duplicate_of,
+                                        new.distance, new.cluster_id, new.degenerate, written))  # fmt: skip
+            if written:
+                writes.append(new)
+                local_recs[new.id] = new
+                local_digest.setdefault(new.content_digest, new)
+                if not new.degenerate:
+                    local.add(new.id, new.fingerprint)
+        return decisions, writes
+
+    def _match(
+        self,
+        doc_id: str,
+        res: FingerprintResult,
+        exact: dict[str, list[_Rec]],
+        near: list[Match],
+        known: dict[str, _Rec],
+        local: MemoryIndex,
+        local_digest: dict[str, _Rec],
+        local_recs: dict[str, _Rec],
+    ) -> tuple[str, _Rec] | None:
+        """The document this one duplicates: an exact copy first, else the nearest within k."""
+        for rec in exact.get(res.content_digest, []):
+            if rec.id != doc_id and rec.id not in local_recs:  # a batch-mate's stale copy is superseded
+                return "exact_duplicate", rec
+        if res.content_digest in local_digest:
+            return "exact_duplicate", local_digest[res.content_digest]
+        if res.degenerate:
+            return None
+        candidates = [(m.distance, m.doc_id, known[m.doc_id]) for m in near
+                      if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in local_recs]  # fmt: skip
+        for m in local.query(res.fingerprint, self.k):
+            candidates.append((m.distance, m.doc_id, local_recs[m.doc_id]))
+        if not candidates:
+            return None
+        return "near_duplicate", min(candidates, key=lambda c: (c[0], c[1]))[2]
+
+    # ------------------------------------------------------------------------------------ writing
+    def fields(self, rec: _Rec) -> dict[str, Any]:
+        out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate)
+        out.update(content_digest=rec.content_digest, fp_version=rec.fp_version, cluster_id=rec.cluster_id,
+                   duplicate_of=rec.duplicate_of, decision=rec.decision, distance=rec.distance,
+                   degenerate=rec.degenerate)  # fmt: skip
+        return out
+
+    def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """Bulk-write; returns (id, reason) of every failed document instead of raising."""
+        if not actions:
+            return []
+        try:
+            self.index.write_actions(actions)
+        except ElasticsearchWriteError as err:
+            return err.failures
+        return []
+
+    def index_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
+        """Decide and index full documents (the ``index`` command)."""
+        decisions, writes = self.decide(batch)
+        by_id = {doc.id: (doc, res) for doc, res in batch}
+        actions = []
+        for rec in writes:
+            doc, res = by_id[rec.id]
+            source = {**document_fields(doc, res), **self.fields(rec)}
+            actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
+                            "_source": source})  # fmt: skip
+        return BatchResult(decisions, self.write(actions))
+
+    def update_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
+        """Decide and add the fingerprint fields to documents already in the index (``reindex``)."""
+        decisions, writes = self.decide(batch)
+        by_id = {doc.id: res for doc, res in batch}
+        actions = [
+            {"_op_type": "update", "_index": self.index.index, "_id": rec.id,
+             "doc": {**self.fields(rec), "terms": " ".join(t for t, _ in by_id[rec.id].top_terms)}}
+            for rec in writes
+        ]  # fmt: skip
+        return BatchResult(decisions, self.write(actions))

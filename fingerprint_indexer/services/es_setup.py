@@ -1,0 +1,110 @@
+"""Create or check the news index from the shipped mapping (``fingerprint-indexer es setup``).
+
+A new index is created as ``<name>-000001`` behind the alias ``<name>``, so a later reindex into a new
+mapping can swap the alias without clients noticing. An existing index is checked field by field: a field
+of another type is a conflict that only a reindex can solve; missing fields are added with
+``--update-mapping`` (adding fields is always safe in Elasticsearch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.elasticsearch import META_KEY, load_index_body, stored_layout
+
+
+class MappingConflict(ValueError):
+    """The existing index cannot hold our fields as they are."""
+
+
+@dataclass
+class SetupReport:
+    index: str
+    action: str  # created | unchanged | updated
+    concrete_indices: list[str] = field(default_factory=list)
+    added_fields: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "action": self.action, "concrete_indices": self.concrete_indices,
+                "added_fields": self.added_fields}  # fmt: skip
+
+
+def _existing_properties(client: Elasticsearch, name: str) -> dict[str, dict[str, dict[str, Any]]]:
+    return {
+        idx: (m.get("mappings") or {}).get("properties") or {}
+        for idx, m in client.indices.get_mapping(index=name).body.items()
+    }
+
+
+def compare(wanted: dict[str, Any], existing: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(missing field names, conflict descriptions) of an existing mapping against ours."""
+    missing, conflicts = [], []
+    for fname, spec in wanted.items():
+        have = existing.get(fname)
+        if have is None:
+            missing.append(fname)
+            continue
+        for key in ("type", "analyzer"):
+            want_v, have_v = spec.get(key), have.get(key, "object" if key == "type" else None)
+            if key == "analyzer" and want_v is not None and have_v is None:
+                have_v = "standard"  # the default analyzer of a text field
+            if want_v is not None and want_v != have_v:
+                conflicts.append(f"{fname}: {key} is {have_v!r}, needs {want_v!r}")
+    return missing, conflicts
+
+
+def setup_index(
+    client: Elasticsearch,
+    name: str,
+    layout: BlockLayout | None = None,
+    update_mapping: bool = False,
+    shards: int | None = None,
+    replicas: int | None = None,
+) -> SetupReport:
+    """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias."""
+    if not client.indices.exists(index=name):
+        body = load_index_body(layout or BlockLayout())
+        index_settings = body.setdefault("settings", {}).setdefault("index", {})
+        if shards is not None:
+            index_settings["number_of_shards"] = shards
+        if replicas is not None:
+            index_settings["number_of_replicas"] = replicas
+        concrete = f"{name}-000001"
+        client.indices.create(index=concrete, aliases={name: {"is_write_index": True}}, **body)
+        return SetupReport(name, "created", [concrete])
+
+    current = stored_layout(client, name)
+    if current is not None and layout is not None and layout != current:
+        raise MappingConflict(
+            f"index {name!r} uses block layout {current}, not {layout}; reindex into a new index"
+        )
+    body = load_index_body(layout or current or BlockLayout())
+    wanted = body["mappings"]["properties"]
+    per_index = _existing_properties(client, name)
+    missing: set[str] = set()
+    problems: list[str] = []
+    for idx, props in per_index.items():
+        m, c = compare(wanted, props)
+        missing.update(m)
+        problems += [f"{idx}.{p}" for p in c]
+    if problems:
+        raise MappingConflict(
+            f"index {name!r} has fields that conflict with the fingerprint mapping ({'; '.join(problems)}); "
+            "these cannot be changed in place: reindex into a new index created by `es setup`"
+        )
+    if not missing and current is not None:
+        return SetupReport(name, "unchanged", sorted(per_index))
+    if not update_mapping:
+        raise MappingConflict(
+            f"index {name!r} lacks the fingerprint fields {sorted(missing) or '(_meta block layout)'}; "
+            "rerun with --update-mapping to add them"
+        )
+    for idx, mapping in client.indices.get_mapping(index=name).body.items():
+        meta = dict((mapping.get("mappings") or {}).get("_meta") or {})  # keep the owner's own _meta keys
+        meta[META_KEY] = body["mappings"]["_meta"][META_KEY]
+        client.indices.put_mapping(index=idx, properties={f: wanted[f] for f in sorted(missing)}, meta=meta)
+    return SetupReport(name, "updated", sorted(per_index), sorted(missing))
