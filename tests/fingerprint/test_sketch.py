@@ -1,0 +1,82 @@
+"""MinHash sketches: stable, size-checked, and tracking the Jaccard similarity of 5-gram sets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fingerprint_indexer.fingerprint.sketch import (
+    SKETCH_SIZE,
+    from_bytes,
+    shingle_hashes,
+    similarity,
+    sketch,
+    to_bytes,
+)
+
+TEXT = "国际学校的教师通常来自国外,他们希望通过教书的方式体验其他国家。" * 3 + "学校的声誉怎么样。"
+
+
+def test_identical_and_whitespace_insensitive() -> None:
+    assert similarity(sketch(TEXT), sketch(TEXT.replace("。", "。\n "))) == 1.0
+
+
+def test_unrelated_texts_are_far_apart() -> None:
+    other = "The Bank of England has left interest rates on hold again at 4.75%, in a widely-predicted move."
+    assert similarity(sketch(TEXT), sketch(other)) < 0.1
+
+
+def test_similarity_tracks_jaccard() -> None:
+    base = "".join(f"第{i}段内容讲述了不同的事情{i * 7}。" for i in range(200))
+    edited = base[: len(base) // 2] + "完全不同的结尾" * 10
+    a, b = set(shingle_hashes(base).tolist()), set(shingle_hashes(edited).tolist())
+    jaccard = len(a & b) / len(a | b)
+    assert abs(similarity(sketch(base), sketch(edited)) - jaccard) < 0.15
+
+
+def test_empty_text() -> None:
+    s = sketch("")
+    assert s.shape == (SKETCH_SIZE,)
+    assert shingle_hashes("  ").size == 0
+    assert sketch("ab").shape == (SKETCH_SIZE,)  # shorter than one shingle
+
+
+def test_bytes_round_trip_and_errors() -> None:
+    s = sketch(TEXT)
+    assert np.array_equal(from_bytes(to_bytes(s)), s)
+    with pytest.raises(ValueError):
+        from_bytes(b"abc")
+    with pytest.raises(ValueError):
+        similarity(s, s[:10])
+    with pytest.raises(ValueError):
+        sketch(TEXT, size=0)
+
+
+def test_stable_across_processes() -> None:
+    code = (
+        "from fingerprint_indexer.fingerprint.sketch import sketch; "
+        "print(sketch('稳定的哈希值测试文本').tolist())"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outs) == 1
+    assert outs.pop().strip() == str(sketch("稳定的哈希值测试文本").tolist())
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(min_size=0, max_size=200))
+def test_self_similarity_is_one(text: str) -> None:
+    assert similarity(sketch(text), sketch(text)) == 1.0

@@ -1,0 +1,59 @@
+"""Boilerplate stripping: page furniture goes, article text stays, and nothing is ever emptied by mistake."""
+
+from __future__ import annotations
+
+from fingerprint_indexer.text.boilerplate import has_marker, is_code, strip_boilerplate
+from fingerprint_indexer.text.clean import clean
+
+ARTICLE = (
+    "北京时间11月4日,休斯顿火箭在客场以96-88战胜芝加哥公牛,哈登第三节两分钟内连得11分,率队将分差拉开。"
+    "因伤连休3场后,哈登本场复出,事实证明他的复出可谓及时雨。"
+)
+
+
+def test_header_footer_and_ad_sentence_are_removed() -> None:
+    page = clean(
+        "凤凰网 > 体育 > 正文\n2018-11-04 10:20 来源:新浪体育 作者:王强\n"
+        + ARTICLE
+        + "扫码关注凤凰网公众号,每天推送最新资讯。\n责任编辑:李明\n"
+        "免责声明:本文仅代表作者个人观点,与本站无关。其原创性以及文中陈述文字和内容未经本站证实,请读者仅作参考。"
+    )
+    assert strip_boilerplate(page) == clean(ARTICLE)
+
+
+def test_same_article_in_two_templates_strips_to_the_same_text() -> None:
+    a = clean("当前位置:首页 > 体育频道\n" + ARTICLE + "\n(责任编辑:张伟 K1234)")
+    b = clean("【搜狐讯】\n" + ARTICLE + "\n分享到:微信 微博 QQ空间\n版权所有 © 2019 搜狐 保留所有权利")
+    assert strip_boilerplate(a) == strip_boilerplate(b)
+
+
+def test_code_lines_are_removed_but_prose_quoting_a_url_is_kept() -> None:
+    page = clean(ARTICLE + "\n(function(){ var adScript = document.createElement('script'); })();\n")
+    assert strip_boilerplate(page) == clean(ARTICLE)
+    prose = "据悉" * 120 + "详情见 http://example.com/a.html 。"
+    assert not is_code(prose)
+
+
+def test_english_furniture() -> None:
+    body = (
+        "Quarterly profits at US media giant TimeWarner jumped 76% to $1.13bn for the three months to "
+        "December. The firm benefited from sales of high-speed internet connections."
+    )
+    page = clean(
+        f"Home > Business > Profits\nBy Sarah Jones, City Gazette\n{body}\nAdvertisement\n"
+        "Sign up for our daily newsletter to get the top stories delivered to your inbox.\n"
+        "Copyright 2005 City Gazette. All rights reserved."
+    )
+    assert strip_boilerplate(page) == clean(body)
+
+
+def test_never_empties_an_article() -> None:
+    text = clean("原标题:某某\n来源:某网")
+    assert strip_boilerplate(text) == text  # everything would go: keep the text instead
+    assert strip_boilerplate("") == ""
+
+
+def test_markers() -> None:
+    assert has_marker("责任编辑:李明")
+    assert has_marker("read more: something")
+    assert not has_marker(clean(ARTICLE))
