@@ -3,7 +3,7 @@
 A 64-bit SimHash places reposts near each other but cannot by itself tell "the same text with a few
 edits" from "a different story on the same topic" once the candidate radius is wide enough to catch
 edited reposts. The Jaccard similarity of character 5-gram sets can: it is what MinHash peers use. So
-each document also keeps a compact MinHash (``SKETCH_SIZE`` 32-bit minima, 128 bytes), computed on the
+each document also keeps a compact MinHash (``SKETCH_SIZE`` = 64 32-bit minima, 256 bytes), computed on the
 same boilerplate-stripped text, and a candidate within the Hamming radius is confirmed when the sketches
 agree enough.
 
