@@ -20,8 +20,10 @@ from fingerprint_indexer.text.stopwords import default_stopwords
 
 try:
     import rjieba
+
+    HAVE_RJIEBA = True
 except ImportError:  # pragma: no cover - exercised where the wheel is unavailable
-    rjieba = None
+    HAVE_RJIEBA = False
 
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -64,32 +66,31 @@ class Tokenizer:
     ) -> None:
         if engine not in ("auto", "rjieba", "jieba"):
             raise ValueError(f"unknown segmenter {engine!r}: expected auto, rjieba or jieba")
-        if engine == "rjieba" and rjieba is None:
+        if engine == "rjieba" and not HAVE_RJIEBA:
             raise RuntimeError("segmenter 'rjieba' requested but not installed (pip install rjieba)")
         self.stopwords = frozenset(stopwords) if stopwords is not None else default_stopwords()
         self.synonyms = dict(synonyms or {})
         self.min_len = min_len
-        self.engine = "rjieba" if engine != "jieba" and rjieba is not None else "jieba"
+        self.engine = "rjieba" if engine != "jieba" and HAVE_RJIEBA else "jieba"
         self._cut = self._make_segmenter()
 
     def _make_segmenter(self) -> Callable[[str], list[str]]:
         variants = [v for v in self.synonyms if _CJK_CHAR.search(v)]
+        # Synonym variants go into a private dictionary, so multi-word variants segment as one token
+        # without touching the process-wide instance.
         if self.engine == "rjieba":
             if not variants:
-                return rjieba.cut  # type: ignore[no-any-return]
-            seg = rjieba.Jieba()
-        elif not variants:
+                return rjieba.cut
+            rs = rjieba.Jieba()
+            for variant in variants:
+                rs.add_word(variant, 100000, None)
+            return rs.cut
+        if not variants:
             return jieba.dt.lcut  # type: ignore[no-any-return]
-        else:
-            seg = jieba.Tokenizer()
-        # A private dictionary, so multi-word variants segment as one token without touching the
-        # process-wide instance.
+        py = jieba.Tokenizer()
         for variant in variants:
-            if self.engine == "rjieba":
-                seg.add_word(variant, 100000, None)
-            else:
-                seg.add_word(variant, 100000)
-        return seg.cut if self.engine == "rjieba" else seg.lcut  # type: ignore[no-any-return]
+            py.add_word(variant, 100000)
+        return py.lcut  # type: ignore[no-any-return]
 
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
         words = [w for w in self._cut(chunk) if _CJK_WORD.fullmatch(w)] if has_cjk else []
