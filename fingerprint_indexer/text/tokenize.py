@@ -86,11 +86,11 @@ class Tokenizer:
                 rs.add_word(variant, 100000, None)
             return rs.cut
         if not variants:
-            return jieba.dt.lcut  # type: ignore[no-any-return]
+            return jieba.dt.lcut
         py = jieba.Tokenizer()
         for variant in variants:
             py.add_word(variant, 100000)
-        return py.lcut  # type: ignore[no-any-return]
+        return py.lcut
 
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
         words = [w for w in self._cut(chunk) if _CJK_WORD.fullmatch(w)] if has_cjk else []
