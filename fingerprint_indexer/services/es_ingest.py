@@ -14,6 +14,7 @@ documents of its own batch. Rules, mirroring the embedded pipeline:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.text.clean import clean
 
 OnDuplicate = Literal["tag", "skip"]
+Mode = Literal["index", "update"]
 RECORD_FIELDS = ["fingerprint", "content_digest", "fp_version", "cluster_id", "duplicate_of", "decision",
                  "distance", "degenerate"]  # fmt: skip
 
@@ -95,9 +97,12 @@ class _Rec:
         )
 
 
+Prepared = tuple[list[EsDecision], list[dict[str, Any]]]
+
+
 @dataclass
 class BatchResult:
-    """Decisions of one batch, the bulk actions sent, and the documents whose write failed."""
+    """Decisions of one batch and the documents whose write failed (id, reason)."""
 
     decisions: list[EsDecision]
     failures: list[tuple[str, str]] = field(default_factory=list)
@@ -115,14 +120,31 @@ def document_fields(doc: Document, res: FingerprintResult) -> dict[str, Any]:
 
 
 class EsDecider:
-    """Decides batches of fingerprinted documents against one index and writes them back."""
+    """Decides batches of fingerprinted documents against one index and writes them back.
+
+    Documents decided since the last :meth:`refresh` are kept in memory (``pending``) and matched there,
+    so a batch never waits for the previous one to become searchable: writes can overlap with deciding
+    (see :func:`pipelined`), and the index is refreshed only every ``refresh_every`` batches.
+    """
 
     def __init__(self, index: ElasticsearchIndex, k: int = 3, on_duplicate: OnDuplicate = "tag") -> None:
         index.layout.check_k(k)
         if on_duplicate not in ("tag", "skip"):
             raise ValueError(f"on_duplicate must be 'tag' or 'skip', got {on_duplicate!r}")
         self.index, self.k, self.on_duplicate = index, k, on_duplicate
+        index.read_your_writes = False  # visibility is handled by the pending set below
         self.client: Elasticsearch = index.client
+        self._clear_pending()
+
+    def _clear_pending(self) -> None:
+        self._pending: dict[str, _Rec] = {}
+        self._pending_digest: dict[str, _Rec] = {}
+        self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
+
+    def refresh(self) -> None:
+        """Make every write so far searchable and drop the pending set (call with no write in flight)."""
+        self.index.refresh()
+        self._clear_pending()
 
     # ------------------------------------------------------------------------------------ lookups
     def _mget(self, ids: Iterable[str]) -> dict[str, _Rec]:
@@ -154,11 +176,10 @@ class EsDecider:
 
     # ----------------------------------------------------------------------------------- deciding
     def decide(self, batch: list[tuple[Document, FingerprintResult]]) -> tuple[list[EsDecision], list[_Rec]]:
-        """Decisions in batch order, and the records to write (empty for unchanged or skipped documents)."""
+        """Decisions in batch order, and the records to write (none for unchanged or skipped documents)."""
         if not batch:
             return [], []
-        ids = {doc.id for doc, _ in batch}
-        existing = self._mget(ids)
+        existing = self._mget(doc.id for doc, _ in batch if doc.id not in self._pending)
         exact = self._by_digest(res.content_digest for _, res in batch)
         near_q = [res.fingerprint for _, res in batch if not res.degenerate]
         near_iter: Iterator[list[Match]] = iter(self.index.query_many(near_q, self.k) if near_q else [])
@@ -168,21 +189,18 @@ class EsDecider:
         known.update(self._mget(m.doc_id for ms in near.values() for m in ms if m.doc_id not in known))
         known.update(self._mget(r.root for r in list(known.values()) if r.root not in known))
 
-        local = MemoryIndex(self.index.layout, merge_threshold=64)
-        local_digest: dict[str, _Rec] = {}
-        local_recs: dict[str, _Rec] = {}
         decisions: list[EsDecision] = []
         writes: list[_Rec] = []
         for i, (doc, res) in enumerate(batch):
-            old = existing.get(doc.id)
+            old = self._pending.get(doc.id) or existing.get(doc.id)
             if old is not None and old.content_digest == res.content_digest and old.fp_version == res.version:
                 decisions.append(EsDecision(doc.id, to_hex(old.fingerprint), old.decision, old.duplicate_of,
                                             old.distance, old.cluster_id, old.degenerate,
                                             written=False))  # fmt: skip
                 continue
-            match = self._match(doc.id, res, exact, near[i], known, local, local_digest, local_recs)
+            match = self._match(doc.id, res, exact, near[i], known)
             kind, rec = match if match else ("new", None)
-            root = None if rec is None else local_recs.get(rec.root) or known.get(rec.root) or rec
+            root = None if rec is None else self._pending.get(rec.root) or known.get(rec.root) or rec
             new = _Rec(
                 id=doc.id,
                 fingerprint=res.fingerprint,
@@ -199,35 +217,36 @@ class EsDecider:
                                         new.distance, new.cluster_id, new.degenerate, written))  # fmt: skip
             if written:
                 writes.append(new)
-                local_recs[new.id] = new
-                local_digest.setdefault(new.content_digest, new)
-                if not new.degenerate:
-                    local.add(new.id, new.fingerprint)
+                self._remember(new)
         return decisions, writes
 
+    def _remember(self, rec: _Rec) -> None:
+        if rec.id in self._pending:
+            self._pending_near.remove(rec.id)
+        self._pending[rec.id] = rec
+        self._pending_digest.setdefault(rec.content_digest, rec)
+        if not rec.degenerate:
+            self._pending_near.add(rec.id, rec.fingerprint)
+
     def _match(
-        self,
-        doc_id: str,
-        res: FingerprintResult,
-        exact: dict[str, list[_Rec]],
-        near: list[Match],
+        self, doc_id: str, res: FingerprintResult, exact: dict[str, list[_Rec]], near: list[Match],
         known: dict[str, _Rec],
-        local: MemoryIndex,
-        local_digest: dict[str, _Rec],
-        local_recs: dict[str, _Rec],
-    ) -> tuple[str, _Rec] | None:
+    ) -> tuple[str, _Rec] | None:  # fmt: skip
         """The document this one duplicates: an exact copy first, else the nearest within k."""
+        pending = self._pending
         for rec in exact.get(res.content_digest, []):
-            if rec.id != doc_id and rec.id not in local_recs:  # a batch-mate's stale copy is superseded
+            if rec.id != doc_id and rec.id not in pending:  # a pending version supersedes the indexed one
                 return "exact_duplicate", rec
-        if res.content_digest in local_digest:
-            return "exact_duplicate", local_digest[res.content_digest]
+        hit = self._pending_digest.get(res.content_digest)
+        if hit is not None and hit.id != doc_id and pending.get(hit.id) is hit:
+            return "exact_duplicate", hit
         if res.degenerate:
             return None
         candidates = [(m.distance, m.doc_id, known[m.doc_id]) for m in near
-                      if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in local_recs]  # fmt: skip
-        for m in local.query(res.fingerprint, self.k):
-            candidates.append((m.distance, m.doc_id, local_recs[m.doc_id]))
+                      if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in pending]  # fmt: skip
+        for m in self._pending_near.query(res.fingerprint, self.k):
+            if m.doc_id != doc_id:
+                candidates.append((m.distance, m.doc_id, pending[m.doc_id]))
         if not candidates:
             return None
         return "near_duplicate", min(candidates, key=lambda c: (c[0], c[1]))[2]
@@ -250,25 +269,57 @@ class EsDecider:
             return err.failures
         return []
 
-    def index_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
-        """Decide and index full documents (the ``index`` command)."""
+    def prepare(self, batch: list[tuple[Document, FingerprintResult]], mode: Mode = "index") -> Prepared:
+        """Decide a batch and build its bulk actions: full documents (``index``) or the fingerprint fields
+        added to documents already in the index (``update``, for reindex)."""
         decisions, writes = self.decide(batch)
         by_id = {doc.id: (doc, res) for doc, res in batch}
         actions = []
         for rec in writes:
             doc, res = by_id[rec.id]
-            source = {**document_fields(doc, res), **self.fields(rec)}
-            actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
-                            "_source": source})  # fmt: skip
+            if mode == "index":
+                source = {**document_fields(doc, res), **self.fields(rec)}
+                actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
+                                "_source": source})  # fmt: skip
+            else:
+                fields = {**self.fields(rec), "terms": " ".join(t for t, _ in res.top_terms)}
+                actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
+                                "doc": fields})  # fmt: skip
+        return decisions, actions
+
+    def index_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
+        """Decide and index full documents, synchronously."""
+        decisions, actions = self.prepare(batch, "index")
         return BatchResult(decisions, self.write(actions))
 
     def update_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
-        """Decide and add the fingerprint fields to documents already in the index (``reindex``)."""
-        decisions, writes = self.decide(batch)
-        by_id = {doc.id: res for doc, res in batch}
-        actions = [
-            {"_op_type": "update", "_index": self.index.index, "_id": rec.id,
-             "doc": {**self.fields(rec), "terms": " ".join(t for t, _ in by_id[rec.id].top_terms)}}
-            for rec in writes
-        ]  # fmt: skip
+        """Decide and add the fingerprint fields to documents already in the index, synchronously."""
+        decisions, actions = self.prepare(batch, "update")
         return BatchResult(decisions, self.write(actions))
+
+
+def pipelined(
+    decider: EsDecider,
+    batches: Iterable[list[tuple[Document, FingerprintResult]]],
+    mode: Mode = "index",
+    refresh_every: int = 20,
+) -> Iterator[BatchResult]:
+    """Decide batch n+1 while batch n is being written (one bulk request in flight, on a thread).
+
+    Results come in batch order, each after its write finished; the index is refreshed every
+    ``refresh_every`` batches and at the end.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="es-bulk") as pool:
+        inflight: tuple[list[EsDecision], Future[list[tuple[str, str]]]] | None = None
+        for n, batch in enumerate(batches, 1):
+            decisions, actions = decider.prepare(batch, mode)
+            if inflight is not None:
+                yield BatchResult(inflight[0], inflight[1].result())
+            inflight = (decisions, pool.submit(decider.write, actions))
+            if n % refresh_every == 0:
+                yield BatchResult(inflight[0], inflight[1].result())
+                inflight = None
+                decider.refresh()
+        if inflight is not None:
+            yield BatchResult(inflight[0], inflight[1].result())
+    decider.refresh()

@@ -12,7 +12,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import hamming
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.services.es_ingest import EsDecider
+from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.services.es_setup import setup_index
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
@@ -56,19 +56,21 @@ def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[s
     return out
 
 
-def _run(decider: EsDecider, items, size: int):
+def _run(decider: EsDecider, items, size: int, overlap: bool = False):
     decisions, failures = [], []
-    for start in range(0, len(items), size):
-        result = decider.index_batch(items[start : start + size])
+    batches = [items[start : start + size] for start in range(0, len(items), size)]
+    results = pipelined(decider, batches, refresh_every=2) if overlap else map(decider.index_batch, batches)
+    for result in results:
         decisions += result.decisions
         failures += result.failures
     return decisions, failures
 
 
-def test_decisions_match_the_oracle_and_rerun_is_idempotent(es_client, es_index, fingerprinted):
+@pytest.mark.parametrize("overlap", [False, True], ids=["sync", "pipelined"])
+def test_decisions_match_the_oracle_and_rerun_is_idempotent(es_client, es_index, fingerprinted, overlap):
     setup_index(es_client, es_index)
     decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
-    decisions, failures = _run(decider, fingerprinted, 37)  # batches split duplicate groups
+    decisions, failures = _run(decider, fingerprinted, 37, overlap)  # batches split duplicate groups
     assert failures == []
     want = oracle(fingerprinted)
     got = {d.id: (d.decision, d.duplicate_of) for d in decisions}
@@ -83,7 +85,7 @@ def test_decisions_match_the_oracle_and_rerun_is_idempotent(es_client, es_index,
     assert stored["decision"] == decisions[-1].decision and stored["degenerate"] is True
     assert "block_0" not in stored  # degenerate documents stay out of the buckets
 
-    again, _ = _run(decider, fingerprinted, 50)
+    again, _ = _run(decider, fingerprinted, 50, overlap)
     assert [d.to_dict() | {"indexed": False} for d in decisions] == [d.to_dict() for d in again]
 
 
