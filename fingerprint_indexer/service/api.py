@@ -1,0 +1,196 @@
+"""The ``/v1`` endpoints and the probes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from fingerprint_indexer.fingerprint.hamming import to_hex
+from fingerprint_indexer.index.elasticsearch import fingerprint_fields
+from fingerprint_indexer.service.delivery import BulkOp
+from fingerprint_indexer.service.errors import ApiError
+from fingerprint_indexer.service.ingest import decide, es_fields
+from fingerprint_indexer.service.models import (
+    FingerprintRequest,
+    FingerprintResponse,
+    IngestRequest,
+    IngestResponse,
+    Probe,
+    RelatedResponse,
+    SimilarRequest,
+    SimilarResponse,
+)
+from fingerprint_indexer.service.related import related_articles
+from fingerprint_indexer.service.state import ServiceState
+from fingerprint_indexer.service.worker import valid_index_name
+
+router = APIRouter()
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Malformed request"}, 401: {"description": "Missing or wrong API key"},
+    413: {"description": "Body or batch too large"}, 422: {"description": "Invalid fields"},
+}
+
+
+def svc(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.svc
+    return state
+
+
+def _index(state: ServiceState, name: str | None) -> str:
+    index = name or state.settings.default_index
+    if not valid_index_name(index):
+        raise ApiError(400, "invalid_index_name_exception", f"invalid index name {index!r}")
+    return index
+
+
+def _k(state: ServiceState, k: int | None) -> int:
+    k = state.settings.k if k is None else k
+    if not 0 <= k <= state.layout.max_k:
+        raise ApiError(400, "illegal_argument_exception",
+                       f"k must be between 0 and {state.layout.max_k} for this block layout ({state.layout})")
+    return k
+
+
+@router.post("/v1/fingerprint", response_model=FingerprintResponse, responses=ERRORS, tags=["v1"])
+async def fingerprint(body: FingerprintRequest, request: Request) -> dict[str, Any]:
+    """Fingerprint text or HTML: fingerprint, block keys, digests, top terms and the fields to index."""
+    state = svc(request)
+    assert state.pool is not None
+    res = await state.pool.raw(body.text, body.html)
+    out = res.to_dict(with_terms=body.with_terms)
+    out.pop("id", None)
+    out["fields"] = fingerprint_fields(res.fingerprint, state.layout, with_blocks=not res.degenerate)
+    return out
+
+
+@router.post("/v1/ingest", response_model=IngestResponse, responses={**ERRORS, 429: {
+    "description": "Elasticsearch is behind and the spool is full (see Retry-After)"}}, tags=["v1"])
+async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
+    """The ingest hook: decide new / exact / near duplicate for one document or a batch and return the
+    fields to add; with ``index: true`` also write the documents into Elasticsearch (queued in the
+    durable spool while Elasticsearch is unavailable)."""
+    state = svc(request)
+    assert state.pool is not None and state.delivery is not None
+    started = time.perf_counter()
+    docs = body.docs()
+    if len(docs) > state.settings.max_batch:
+        raise ApiError(413, "batch_too_large",
+                       f"{len(docs)} documents in one request; the limit is {state.settings.max_batch}")
+    index = _index(state, body.index_name)
+    policy = body.on_duplicate or state.settings.on_duplicate
+    t0 = time.perf_counter()
+    decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs])
+    state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
+    results: list[dict[str, Any]] = []
+    ops: list[BulkOp] = []
+    op_of: dict[int, int] = {}
+    for i, (doc_in, d) in enumerate(zip(docs, decided, strict=True)):
+        state.metrics.documents.labels(d.decision.decision).inc()
+        fields = es_fields(d.result, d.decision, state.layout)
+        res = d.decision.to_dict()
+        res.update(degenerate=d.result.degenerate, fields=fields, index=None)
+        results.append(res)
+        if body.index:
+            if policy == "skip" and d.is_duplicate:
+                state.metrics.skipped.inc()
+                res["index"] = {"status": 200, "result": "skipped"}
+            else:
+                op_of[i] = len(ops)
+                ops.append(BulkOp("index", {"_index": index, "_id": d.doc.id}, {**doc_in.source(), **fields},
+                                  fingerprinted=True))
+    errors = False
+    if ops:
+        items = await state.delivery.submit(ops, {})
+        for i, j in op_of.items():
+            item = next(iter(items[j].values()))
+            outcome = {"status": int(item.get("status", 500)), "result": item.get("result")}
+            if item.get("error") is not None:
+                outcome["error"] = item["error"]
+                errors = True
+            results[i]["index"] = outcome
+    return {"took_ms": round((time.perf_counter() - started) * 1000), "errors": errors, "results": results}
+
+
+async def _similar(state: ServiceState, index: str, fp: int, digest: str, k: int, exclude: str | None
+                   ) -> list[dict[str, Any]]:
+    hits = await state.stores.call(state.stores.neighbours, index, fp, digest, k, exclude)
+    return [h.to_dict() for h in hits]
+
+
+@router.get("/v1/similar/{doc_id}", response_model=SimilarResponse, responses={**ERRORS, 404: {
+    "description": "No such document in the store"}}, tags=["v1"])
+async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
+                        k: int | None = Query(None, ge=0, le=63)) -> dict[str, Any]:
+    """Near-duplicates of a stored document, nearest first."""
+    state = svc(request)
+    name, kk = _index(state, index), _k(state, k)
+    rec = await state.stores.call(state.stores.record, name, doc_id)
+    if rec is None:
+        raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
+    matches = await _similar(state, name, rec.fingerprint, rec.content_digest, kk, doc_id)
+    return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches}
+
+
+@router.post("/v1/similar", response_model=SimilarResponse, responses=ERRORS, tags=["v1"])
+async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, Any]:
+    """Stored near-duplicates of raw text or HTML, nearest first."""
+    state = svc(request)
+    assert state.pool is not None
+    name, kk = _index(state, body.index_name), _k(state, body.k)
+    res = await state.pool.raw(body.text, body.html)
+    matches = await _similar(state, name, res.fingerprint, res.content_digest, kk, None)
+    return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches}
+
+
+@router.get("/v1/related/{doc_id}", response_model=RelatedResponse, responses={**ERRORS, 404: {
+    "description": "No such document"}, 503: {"description": "Elasticsearch unavailable"}}, tags=["v1"])
+async def related(doc_id: str, request: Request, index: str | None = None,
+                  size: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
+    """Related articles: topical neighbours from Elasticsearch (more_like_this) with near-duplicates of
+    one story folded into one entry, and this document's own near-duplicates listed separately."""
+    state = svc(request)
+    assert state.es is not None
+    name = _index(state, index)
+    rec = await state.stores.call(state.stores.record, name, doc_id)
+    dups: list[dict[str, Any]] = []
+    if rec is not None:
+        dups = await _similar(state, name, rec.fingerprint, rec.content_digest, state.settings.k, doc_id)
+    try:
+        entries = await related_articles(state.es.http, name, doc_id, size,
+                                          exclude={d["id"] for d in dups})
+    except httpx.HTTPError as exc:
+        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
+    if entries is None:
+        raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
+    return {"index": name, "id": doc_id, "related": entries, "duplicates": dups}
+
+
+@router.get("/healthz", response_model=Probe, tags=["probes"])
+async def healthz() -> dict[str, Any]:
+    """The process is up and serving."""
+    return {"status": "ok", "checks": {}}
+
+
+@router.get("/readyz", response_model=Probe, responses={503: {"model": Probe}}, tags=["probes"])
+async def readyz(request: Request) -> Response:
+    """Ready: store open, worker pool started, Elasticsearch reachable; also reports the spool depth."""
+    state = svc(request)
+    assert state.es is not None
+    store_ok = await state.stores.call(state.stores.pipeline, state.settings.default_index) is not None
+    es_ok = await state.es.ping()
+    checks = {"store": store_ok, "workers": state.pool is not None, "elasticsearch": es_ok,
+              "spool_depth": state.spool.depth}
+    ok = store_ok and es_ok and state.pool is not None
+    return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks},
+                        status_code=200 if ok else 503)
+
+
+@router.get("/metrics", tags=["probes"], response_class=Response)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics."""
+    body, ctype = svc(request).metrics.render()
+    return Response(body, media_type=ctype)

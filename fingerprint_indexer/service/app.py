@@ -1,0 +1,55 @@
+"""The ASGI application factory.
+
+``create_app(settings)`` wires the routes, error handlers and middleware; the lifespan starts the worker
+pool, the Elasticsearch connection and the spool replayer, and on shutdown (after uvicorn has finished the
+requests in flight) stops them in order. Pass ``state`` when the on-disk resources were opened already
+(the ``serve`` command does, to report a locked store before binding a port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from fingerprint_indexer import __version__
+from fingerprint_indexer.service import api, proxy
+from fingerprint_indexer.service.errors import install_handlers
+from fingerprint_indexer.service.metrics import Metrics
+from fingerprint_indexer.service.middleware import ApiKeyMiddleware, BodyLimitMiddleware, MetricsMiddleware
+from fingerprint_indexer.service.settings import ServiceSettings
+from fingerprint_indexer.service.state import ServiceState
+
+DESCRIPTION = """Near-duplicate detection beside Elasticsearch.
+
+* `/v1/*`: fingerprint, ingest hook, similar and related look-ups.
+* `/_bulk`, `/{index}/_bulk`, `/{index}/_doc/{id}`, `/{index}/_create/{id}`: an Elasticsearch-compatible
+  proxy that adds fingerprint fields; every other path is passed through to Elasticsearch unchanged.
+
+Send the API key as `Authorization: ApiKey <key>` or `X-API-Key: <key>` when the service has one."""
+
+
+def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc = state if state is not None else ServiceState.open(settings, metrics)
+        app.state.svc = svc
+        try:
+            await svc.start()
+            yield
+        finally:
+            await svc.stop()
+
+    app = FastAPI(title="fingerprint_indexer", version=__version__, description=DESCRIPTION,
+                  lifespan=lifespan, redoc_url=None)
+    install_handlers(app, settings.retry_after_s)
+    app.include_router(api.router)
+    app.include_router(proxy.router)
+    metrics = state.metrics if state is not None else Metrics()
+    # the last added middleware runs first: metrics, then the key check, then the body limit
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+

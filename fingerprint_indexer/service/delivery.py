@@ -1,0 +1,234 @@
+"""Getting writes into Elasticsearch without losing an acknowledged one.
+
+:class:`Delivery` sends a list of bulk operations straight to Elasticsearch while the spool is empty and
+the cluster answers. When the cluster is down, slow or overloaded (connection failure, timeout, 429, 5xx,
+or a 429/5xx on single items), the operations go to the durable :class:`Spool` instead and are answered
+as ``queued`` (status 202). While anything is spooled, new writes are spooled behind it, so a document's
+versions reach Elasticsearch in the order they were acknowledged.
+
+:class:`Replayer` is the background task that drains the spool in order. Every operation carries its
+``_index`` and ``_id``, so a replay that repeats an already-applied operation leaves one copy (``index``
+overwrites; a ``create`` answered 409 on replay is taken as already applied). Items Elasticsearch rejects
+for good (a mapping error, say) are listed with id and reason in ``rejected.ndjson`` beside the spool,
+never dropped silently, and never with document bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.service.es import BulkRejected, EsClient, EsUnavailable
+from fingerprint_indexer.service.spool import Spool
+
+log = logging.getLogger("fingerprint_indexer.service")
+T = TypeVar("T")
+SOURCE_ACTIONS = frozenset({"index", "create", "update"})
+
+
+@dataclass
+class BulkOp:
+    """One bulk operation: action name, its metadata (with ``_index`` and ``_id``) and its source line."""
+
+    action: str
+    meta: dict[str, Any]
+    source: Any = None
+    fingerprinted: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def index(self) -> str:
+        return str(self.meta.get("_index", ""))
+
+    @property
+    def id(self) -> str | None:
+        v = self.meta.get("_id")
+        return None if v is None else str(v)
+
+    def ndjson(self) -> bytes:
+        out = json.dumps({self.action: self.meta}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        if self.action in SOURCE_ACTIONS:
+            out += json.dumps(self.source, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return out.encode()
+
+
+def encode_ops(ops: Sequence[BulkOp]) -> bytes:
+    return b"".join(op.ndjson() for op in ops)
+
+
+def item_status(item: dict[str, Any]) -> int:
+    return int(next(iter(item.values())).get("status", 500))
+
+
+def queued_item(op: BulkOp) -> dict[str, Any]:
+    return {op.action: {"_index": op.index, "_id": op.id, "status": 202, "result": "queued"}}
+
+
+def retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _spool_payload(ops: Sequence[BulkOp], params: dict[str, str], ensure: list[str]) -> bytes:
+    head = json.dumps({"params": params, "ensure": ensure, "n": len(ops)}).encode()
+    return head + b"\n" + encode_ops(ops)
+
+
+class Delivery:
+    """Direct writes while healthy, the spool otherwise; see the module docstring."""
+
+    def __init__(self, es: EsClient, spool: Spool, layout: BlockLayout,
+                 on_spooled: Callable[[int], None] | None = None) -> None:
+        self.es, self.spool, self.layout = es, spool, layout
+        self.es_down = False
+        self.wake = asyncio.Event()
+        self._spool_thread = ThreadPoolExecutor(1, thread_name_prefix="spool")
+        self._on_spooled = on_spooled
+
+    async def in_spool_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._spool_thread, fn, *args)
+
+    def close(self) -> None:
+        self._spool_thread.shutdown(wait=True)
+
+    async def _to_spool(self, ops: Sequence[BulkOp], params: dict[str, str]) -> list[dict[str, Any]]:
+        ensure = sorted({op.index for op in ops if op.fingerprinted})
+        await self.in_spool_thread(self.spool.append, _spool_payload(ops, params, ensure))
+        self.wake.set()
+        if self._on_spooled:
+            self._on_spooled(len(ops))
+        return [queued_item(op) for op in ops]
+
+    async def submit(self, ops: Sequence[BulkOp], params: dict[str, str]) -> list[dict[str, Any]]:
+        """One ES-style bulk item per operation, in order. Raises SpoolFull (whole request, nothing
+        spooled) and BulkRejected (Elasticsearch refused the whole request with a 4xx)."""
+        if not ops:
+            return []
+        if self.spool.depth > 0 or self.es_down:
+            return await self._to_spool(ops, params)
+        try:
+            for index in sorted({op.index for op in ops if op.fingerprinted}):
+                await self.es.ensure_index(index, self.layout)
+            data = await self.es.bulk(encode_ops(ops), params)
+        except EsUnavailable as exc:
+            log.warning("Elasticsearch unavailable (%s): spooling %d operation(s)", exc, len(ops))
+            self.es_down = True
+            return await self._to_spool(ops, params)
+        items: list[dict[str, Any]] = list(data["items"])
+        again = [i for i, it in enumerate(items) if retryable(item_status(it))]
+        if again:
+            try:
+                queued = await self._to_spool([ops[i] for i in again], params)
+            except Exception as exc:  # the spool is full: say so per item (clients retry 429 items)
+                for i in again:
+                    body = next(iter(items[i].values()))
+                    body["status"] = 429
+                    body["error"] = {"type": "spool_full", "reason": str(exc)}
+            else:
+                for i, q in zip(again, queued, strict=True):
+                    items[i] = q
+        return items
+
+
+class Replayer:
+    """Drains the spool into Elasticsearch, oldest first, with capped exponential backoff."""
+
+    def __init__(self, delivery: Delivery, backoff_max_s: float = 5.0,
+                 on_replayed: Callable[[int], None] | None = None,
+                 on_rejected: Callable[[int], None] | None = None) -> None:
+        self.d, self.backoff_max_s = delivery, backoff_max_s
+        self.rejected_path = Path(delivery.spool.dir) / "rejected.ndjson"
+        self._on_replayed, self._on_rejected = on_replayed, on_rejected
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="spool-replayer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _idle(self, seconds: float) -> None:
+        self.d.wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.d.wake.wait(), timeout=seconds)
+
+    async def _run(self) -> None:
+        backoff = 0.2
+        while True:
+            try:
+                rec = await self.d.in_spool_thread(self.d.spool.peek)
+                if rec is None:
+                    if self.d.es_down:
+                        if await self.d.es.ping():
+                            self.d.es_down = False
+                            continue
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, self.backoff_max_s)
+                    else:
+                        await self._idle(1.0)
+                    continue
+                pos, payload = rec
+                if await self._deliver(payload):
+                    await self.d.in_spool_thread(self.d.spool.ack, pos, len(payload))
+                    backoff = 0.2
+                else:
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self.backoff_max_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let the replayer die: log (no bodies) and try again later
+                log.exception("spool replay failed; retrying")
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.backoff_max_s)
+
+    async def _deliver(self, payload: bytes) -> bool:
+        """True when the frame is done with (applied, or rejected for good and recorded)."""
+        head_raw, _, body = payload.partition(b"\n")
+        head = json.loads(head_raw)
+        try:
+            for index in head.get("ensure", []):
+                await self.d.es.ensure_index(index, self.d.layout)
+            data = await self.d.es.bulk(body, head.get("params") or {})
+        except EsUnavailable:
+            self.d.es_down = True
+            return False
+        except BulkRejected as exc:
+            self._reject([{"index": None, "id": None, "status": exc.status, "error": exc.body.get("error")}])
+            return True
+        self.d.es_down = False
+        items = data["items"]
+        if any(retryable(item_status(it)) for it in items):
+            return False
+        bad = []
+        for it in items:
+            action, body_ = next(iter(it.items()))
+            status = int(body_.get("status", 500))
+            if status >= 400 and not (action == "create" and status == 409):
+                bad.append({"index": body_.get("_index"), "id": body_.get("_id"), "status": status,
+                            "error": body_.get("error")})
+        if bad:
+            self._reject(bad)
+        if self._on_replayed:
+            self._on_replayed(len(items) - len(bad))
+        return True
+
+    def _reject(self, rows: list[dict[str, Any]]) -> None:
+        log.error("%d spooled operation(s) rejected by Elasticsearch; listed in %s", len(rows),
+                  self.rejected_path)
+        with open(self.rejected_path, "a", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps({"time": round(time.time(), 3), **row}, ensure_ascii=False) + "\n")
+        if self._on_rejected:
+            self._on_rejected(len(rows))

@@ -1,0 +1,83 @@
+"""Error answers: always JSON, always a 4xx for the caller's mistakes, in Elasticsearch's own shape
+(``{"error": {"type", "reason"}, "status"}``) so proxy clients and API clients parse the same thing."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from fingerprint_indexer.service.spool import SpoolFull
+from fingerprint_indexer.service.worker import WorkerUnavailable
+
+log = logging.getLogger("fingerprint_indexer.service")
+
+
+class ApiError(Exception):
+    """A failure with its HTTP status and a message that says what is wrong."""
+
+    def __init__(self, status: int, type_: str, reason: str, headers: dict[str, str] | None = None,
+                 details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.type, self.reason = status, type_, reason
+        self.headers, self.details = headers or {}, details
+
+
+def error_body(status: int, type_: str, reason: str, details: list[dict[str, Any]] | None = None
+               ) -> dict[str, Any]:
+    err: dict[str, Any] = {"type": type_, "reason": reason}
+    if details:
+        err["details"] = details
+    return {"error": err, "status": status}
+
+
+def error_response(status: int, type_: str, reason: str, headers: dict[str, str] | None = None,
+                   details: list[dict[str, Any]] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, type_, reason, details), status_code=status, headers=headers)
+
+
+def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Where and what, without echoing the (possibly large) input back."""
+    out = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        out.append({"loc": loc, "msg": str(e.get("msg", "invalid")), "type": str(e.get("type", ""))})
+    return out
+
+
+def install_handlers(app: FastAPI, retry_after_s: int) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.type, exc.reason, exc.headers, exc.details)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = _validation_details(exc)
+        ctype = request.headers.get("content-type", "")
+        if request.method in ("POST", "PUT") and "json" not in ctype.lower():
+            return error_response(415, "unsupported_media_type",
+                                  f"send the body as JSON (Content-Type: application/json), not {ctype!r}")
+        if any(d["type"] == "json_invalid" for d in details):
+            return error_response(400, "parse_exception", "request body is not valid JSON", details=details)
+        reason = "; ".join(f"{d['loc']}: {d['msg']}" for d in details[:5])
+        return error_response(422, "validation_exception", reason, details=details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        reason = str(exc.detail)
+        if exc.status_code == 400 and "parsing the body" in reason:
+            reason = "request body could not be decoded (it must be UTF-8 JSON)"
+        return error_response(exc.status_code, "http_exception", reason, dict(exc.headers or {}))
+
+    @app.exception_handler(SpoolFull)
+    async def _full(_: Request, exc: SpoolFull) -> JSONResponse:
+        return error_response(429, "spool_full", f"Elasticsearch is behind and the spool is full: {exc}",
+                              {"Retry-After": str(retry_after_s)})
+
+    @app.exception_handler(WorkerUnavailable)
+    async def _worker(_: Request, exc: WorkerUnavailable) -> JSONResponse:
+        return error_response(503, "worker_unavailable", str(exc), {"Retry-After": "1"})

@@ -1,0 +1,68 @@
+"""The ingest hook shared by ``/v1/ingest`` and the ``_bulk``/``_doc`` proxy.
+
+Documents are fingerprinted in the worker pool, decided (and committed) by the store thread, and turned
+into the fields added to the Elasticsearch document. A decision is committed to the embedded store before
+the Elasticsearch write; a retry of the same document repeats the stored decision (see
+:mod:`fingerprint_indexer.pipeline`), so a request that failed half-way is safe to send again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.index.elasticsearch import fingerprint_fields
+from fingerprint_indexer.pipeline import Decision
+from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
+
+DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
+
+
+@dataclass(frozen=True)
+class Decided:
+    doc: Document
+    result: FingerprintResult
+    decision: Decision
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.decision.decision in DUPLICATES
+
+
+def es_fields(result: FingerprintResult, decision: Decision, layout: BlockLayout) -> dict[str, Any]:
+    """The fields the service adds to an Elasticsearch document (names as in ``mappings/news.json``)."""
+    out = fingerprint_fields(result.fingerprint, layout, with_blocks=not result.degenerate)
+    out.update(
+        content_digest=result.content_digest,
+        keyword_digest=result.keyword_digest,
+        terms=" ".join(t for t, _ in result.top_terms),
+        cluster_id=decision.cluster_id,
+        duplicate_of=decision.duplicate_of,
+        distance=decision.distance,
+        decision=decision.decision,
+        fp_version=result.version,
+        degenerate=result.degenerate,
+    )
+    return out
+
+
+async def decide(
+    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]]
+) -> list[Decided]:
+    """Fingerprint and decide ``(index, document)`` pairs; results in input order."""
+    results = await pool.documents([doc for _, doc in items])
+    by_index: dict[str, list[int]] = defaultdict(list)
+    for i, (index, _) in enumerate(items):
+        by_index[index].append(i)
+    out: list[Decided | None] = [None] * len(items)
+    for index, positions in by_index.items():
+        pairs = [(items[i][1], results[i]) for i in positions]
+        decisions = await stores.call(stores.decide, index, pairs)
+        for i, (doc, res), dec in zip(positions, pairs, decisions, strict=True):
+            out[i] = Decided(doc, res, dec)
+    return [d for d in out if d is not None]

@@ -1,0 +1,107 @@
+"""Pure ASGI middleware: API key check, request body limit, latency metrics.
+
+Pure ASGI (not ``BaseHTTPMiddleware``) so that streamed proxy responses pass through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from fingerprint_indexer.service.auth import key_matches, needs_key, presented_key
+from fingerprint_indexer.service.errors import error_body
+from fingerprint_indexer.service.metrics import Metrics
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+                    ) -> None:
+    raw = json.dumps(body).encode()
+    hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    hdrs += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+class ApiKeyMiddleware:
+    """Every path except probes and the API description needs the key (when one is configured)."""
+
+    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
+        self.app, self.api_key = app, api_key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] == "http" and self.api_key is not None and needs_key(scope["path"])
+                and not key_matches(self.api_key, presented_key(_headers(scope)))):
+            body = error_body(401, "security_exception",
+                              "missing or wrong API key (send 'Authorization: ApiKey <key>' or 'X-API-Key')")
+            await send_json(send, 401, body, {"WWW-Authenticate": "ApiKey"})
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimitMiddleware:
+    """Reads the request body up to ``limit`` bytes before the app sees it; beyond that, 413."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _headers(scope).get("content-length")
+        too_big = error_body(413, "request_entity_too_large",
+                             f"request body is larger than the limit of {self.limit} bytes")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await send_json(send, 413, too_big)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await send_json(send, 413, too_big)
+                return
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class MetricsMiddleware:
+    """Latency histogram by route template (the pass-through counts as one route)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            route = scope.get("route")
+            name = getattr(route, "path", None) or "unmatched"
+            self.metrics.requests.labels(name, scope.get("method", "")).observe(time.perf_counter() - start)

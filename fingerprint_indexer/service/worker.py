@@ -1,0 +1,211 @@
+"""Where the CPU and the store work runs, so the event loop only moves bytes.
+
+- :class:`FingerprintPool`: a process pool (``spawn``: no forked copies of the server's threads or sockets)
+  whose workers each build one :class:`Fingerprinter` at start; jieba never runs on the event loop.
+- :class:`StoreOwner`: the embedded stores (one per Elasticsearch index, opened on first use) are touched by
+  exactly one thread of this one process. LevelDB allows one process per database, and one thread makes the
+  read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import multiprocessing as mp
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
+from fingerprint_indexer.pipeline import Decision, Pipeline
+from fingerprint_indexer.store.exact import ExactStore
+
+T = TypeVar("T")
+
+#: Index names the service keeps an embedded store for (Elasticsearch's own rules, minus wildcards).
+INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_.+-]{0,254}$")
+BUCKET_COUNT_CAP = 1_000_000
+
+
+class WorkerUnavailable(RuntimeError):
+    """The fingerprint pool broke (a worker died) and was restarted; the request may be retried."""
+
+
+def valid_index_name(name: str) -> bool:
+    return bool(INDEX_NAME.match(name)) and name not in (".", "..")
+
+
+# ------------------------------------------------------------------------------ fingerprint pool
+_FPR: Fingerprinter | None = None
+
+
+def _init_worker(config: FingerprintConfig) -> None:
+    global _FPR
+    _FPR = Fingerprinter(config)
+
+
+def _fingerprint_documents(docs: list[Document]) -> list[FingerprintResult]:
+    assert _FPR is not None
+    return [_FPR.fingerprint_document(d) for d in docs]
+
+
+def _fingerprint_raw(text: str | None, html: str | None) -> FingerprintResult:
+    assert _FPR is not None
+    return _FPR.fingerprint(text=text, html=html)
+
+
+def _version() -> str:
+    assert _FPR is not None
+    return _FPR.version
+
+
+class FingerprintPool:
+    """Fingerprints documents in worker processes; a batch is split evenly over the workers."""
+
+    def __init__(self, config: FingerprintConfig, processes: int) -> None:
+        self.config, self.processes = config, max(1, processes)
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.processes, mp_context=mp.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(self.config,))
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except BrokenProcessPool as exc:
+            old, self._executor = self._executor, self._new_executor()
+            old.shutdown(wait=False, cancel_futures=True)
+            raise WorkerUnavailable("a fingerprint worker died; the pool was restarted") from exc
+
+    async def start(self) -> str:
+        """Start every worker (each loads its dictionaries) and return the fingerprint version."""
+        versions = await asyncio.gather(*(self._run(_version) for _ in range(self.processes)))
+        return versions[0]
+
+    async def documents(self, docs: Sequence[Document]) -> list[FingerprintResult]:
+        if not docs:
+            return []
+        size = max(1, math.ceil(len(docs) / self.processes))
+        chunks = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
+        parts = await asyncio.gather(*(self._run(_fingerprint_documents, c) for c in chunks))
+        return [r for part in parts for r in part]
+
+    async def raw(self, text: str | None, html: str | None) -> FingerprintResult:
+        return await self._run(_fingerprint_raw, text, html)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+# ----------------------------------------------------------------------------------- store owner
+@dataclass(frozen=True)
+class Neighbour:
+    id: str
+    distance: int
+    cluster_id: str | None
+    duplicate_of: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "distance": self.distance, "cluster_id": self.cluster_id,
+                "duplicate_of": self.duplicate_of}
+
+
+class StoreOwner:
+    """The one thread that opens, reads and writes the embedded stores."""
+
+    def __init__(self, root: Path, config: FingerprintConfig, k: int, max_open: int = 64) -> None:
+        self.root, self.config, self.k, self.max_open = root, config, k, max_open
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store")
+        self._pipelines: OrderedDict[str, Pipeline] = OrderedDict()
+        self.largest_bucket = 0
+
+    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the store thread and wait (for start-up, before the event loop exists)."""
+        return self._executor.submit(fn, *args).result()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    # -- everything below runs on the store thread
+    def pipeline(self, index: str, create: bool = True) -> Pipeline | None:
+        """The open pipeline of ``index`` (opened, and its directory created, on first use)."""
+        if not valid_index_name(index):
+            raise ValueError(f"invalid index name {index!r}")
+        pipe = self._pipelines.get(index)
+        if pipe is not None:
+            self._pipelines.move_to_end(index)
+            return pipe
+        path = self.root / index
+        if not create and not (path / "leveldb").is_dir():
+            return None
+        pipe = Pipeline(path, self.config, k=self.k, keep="first", processes=1)
+        self._pipelines[index] = pipe
+        while len(self._pipelines) > self.max_open:
+            _, old = self._pipelines.popitem(last=False)
+            old.close()
+        return pipe
+
+    def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
+        pipe = self.pipeline(index)
+        assert pipe is not None
+        out = pipe.decide_batch(pairs)
+        self._track_buckets(pipe.store, [r.fingerprint for _, r in pairs if not r.degenerate])
+        return out
+
+    def _track_buckets(self, store: ExactStore, fps: list[int]) -> None:
+        """Largest block bucket seen among the buckets just written to (a giant bucket slows every query)."""
+        index = store.index
+        prefix_of = getattr(index, "_bucket_prefix", None)
+        if prefix_of is None:
+            return
+        db = store.db
+        for fp in fps:
+            for block, value in enumerate(store.layout.split(fp)):
+                n = 0
+                for _ in db.iterator(prefix=prefix_of(block, value), include_value=False):
+                    n += 1
+                    if n >= BUCKET_COUNT_CAP:
+                        break
+                self.largest_bucket = max(self.largest_bucket, n)
+
+    def neighbours(self, index: str, fp: int, digest: str, k: int, exclude: str | None) -> list[Neighbour]:
+        """Stored documents within ``k`` (plus exact copies, which may be degenerate), nearest first."""
+        pipe = self.pipeline(index, create=False)
+        if pipe is None:
+            return []
+        store = pipe.store
+        hits = {m.doc_id: m.distance for m in store.near(fp, k)}
+        exact = store.doc_with_digest(digest)
+        if exact is not None:
+            hits.setdefault(exact, 0)
+        for other in store.ids_with_fingerprint(fp):
+            hits.setdefault(other, 0)
+        if exclude is not None:
+            hits.pop(exclude, None)
+        out = []
+        for other, dist in sorted(hits.items(), key=lambda kv: (kv[1], kv[0])):
+            rec = store.record(other)
+            cluster, dup_of = (rec.cluster_id, rec.duplicate_of) if rec else (None, None)
+            out.append(Neighbour(other, dist, cluster, dup_of))
+        return out
+
+    def record(self, index: str, doc_id: str) -> Any:
+        pipe = self.pipeline(index, create=False)
+        return None if pipe is None else pipe.store.record(doc_id)
+
+    def _close_all(self) -> None:
+        while self._pipelines:
+            _, pipe = self._pipelines.popitem()
+            pipe.close()
+
+    def close(self) -> None:
+        self._executor.submit(self._close_all).result()
+        self._executor.shutdown(wait=True)
