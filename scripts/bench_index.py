@@ -177,7 +177,7 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-index-"))
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"sizes": [], "python": sys.version.split()[0], "numpy": np.__version__,
-                               "cpus": os.cpu_count()}
+                               "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
     try:
         for n in args.sizes:
             row = bench_size(n, args, rng, workdir)
@@ -188,6 +188,7 @@ def main() -> None:
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+    results["loadavg_after"] = os.getloadavg()
     print_table(results)
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(results, indent=2))
@@ -213,6 +214,9 @@ def print_table(results: dict[str, Any]) -> None:
             s = row["simhash_pkg"]
             print(f"| {s['n']:,} | simhash SimhashIndex | {s['build_s']:.1f} | {s['p50_us']:.0f} | "
                   f"{s['p99_us']:.0f} | PyPI simhash 2.x |")
+    print(f"\nload average (1/5/15 min) before: {results['loadavg_before']}, "
+          f"after: {results['loadavg_after']} on {results['cpus']} CPUs "
+          "(tail latencies include time slices lost to other processes)")
     if "pairs" in results:
         p = results["pairs"]
         print(f"\nall-pairs near_pairs: N={p['n']:,}, k={p['k']}: {p['seconds']:.2f} s, {p['pairs']:,} pairs")

@@ -225,8 +225,7 @@ class LevelDBIndex(NearDupIndex):
             pfx = self._bucket_prefix(b, v)
             n = len(pfx)
             for key in it(prefix=pfx, include_value=False):
-                d = (int(key[n : n + 16], 16) ^ fp).bit_count()
-                if d <= k:
+                if (d := (int(key[n : n + 16], 16) ^ fp).bit_count()) <= k:
                     found[key[n + 17 :].decode()] = d
         return sorted((Match(i, d) for i, d in found.items()), key=lambda m: (m.distance, m.doc_id))
 

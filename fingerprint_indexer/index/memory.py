@@ -239,9 +239,11 @@ class MemoryIndex(NearDupIndex):
             return []
         rows = np.concatenate(slices) if len(slices) > 1 else slices[0]
         dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
-        ok = (dist <= k) & self._alive[rows]
+        ok = np.flatnonzero(dist <= k)
+        hit_rows = rows[ok]
+        live = self._alive[hit_rows]  # tombstones checked on the few matches, not on every candidate
         ids = self._ids
-        found = {ids[r]: d for r, d in zip(rows[ok].tolist(), dist[ok].tolist(), strict=True)}
+        found = {ids[r]: d for r, d in zip(hit_rows[live].tolist(), dist[ok][live].tolist(), strict=True)}
         return sorted((Match(i, d) for i, d in found.items()), key=lambda m: (m.distance, m.doc_id))
 
     def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
