@@ -301,6 +301,20 @@ def ours_signatures(cache: OursCache, opts: OursOptions) -> dict[str, Any]:
     return out
 
 
+def product_signatures(docs: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The shipped default, exactly as `dedupe` computes it: Fingerprinter() over Document bodies."""
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+    from fingerprint_indexer.fingerprint.sketch import from_bytes
+
+    fpr = Fingerprinter()
+    out: dict[str, Any] = {}
+    for k, d in docs.items():
+        r = fpr.fingerprint_document(Document(id=k, title=d.get("title") or "", content=_body(d)))
+        out[k] = (list(r.fingerprints), from_bytes(r.sketch))
+    return out
+
+
 def ours_score(verify: float | None) -> Callable[[Any, Any], float]:
     def score(a: Any, b: Any) -> float:
         d = min(hamming(x, y) for x in a[0] for y in b[0])
@@ -395,8 +409,18 @@ def evaluate(ls: LabelledSet, method: Method) -> Result:
 def build_methods(
     ls: LabelledSet, variants: Iterable[OursOptions], peers: bool, k_default: int
 ) -> list[Method]:
+    from fingerprint_indexer.verify import MIN_SIMILARITY
+
     cache = OursCache(ls.docs)
-    methods: list[Method] = []
+    methods: list[Method] = [
+        Method(
+            PRODUCT,
+            product_signatures,
+            ours_score(MIN_SIMILARITY),
+            HAMMING_THRESHOLDS,
+            default_threshold=k_default,
+        )
+    ]
     for opts in variants:
         methods.append(
             Method(
@@ -596,6 +620,7 @@ def parse_variant(spec: str) -> OursOptions:
 
 CURRENT = "top_k=64"
 RECOMMENDED = "top_k=0,boilerplate=1,weight=p3,chunks=4,verify=0.3"
+PRODUCT = "ours:default"  # the shipped FingerprintConfig() with the pipeline's sketch verification
 DEFAULT_VARIANTS = [
     CURRENT,
     RECOMMENDED,
@@ -647,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         all_results[name] = results
 
     command = "python scripts/eval_quality.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    focus = [v.label() for v in variants[:2]]
+    focus = [PRODUCT, *(v.label() for v in variants[:2])]
     write_report(all_results, Path(args.report), Path(args.plot), command, focus)
     if args.json:
         dump = {s: {r.method: [r.at(t) for t in r.thresholds] for r in rs} for s, rs in all_results.items()}

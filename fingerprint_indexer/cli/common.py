@@ -29,8 +29,8 @@ def config_options(func: F) -> F:
                         help="Synonym map file: 'variant<TAB>canonical' per line.")(func)
     func = click.option("--idf", "idf_path", type=click.Path(exists=True, dir_okay=False),
                         help="IDF table from 'fingerprint-indexer idf fit' (default: jieba's table).")(func)
-    func = click.option("--top-k", type=click.IntRange(1, 10_000), default=defaults.top_k, show_default=True,
-                        help="Number of top TF-IDF terms folded into the fingerprint.")(func)
+    func = click.option("--top-k", type=click.IntRange(0, 100_000), default=defaults.top_k, show_default=True,
+                        help="Number of top-weighted terms folded into the fingerprint (0 = all).")(func)
     return func
 
 

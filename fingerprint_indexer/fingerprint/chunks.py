@@ -16,24 +16,50 @@ quote, a standings table) does not make them duplicates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import xxhash
 
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
+from fingerprint_indexer.text.tokenize import slices
 
 # A sentence: up to a Chinese or Latin sentence-final mark (a Latin period only before a space or the end).
 _SENTENCE = re.compile(r".+?(?:[。!?;…]+[\"'”’」)]*|\.[\"'”’)]*(?=\s)|$)", re.S)
 
 CHUNK_EVERY = 4  # average sentences per chunk
+MAX_SENTENCE = 4096  # characters
 MIN_CHUNK_SENTENCES = 2
 MIN_CHUNK_TERMS = 8  # chunks with fewer distinct terms are too generic to index
 
 
+def iter_sentences(text: str) -> Iterator[str]:
+    """Sentences of normalised text (line breaks count as spaces), lazily: long texts stay bounded.
+
+    A "sentence" longer than ``MAX_SENTENCE`` characters (text without punctuation) is cut into slices
+    at spaces, so no single piece can make the segmenter hold a huge token list.
+    """
+    for m in _SENTENCE.finditer(text.replace("\n", " ")):
+        sent = m.group().strip()
+        if len(sent) <= MAX_SENTENCE:
+            if sent:
+                yield sent
+            continue
+        for piece in slices(sent, MAX_SENTENCE):
+            if piece.strip():
+                yield piece.strip()
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of normalised text (line breaks count as spaces)."""
-    return [s.strip() for s in _SENTENCE.findall(text.replace("\n", " ")) if s.strip()]
+    return list(iter_sentences(text))
+
+
+def closes_chunk(
+    sentence: str, n_sentences: int, every: int, min_sentences: int = MIN_CHUNK_SENTENCES
+) -> bool:
+    """Whether a chunk of ``n_sentences`` ending with ``sentence`` closes (content-defined boundary)."""
+    return n_sentences >= min_sentences and xxhash.xxh3_64_intdigest(sentence.encode("utf-8")) % every == 0
 
 
 def chunk_text(text: str, every: int = CHUNK_EVERY, min_sentences: int = MIN_CHUNK_SENTENCES) -> list[str]:
@@ -42,9 +68,9 @@ def chunk_text(text: str, every: int = CHUNK_EVERY, min_sentences: int = MIN_CHU
         raise ValueError(f"every must be >= 1, got {every}")
     out: list[str] = []
     current: list[str] = []
-    for sent in sentences(text):
+    for sent in iter_sentences(text):
         current.append(sent)
-        if len(current) >= min_sentences and xxhash.xxh3_64_intdigest(sent.encode("utf-8")) % every == 0:
+        if closes_chunk(sent, len(current), every, min_sentences):
             out.append(" ".join(current))
             current = []
     if current:

@@ -1,4 +1,8 @@
-"""Document -> fingerprint: clean, tokenise, weight, fold into SimHash, digest.
+"""Document -> fingerprints: clean, strip page furniture, tokenise, weight, fold into SimHash, digest.
+
+One pass over the sentences of the stripped text yields the term counts of the whole document and of
+each content-defined chunk, so the document SimHash, the chunk SimHashes and the MinHash sketch come
+from one segmentation (docs/quality.md measures why each piece is there).
 
 A :class:`Fingerprinter` holds the loaded dictionaries (stopwords, synonyms, IDF) for one
 :class:`FingerprintConfig`; its ``version`` string names everything that changes fingerprints, and is
@@ -7,7 +11,9 @@ stored with every indexed document so that stores never mix algorithms.
 
 from __future__ import annotations
 
+import heapq
 import multiprocessing as mp
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -16,22 +22,31 @@ import numpy as np
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
+from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
+from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/1"
+ALGORITHM = "simhash64-tfidf/2"
+SHOWN_TERMS = 32  # top terms included in JSON output
 
 
 @dataclass(frozen=True)
 class FingerprintConfig:
     """Everything that determines a fingerprint. Defaults are the measured ones (docs/quality.md)."""
 
-    top_k: int = 64
+    top_k: int = 0  # terms folded into the SimHash; 0 = all
+    tf_power: float = 3.0  # weight = tf ** tf_power * idf: recurring terms, which edits rarely touch, lead
+    strip_boilerplate: bool = True
+    chunk_every: int = 4  # mean sentences per content-defined chunk; 0 = no chunk fingerprints
+    max_chunks: int = 32  # per document, so a huge document cannot flood the block index
+    sketch_size: int = SKETCH_SIZE
     min_features: int = 5
     keyword_digest_n: int = 10
     idf_path: str | None = None
@@ -42,10 +57,14 @@ class FingerprintConfig:
     segmenter: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {self.top_k}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 = all terms), got {self.top_k}")
         if self.min_features < 1:
             raise ValueError(f"min_features must be >= 1, got {self.min_features}")
+        if self.chunk_every < 0 or self.max_chunks < 0:
+            raise ValueError("chunk_every and max_chunks must be >= 0")
+        if not 1 <= self.sketch_size <= 256:
+            raise ValueError(f"sketch_size must be in 1..256, got {self.sketch_size}")
 
 
 @dataclass(frozen=True)
@@ -57,20 +76,28 @@ class FingerprintResult:
     blocks: list[str]
     content_digest: str
     keyword_digest: str
-    top_terms: list[tuple[str, float]]
+    top_terms: list[tuple[str, float]]  # all folded terms, heaviest first
     degenerate: bool
     n_tokens: int
     version: str
+    chunks: tuple[int, ...] = ()  # chunk SimHashes other than the document's, text order
+    sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
 
     @property
     def hex(self) -> str:
         return to_hex(self.fingerprint)
+
+    @property
+    def fingerprints(self) -> tuple[int, ...]:
+        """Every fingerprint this document is indexed under: the document's first, then its chunks'."""
+        return (self.fingerprint, *self.chunks)
 
     def to_dict(self, with_terms: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
             "fingerprint": self.hex,
             "blocks": self.blocks,
+            "chunks": [to_hex(c) for c in self.chunks],
             "content_digest": self.content_digest,
             "keyword_digest": self.keyword_digest,
             "degenerate": self.degenerate,
@@ -78,7 +105,7 @@ class FingerprintResult:
             "version": self.version,
         }
         if with_terms:
-            out["top_terms"] = [[t, round(w, 6)] for t, w in self.top_terms]
+            out["top_terms"] = [[t, round(w, 6)] for t, w in self.top_terms[:SHOWN_TERMS]]
         return out
 
 
@@ -86,28 +113,85 @@ class Fingerprinter:
     """Fingerprints documents under one configuration."""
 
     def __init__(self, config: FingerprintConfig | None = None) -> None:
-        self.config = config or FingerprintConfig()
-        synonyms = load_synonyms(self.config.synonyms_path) if self.config.synonyms_path else {}
-        self.tokenizer = Tokenizer(synonyms=synonyms, engine=self.config.segmenter)
-        self.idf: IdfTable = IdfTable.load(self.config.idf_path) if self.config.idf_path else jieba_idf()
-        self.version = f"{ALGORITHM};top{self.config.top_k};idf={self.idf.name};syn={synonyms_id(synonyms)}"
+        self.config = cfg = config or FingerprintConfig()
+        synonyms = load_synonyms(cfg.synonyms_path) if cfg.synonyms_path else {}
+        self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
+        self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
+        self.version = (
+            f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};strip={int(cfg.strip_boilerplate)};"
+            f"chunks={cfg.chunk_every}/{cfg.max_chunks};sketch={cfg.sketch_size};"
+            f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
+        )
+
+    def weigh(self, counts: Counter[str]) -> list[tuple[str, float]]:
+        """The folded terms with their weights, heaviest first."""
+        return top_terms(counts, self.idf, self.config.top_k, self.config.tf_power)
+
+    def _simhash(self, counts: Counter[str]) -> int:
+        terms = self.weigh(counts)
+        return simhash_from_hashes(term_hashes([t for t, _ in terms]),
+                                   np.array([w for _, w in terms], dtype=np.float64))
+
+    def _count(self, body: str) -> tuple[Counter[str], list[int]]:
+        """Document term counts and chunk fingerprints, from one segmentation of each sentence."""
+        cfg = self.config
+        doc: Counter[str] = Counter()
+        if not cfg.chunk_every:
+            return self.tokenizer.count(body), []
+        chunk: Counter[str] = Counter()
+        n_sent = 0
+        kept: list[tuple[int, int]] = []  # (selection key, fingerprint), at most max_chunks
+        order: dict[int, int] = {}
+        terms = self.tokenizer.terms
+
+        def close() -> None:
+            if len(chunk) >= MIN_CHUNK_TERMS and cfg.max_chunks:
+                fp = self._simhash(chunk)
+                if fp not in order:
+                    order[fp] = len(order)
+                    # beyond max_chunks keep the chunks of smallest hash: a choice edits elsewhere leave alone
+                    key = -((fp * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)
+                    item = (key, fp)
+                    if len(kept) < cfg.max_chunks:
+                        heapq.heappush(kept, item)
+                    elif item > kept[0]:
+                        heapq.heapreplace(kept, item)
+
+        for sent in iter_sentences(body):
+            words = terms(sent)
+            doc.update(words)
+            chunk.update(words)
+            n_sent += 1
+            if closes_chunk(sent, n_sent, cfg.chunk_every):
+                close()
+                chunk.clear()
+                n_sent = 0
+        if n_sent:
+            close()
+        chunks = sorted((fp for _, fp in kept), key=order.__getitem__)
+        return doc, chunks
 
     def fingerprint_text(self, text: str, doc_id: str = "") -> FingerprintResult:
         """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`)."""
-        counts = self.tokenizer.count(text)
-        terms = top_terms(counts, self.idf, self.config.top_k)
+        cfg = self.config
+        body = strip_boilerplate(text) if cfg.strip_boilerplate else text
+        counts, chunks = self._count(body)
+        terms = self.weigh(counts)
         names = [t for t, _ in terms]
         fp = simhash_from_hashes(term_hashes(names), np.array([w for _, w in terms], dtype=np.float64))
+        degenerate = len(counts) < cfg.min_features
         return FingerprintResult(
             id=doc_id,
             fingerprint=fp,
-            blocks=self.config.layout.keys(fp),
+            blocks=cfg.layout.keys(fp),
             content_digest=content_digest(text),
-            keyword_digest=keyword_digest(names[: self.config.keyword_digest_n]),
+            keyword_digest=keyword_digest(names[: cfg.keyword_digest_n]),
             top_terms=terms,
-            degenerate=len(counts) < self.config.min_features,
+            degenerate=degenerate,
             n_tokens=sum(counts.values()),
             version=self.version,
+            chunks=() if degenerate else tuple(c for c in chunks if c != fp),
+            sketch=to_bytes(sketch(body, cfg.sketch_size)),
         )
 
     def fingerprint(

@@ -15,6 +15,7 @@ processes and machines (no use of Python's ``hash``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -37,31 +38,53 @@ def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return x ^ (x >> np.uint64(31))
 
 
-def shingle_hashes(text: str, n: int = SHINGLE) -> npt.NDArray[np.uint64]:
-    """Distinct 64-bit hashes of the character ``n``-grams of ``text`` with whitespace removed."""
-    compact = _WS.sub("", text)
-    if not compact:
-        return np.zeros(0, dtype=np.uint64)
-    codes = np.frombuffer(compact.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    if len(codes) < n:
-        n = len(codes)
+_WINDOW = 1 << 20  # characters hashed at a time
+_ROWS = 1 << 14  # shingles mixed against all seeds at a time (a _ROWS x size matrix)
+
+
+def _window_hashes(codes: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.uint64]:
+    """Hashes of every ``n``-gram of one window of code points (repeats included)."""
     h = np.zeros(len(codes) - n + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(n):  # n (= 5) vector steps, not a per-shingle loop
             h = h * _P + codes[j : len(codes) - n + 1 + j]
-        return np.unique(_mix(h))
+        return _mix(h)
+
+
+def _iter_hashes(text: str, n: int) -> Iterator[npt.NDArray[np.uint64]]:
+    """Shingle hashes of ``text`` (whitespace removed) in windows, so a huge text needs bounded memory."""
+    compact = _WS.sub("", text)
+    if not compact:
+        return
+    n = min(n, len(compact))
+    for start in range(0, len(compact) - n + 1, _WINDOW):
+        piece = compact[start : start + _WINDOW + n - 1]  # windows overlap by n - 1: every shingle once
+        codes = np.frombuffer(piece.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        yield _window_hashes(codes, n)
+
+
+def shingle_hashes(text: str, n: int = SHINGLE) -> npt.NDArray[np.uint64]:
+    """Distinct 64-bit hashes of the character ``n``-grams of ``text`` with whitespace removed."""
+    parts = list(_iter_hashes(text, n))
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
 
 
 def sketch(text: str, size: int = SKETCH_SIZE, n: int = SHINGLE) -> npt.NDArray[np.uint32]:
-    """MinHash of the shingle set: ``size`` 32-bit minima (all ``0xFFFFFFFF`` for empty text)."""
+    """MinHash of the shingle set: ``size`` 32-bit minima (all ``0xFFFFFFFF`` for empty text).
+
+    Repeated shingles need no de-duplication (they cannot change a minimum), and the hashes are mixed
+    against the seeds a block of rows at a time, so memory stays bounded for any text length.
+    """
     if not 1 <= size <= len(_SEEDS):
         raise ValueError(f"size must be in 1..{len(_SEEDS)}, got {size}")
-    hashes = shingle_hashes(text, n)
-    if hashes.size == 0:
-        return np.full(size, _EMPTY, dtype=np.uint32)
+    mins = np.full(size, np.uint64(_EMPTY), dtype=np.uint64)
+    seeds = _SEEDS[None, :size]
     with np.errstate(over="ignore"):
-        perm = _mix(hashes[:, None] ^ _SEEDS[None, :size]) >> np.uint64(32)
-    return perm.min(axis=0).astype(np.uint32)
+        for hashes in _iter_hashes(text, n):
+            for row in range(0, len(hashes), _ROWS):
+                perm = _mix(hashes[row : row + _ROWS, None] ^ seeds) >> np.uint64(32)
+                np.minimum(mins, perm.min(axis=0), out=mins)
+    return mins.astype(np.uint32)
 
 
 def similarity(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32]) -> float:

@@ -35,7 +35,7 @@ CHUNK_CHARS = 1 << 16
 jieba.setLogLevel(60)
 
 
-def _chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
+def slices(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
     """Slices of about ``size`` characters, cut after a line break (or a space) where possible."""
     start, n = 0, len(text)
     while start < n:
@@ -109,13 +109,17 @@ class Tokenizer:
         both segmenters equal.
         """
         has_cjk = _CJK_CHAR.search(text) is not None
-        for chunk in _chunks(text):
+        for chunk in slices(text):
             yield from self._chunk_tokens(chunk, has_cjk)
+
+    def terms(self, text: str) -> list[str]:
+        """Content terms of a short text (a sentence), in one segmenter call."""
+        return self._chunk_tokens(text, _CJK_CHAR.search(text) is not None)
 
     def count(self, text: str) -> Counter[str]:
         """Term frequencies of ``text``."""
         has_cjk = _CJK_CHAR.search(text) is not None
         counts: Counter[str] = Counter()
-        for chunk in _chunks(text):
+        for chunk in slices(text):
             counts.update(self._chunk_tokens(chunk, has_cjk))
         return counts

@@ -90,11 +90,24 @@ def fit_idf(doc_terms: Iterable[Iterable[str]], min_df: int = 1) -> tuple[IdfTab
     return IdfTable.from_mapping(idf, "unsaved"), n_docs
 
 
-def top_terms(counts: Mapping[str, int], idf: IdfTable, k: int) -> list[tuple[str, float]]:
-    """The ``k`` terms of highest TF-IDF, ties broken by the term so the result is deterministic."""
+def top_terms(
+    counts: Mapping[str, int], idf: IdfTable, k: int = 0, tf_power: float = 1.0
+) -> list[tuple[str, float]]:
+    """Terms by weight ``tf ** tf_power * idf``, heaviest first; the top ``k`` (0 = all).
+
+    ``tf`` is the term's share of the document's tokens; ties are broken by the term so the result is
+    deterministic whatever the token order.
+    """
     total = sum(counts.values())
     if not total:
         return []
     get, default = idf.idf.get, idf.default
-    scored = sorted([(-c * get(t, default), t) for t, c in counts.items()])
-    return [(t, -w / total) for w, t in scored[:k]]
+    if tf_power == 1.0:
+        scored = sorted([(-c * get(t, default), t) for t, c in counts.items()])
+        norm = float(total)
+    else:
+        scored = sorted([(-(c**tf_power) * get(t, default), t) for t, c in counts.items()])
+        norm = float(total) ** tf_power
+    if k:
+        scored = scored[:k]
+    return [(t, -w / norm) for w, t in scored]

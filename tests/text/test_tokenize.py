@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from fingerprint_indexer.text.synonyms import SynonymFileError, load_synonyms, synonyms_id
-from fingerprint_indexer.text.tokenize import Tokenizer, _chunks
+from fingerprint_indexer.text.tokenize import Tokenizer, slices
 
 
 def test_mixed_chinese_and_english_tokens() -> None:
@@ -45,7 +45,7 @@ def test_bad_synonym_line_names_file_and_line(tmp_path: Path) -> None:
 
 def test_chunking_preserves_text_and_tokens() -> None:
     text = ("第一行新闻内容关于经济增长\n" * 5000) + "最后一行"
-    chunks = list(_chunks(text, size=1000))
+    chunks = list(slices(text, size=1000))
     assert "".join(chunks) == text
     assert all(len(c) <= 1000 for c in chunks)
     t = Tokenizer()
