@@ -28,7 +28,9 @@ def fingerprinted() -> list[tuple[Document, FingerprintResult]]:
         by_content[rec["content"]].append(rec)
     groups = [g for c, g in by_content.items() if len(g) > 1 and len(c) > 300][:15]
     singles = [g[0] for c, g in by_content.items() if len(g) == 1 and len(c) > 600][:150]
-    edits = [dict(r, id=f"{r['id']}-edit", content=r["content"][:-40] + "（本文有删改）") for r in singles[::10]]
+    edits = [
+        dict(r, id=f"{r['id']}-edit", content=r["content"][:-40] + "（本文有删改）") for r in singles[::10]
+    ]
     tiny = [{"id": "tiny-1", "content": "短"}, {"id": "tiny-2", "content": "短"}]
     records = [*singles, *[r for g in groups for r in g], *edits, *tiny]
     fpr = Fingerprinter()
@@ -46,7 +48,9 @@ def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[s
         if exact:
             kind, match = "exact_duplicate", exact[0]
         elif not res.degenerate:
-            near = [(hamming(s[1].fingerprint, res.fingerprint), s[0], s) for s in seen if not s[1].degenerate]
+            near = [
+                (hamming(s[1].fingerprint, res.fingerprint), s[0], s) for s in seen if not s[1].degenerate
+            ]
             near = [n for n in near if n[0] <= K]
             if near:
                 kind, match = "near_duplicate", min(near, key=lambda n: (n[0], n[1]))[2]
@@ -104,7 +108,9 @@ def test_skip_leaves_duplicates_out_of_the_index(es_client, es_index, fingerprin
 
 def test_bulk_failures_are_reported_with_ids_and_the_rest_is_written(es_client, es_index, fingerprinted):
     decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
-    bad = Document(id="bad-date", content="完全不同的一篇文章，讲的是天气和交通。" * 5, published_at="yesterday")
+    bad = Document(
+        id="bad-date", content="完全不同的一篇文章，讲的是天气和交通。" * 5, published_at="yesterday"
+    )
     batch = [*fingerprinted[:5], (bad, Fingerprinter().fingerprint_document(bad))]
     result = decider.index_batch(batch)
     assert [i for i, _ in result.failures] == ["bad-date"]

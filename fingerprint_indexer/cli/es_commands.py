@@ -1,0 +1,339 @@
+"""Commands against Elasticsearch: ``index``, ``reindex`` and the ``es`` group (setup, similar, related,
+dedupe). Every command takes ``--es URL`` (default ``ES_URL``) and ``--index NAME`` (default
+``FPI_ES_INDEX``, else ``news``); credentials come from ES_API_KEY or ES_USERNAME/ES_PASSWORD, and a
+private CA from ES_CA_CERTS."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import click
+import platformdirs
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch
+from tqdm import tqdm
+
+from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, ElasticsearchUnavailable, connect
+from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
+from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
+from fingerprint_indexer.services.reindex import reindex
+from fingerprint_indexer.services.related import related
+
+DEFAULT_INDEX = "news"
+EXIT_ES_ERROR = 2
+EXIT_PARTIAL = 3  # the job ran but some documents failed to be written
+
+
+def default_index() -> str:
+    return os.environ.get("FPI_ES_INDEX") or DEFAULT_INDEX
+
+
+def es_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--es URL and --index NAME."""
+    func = click.option("--index", "index_name", default=default_index,
+                        show_default=f"$FPI_ES_INDEX or {DEFAULT_INDEX}",
+                        help="Index or alias name.")(func)  # fmt: skip
+    func = click.option("--es", "es_url", default=lambda: os.environ.get("ES_URL"), show_default="$ES_URL",
+                        help="Elasticsearch URL, e.g. http://127.0.0.1:9200.")(func)  # fmt: skip
+    return func
+
+
+def _k_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--k", "k", type=click.IntRange(0, 63), default=3, show_default=True,
+                        help="Largest Hamming distance counted as near-duplicate.")(func)  # fmt: skip
+
+
+def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
+    """Connect, run, and turn Elasticsearch and input problems into one clear line and an exit code."""
+
+    def wrapped() -> None:
+        try:
+            client = connect(url)
+        except ElasticsearchUnavailable as exc:
+            fail(str(exc), EXIT_ES_ERROR)
+            return
+        try:
+            body(client)
+        except (ElasticsearchUnavailable, MappingConflict) as exc:
+            fail(str(exc), EXIT_ES_ERROR)
+        except (TransportError, ApiError) as exc:
+            fail(f"Elasticsearch at {url or os.environ.get('ES_URL')} failed: {exc}", EXIT_ES_ERROR)
+        except LookupError as exc:
+            fail(str(exc.args[0]) if exc.args else str(exc))
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            fail(str(exc))
+        finally:
+            client.close()
+
+    run_guarded(wrapped)
+
+
+# --------------------------------------------------------------------------------------------- es setup
+@click.command("setup")
+@es_options
+@click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=None,
+              help="Number of block fields (default 4; k + 1 blocks serve distance k).")  # fmt: skip
+@click.option("--update-mapping", is_flag=True,
+              help="Add the missing fingerprint fields to an existing index.")  # fmt: skip
+@click.option("--shards", type=click.IntRange(1, 1024), default=None, help="Primary shards of a new index.")
+@click.option("--replicas", type=click.IntRange(0, 16), default=None, help="Replicas of a new index.")
+def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_mapping: bool,
+              shards: int | None, replicas: int | None) -> None:  # fmt: skip
+    """Create the index (NAME-000001 behind the alias NAME) from the shipped mapping, or check one.
+
+    An existing index whose fields conflict with the mapping is refused with the list of conflicts;
+    missing fields are added only with --update-mapping. Prints a JSON report.
+    """
+
+    def body(client: Elasticsearch) -> None:
+        layout = BlockLayout.even(n_blocks) if n_blocks else None
+        emit(setup_index(client, index_name, layout, update_mapping, shards, replicas).to_dict())
+
+    es_guarded(es_url, body)
+
+
+# ------------------------------------------------------------------------------------------------ index
+@click.command("index")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@es_options
+@_k_option
+@click.option("--on-duplicate", type=click.Choice(["tag", "skip"]), default="tag", show_default=True,
+              help="tag: index duplicates with duplicate_of set; skip: leave them out of the index.")
+@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Worker processes for fingerprinting.")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+              help="Documents per decision round trip and bulk request.")
+@click.option("--skip-errors", is_flag=True, help="Report bad input lines/files on stderr and go on.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Where the JSONL decisions go.")
+@config_options
+def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
+              processes: int, batch_size: int, skip_errors: bool, output: str, top_k: int,
+              idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
+    """Fingerprint documents, decide new / exact / near duplicate against the index, and bulk-index them.
+
+    Inputs as for `dedupe` (JSONL, .gz, folders of .txt/.html, '-'). One JSON line per document (id,
+    fingerprint, decision, duplicate_of, distance, cluster_id; "error" when its write failed). The index is
+    created by `es setup` rules when missing. Exit code 3 when some documents failed to be written.
+    """
+
+    def body(client: Elasticsearch) -> None:
+        config = build_config(top_k, idf_path, synonyms, n_blocks)
+        if not client.indices.exists(index=index_name):
+            report = setup_index(client, index_name, config.layout)
+            click.echo(f"created index {report.concrete_indices[0]} behind alias {index_name}", err=True)
+        decider = EsDecider(ElasticsearchIndex(client, index_name, config.layout), k=k,
+                            on_duplicate=on_duplicate)  # type: ignore[arg-type]  # fmt: skip
+        counts: Counter[str] = Counter()
+        failures: list[tuple[str, str]] = []
+        input_errors: list[InputError] = []
+
+        def on_error(err: InputError) -> None:
+            input_errors.append(err)
+            tqdm.write(f"warning: {err}", file=sys.stderr)
+
+        started = time.perf_counter()
+        seen: deque[Document] = deque()
+
+        def feed() -> Iterator[Document]:
+            for doc in read_documents(inputs, skip_errors=skip_errors, on_error=on_error):
+                seen.append(doc)
+                yield doc
+
+        out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+        bar = tqdm(unit="doc", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
+        try:
+            fpr = Fingerprinter(config)
+            pairs = ((seen.popleft(), res) for res in fingerprint_many(feed(), processes=processes,
+                                                                       fingerprinter=fpr))  # fmt: skip
+            batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
+            for result in pipelined(decider, batches, "index"):
+                _emit_batch(result, out, counts, failures)
+                bar.update(len(result.decisions))
+        finally:
+            bar.close()
+            if out is not sys.stdout:
+                out.close()
+        total = sum(counts.values())
+        elapsed = time.perf_counter() - started
+        click.echo(
+            f"{total} documents: {counts['new']} new, {counts['exact_duplicate']} exact duplicates, "
+            f"{counts['near_duplicate']} near duplicates; {len(failures)} failed to index; "
+            f"{len(input_errors)} input errors; {elapsed:.1f} s "
+            f"({total / elapsed if elapsed else 0:.0f} docs/s)",
+            err=True,
+        )
+        for doc_id, reason in failures[:20]:
+            click.echo(f"failed: {doc_id}: {reason}", err=True)
+        if failures:
+            sys.exit(EXIT_PARTIAL)
+
+    es_guarded(es_url, body)
+
+
+def _emit_batch(
+    result: BatchResult, out: IO[str], counts: Counter[str], failures: list[tuple[str, str]]
+) -> None:
+    failed = dict(result.failures)
+    failures += result.failures
+    for d in result.decisions:
+        line = d.to_dict()
+        if d.id in failed:
+            line["error"] = failed[d.id]
+        else:
+            counts[d.decision] += 1
+        emit(line, out)
+    out.flush()
+
+
+def default_checkpoint(url: str | None, index: str) -> Path:
+    tag = hashlib.sha1(f"{url}|{index}".encode()).hexdigest()[:12]
+    return Path(platformdirs.user_cache_dir("fingerprint-indexer")) / f"reindex-{index}-{tag}.json"
+
+
+@click.command("reindex")
+@es_options
+@_k_option
+@click.option("--source-field", default="content", show_default=True, help="Field holding the article text.")
+@click.option("--title-field", default="title", show_default=True, help="Field holding the title.")
+@click.option("--processes", type=click.IntRange(1, 256), default=max(1, (os.cpu_count() or 1)),
+              show_default="CPU count", help="Worker processes for fingerprinting.")  # fmt: skip
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+              help="Documents per scan page and bulk request.")
+@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
+              help="Checkpoint file (default: in the user cache directory, per URL and index).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@config_options
+def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, title_field: str,
+                processes: int, batch_size: int, checkpoint: str | None, no_progress: bool, top_k: int,
+                idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
+    """Fingerprint an existing index in place: documents without a fingerprint of the current version.
+
+    Needs the fingerprint fields in the mapping (`es setup --update-mapping`). Resumable: after a crash, run
+    the same command again. Prints the final report as JSON (documents, duplicates, clusters, documents
+    without the source field, failures with ids). Exit code 3 when some documents failed.
+    """
+
+    def body(client: Elasticsearch) -> None:
+        config = build_config(top_k, idf_path, synonyms, n_blocks)
+        url = es_url or os.environ.get("ES_URL")
+        path = Path(checkpoint) if checkpoint else default_checkpoint(url, index_name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        report = reindex(client, index_name, source_field=source_field, title_field=title_field, k=k,
+                         config=config, processes=processes, batch_size=batch_size, checkpoint=path,
+                         progress=not no_progress and sys.stderr.isatty())  # fmt: skip
+        emit(report.to_dict())
+        if report.failed:
+            sys.exit(EXIT_PARTIAL)
+
+    es_guarded(es_url, body)
+
+
+# ---------------------------------------------------------------------------------------------- similar
+@click.command("similar")
+@es_options
+@click.option("--id", "doc_id", help="A document in the index.")
+@click.option("--text", help="Raw text to fingerprint and look up.")
+@click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
+              help="A .txt/.html/.jsonl file: its first document is looked up.")  # fmt: skip
+@_k_option
+@config_options
+def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
+                file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
+                n_blocks: int) -> None:  # fmt: skip
+    """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first."""
+    if sum(x is not None for x in (doc_id, text, file_path)) != 1:
+        fail("give exactly one of --id, --text or --file")
+
+    def body(client: Elasticsearch) -> None:
+        index = ElasticsearchIndex(client, index_name, create=False)
+        if doc_id is not None:
+            fp = index.get(doc_id)
+            if fp is None:
+                raise LookupError(f"no fingerprinted document {doc_id!r} in index {index_name!r}")
+        else:
+            config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
+            doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
+            fp = Fingerprinter(config).fingerprint_document(doc).fingerprint
+        matches = [m for m in index.query(fp, k) if m.doc_id != doc_id]
+        if not matches:
+            click.echo(f"no documents within distance {k}", err=True)
+            return
+        docs = client.mget(index=index_name, ids=[m.doc_id for m in matches],
+                           source_includes=["cluster_id", "duplicate_of"])["docs"]  # fmt: skip
+        for m, d in zip(matches, docs, strict=True):
+            src = d.get("_source") or {}
+            emit({"id": m.doc_id, "distance": m.distance, "cluster_id": src.get("cluster_id"),
+                  "duplicate_of": src.get("duplicate_of")})  # fmt: skip
+
+    es_guarded(es_url, body)
+
+
+# ---------------------------------------------------------------------------------------------- related
+@click.command("related")
+@es_options
+@click.option("--id", "doc_id", required=True, help="The article to find related articles for.")
+@click.option("--size", type=click.IntRange(1, 100), default=10, show_default=True, help="Related stories.")
+@_k_option
+def related_cmd(es_url: str | None, index_name: str, doc_id: str, size: int, k: int) -> None:
+    """Related articles (more_like_this, one entry per story with its count of similar reports) and the
+    article's own near-duplicates, as one JSON object."""
+
+    def body(client: Elasticsearch) -> None:
+        emit(related(client, index_name, doc_id, size=size, k=k).to_dict())
+
+    es_guarded(es_url, body)
+
+
+# ---------------------------------------------------------------------------------------------- dedupe
+@click.command("dedupe")
+@es_options
+@_k_option
+@click.option("--dry-run", is_flag=True, help="Find the groups but write nothing back.")
+def dedupe_cmd(es_url: str | None, index_name: str, k: int, dry_run: bool) -> None:
+    """Deduplicate the whole index inside Elasticsearch: composite aggregations over the block fields find
+    shared buckets, pairs are verified, and cluster_id / duplicate_of are written back. JSON report."""
+
+    def body(client: Elasticsearch) -> None:
+        report = batch_dedupe(client, index_name, k=k, write=not dry_run)
+        emit(report.to_dict())
+        if report.failures:
+            sys.exit(EXIT_PARTIAL)
+
+    es_guarded(es_url, body)
+
+
+@click.group("es")
+def es_group() -> None:
+    """Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe."""
+
+
+for _cmd in (setup_cmd, similar_cmd, related_cmd, dedupe_cmd, index_cmd, reindex_cmd):
+    es_group.add_command(_cmd)
+
+
+def register(cli: click.Group) -> None:
+    """``index`` and ``reindex`` at top level, everything (those too) under ``es``."""
+    cli.add_command(es_group)
+    for cmd in (index_cmd, reindex_cmd):
+        if cmd.name not in cli.commands:
+            cli.add_command(cmd)
+
+
+__all__ = ["es_group", "register"]

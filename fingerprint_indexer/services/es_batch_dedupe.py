@@ -1,0 +1,195 @@
+"""Deduplicate a whole index inside Elasticsearch (``fingerprint-indexer es dedupe``).
+
+Composite aggregations page through every block field (and the content digest); a bucket holding two or
+more documents is a candidate group, whose members come back in the same response (``top_hits`` with only
+doc values; a bucket larger than that is fetched by a ``term`` query). Pairs are verified by exact Hamming
+distance, joined into groups (connected components), and every member of a group gets ``cluster_id`` and
+``duplicate_of`` (the group's canonical document: earliest ``published_at``, then smallest id) written back.
+Elasticsearch distributes the bucket work over its shards; the client only verifies and joins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from elasticsearch import Elasticsearch
+
+from fingerprint_indexer.fingerprint.hamming import MASK64, to_unsigned
+from fingerprint_indexer.index.elasticsearch import FP_FIELD, ElasticsearchIndex, ElasticsearchWriteError
+
+TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
+MEMBER_FIELDS = [
+    {"field": FP_FIELD},
+    {"field": "content_digest"},
+    {"field": "published_at", "format": "epoch_millis"},
+]
+
+
+@dataclass
+class Member:
+    id: str
+    fingerprint: int
+    digest: str | None
+    published: float | None
+
+
+@dataclass
+class BatchDedupeReport:
+    index: str
+    k: int
+    fields_scanned: list[str] = field(default_factory=list)
+    shared_buckets: int = 0
+    candidate_pairs: int = 0
+    verified_pairs: int = 0
+    groups: int = 0
+    documents_in_groups: int = 0
+    duplicates: int = 0
+    written: int = 0
+    failures: list[list[str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        root = x
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while x != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+            self.parent.setdefault(min(ra, rb), min(ra, rb))
+
+
+def _member(hit: dict[str, Any]) -> Member | None:
+    f = hit.get("fields") or {}
+    if not f.get(FP_FIELD):
+        return None
+    published = f.get("published_at")
+    return Member(str(hit["_id"]), to_unsigned(int(f[FP_FIELD][0])), (f.get("content_digest") or [None])[0],
+                  float(published[0]) if published else None)  # fmt: skip
+
+
+def _bucket_members(client: Elasticsearch, index: str, fname: str, key: str, page: int) -> list[Member]:
+    """All members of a bucket too large for top_hits (point-in-time scan)."""
+    hits = _scan(client, index, {"term": {fname: key}}, page)
+    return [m for m in map(_member, hits) if m is not None]
+
+
+def _scan(client: Elasticsearch, index: str, query: dict[str, Any], page: int) -> Iterator[dict[str, Any]]:
+    pit = client.open_point_in_time(index=index, keep_alive="2m")["id"]
+    try:
+        after: list[Any] | None = None
+        while True:
+            kw: dict[str, Any] = {"search_after": after} if after is not None else {}
+            resp = client.search(
+                query=query, source=False, docvalue_fields=MEMBER_FIELDS, size=page,
+                pit={"id": pit, "keep_alive": "2m"}, sort=["_shard_doc"], **kw,
+            )  # fmt: skip
+            hits = resp["hits"]["hits"]
+            yield from hits
+            if len(hits) < page:
+                return
+            pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
+    finally:
+        client.close_point_in_time(id=pit)
+
+
+def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 2000) -> Iterator[list[Member]]:
+    """Members of every bucket of ``fname`` that holds two or more documents."""
+    after: dict[str, Any] | None = None
+    while True:
+        composite: dict[str, Any] = {"size": page, "sources": [{"key": {"terms": {"field": fname}}}]}
+        if after:
+            composite["after"] = after
+        aggs = {"buckets": {"composite": composite, "aggs": {"members": {"top_hits": {
+            "size": TOP_HITS, "_source": False, "docvalue_fields": MEMBER_FIELDS}}}}}  # fmt: skip
+        resp = client.search(index=index, size=0, aggs=aggs, track_total_hits=False)
+        agg = resp["aggregations"]["buckets"]
+        for b in agg["buckets"]:
+            if b["doc_count"] < 2:
+                continue
+            if b["doc_count"] > TOP_HITS:
+                yield _bucket_members(client, index, fname, b["key"]["key"], 5000)
+            else:
+                members = [m for m in map(_member, b["members"]["hits"]["hits"]) if m is not None]
+                yield members
+        after = agg.get("after_key")
+        if not after or not agg["buckets"]:
+            return
+
+
+def _close_pairs(members: list[Member], k: int) -> list[tuple[int, int]]:
+    """Index pairs (i < j) of members within distance k."""
+    fps = np.array([m.fingerprint & MASK64 for m in members], dtype=np.uint64)
+    dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    i, j = np.nonzero(np.triu(dist <= k, 1))
+    return list(zip(i.tolist(), j.tolist(), strict=True))
+
+
+def batch_dedupe(
+    client: Elasticsearch, index: str, k: int = 3, write: bool = True, page: int = 2000
+) -> BatchDedupeReport:
+    """Find and (with ``write``) record every near-duplicate group of ``index``."""
+    started = time.perf_counter()
+    es_index = ElasticsearchIndex(client, index, create=False)
+    es_index.layout.check_k(k)
+    report = BatchDedupeReport(index, k)
+    uf = _UnionFind()
+    members_by_id: dict[str, Member] = {}
+    for fname in [f"block_{b}" for b in range(es_index.layout.n_blocks)] + ["content_digest"]:
+        report.fields_scanned.append(fname)
+        exact = fname == "content_digest"
+        for members in shared_buckets(client, index, fname, page):
+            report.shared_buckets += 1
+            n = len(members)
+            report.candidate_pairs += n * (n - 1) // 2
+            for m in members:
+                members_by_id.setdefault(m.id, m)
+            pairs = [(a, b) for a in range(n) for b in range(a + 1, n)] if exact else _close_pairs(members, k)
+            for a, b in pairs:
+                uf.union(members[a].id, members[b].id)
+            report.verified_pairs += len(pairs)
+
+    groups: dict[str, list[Member]] = {}
+    for doc_id in uf.parent:
+        groups.setdefault(uf.find(doc_id), []).append(members_by_id[doc_id])
+    actions = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        report.groups += 1
+        report.documents_in_groups += len(group)
+        canon = min(group, key=lambda m: (m.published if m.published is not None else float("inf"), m.id))
+        for m in group:
+            is_canon = m.id == canon.id
+            same = m.digest is not None and m.digest == canon.digest
+            decision = "new" if is_canon else "exact_duplicate" if same else "near_duplicate"
+            report.duplicates += not is_canon
+            fields = {"cluster_id": canon.id, "duplicate_of": None if is_canon else canon.id,
+                      "distance": None if is_canon else (m.fingerprint ^ canon.fingerprint).bit_count(),
+                      "decision": decision}  # fmt: skip
+            actions.append({"_op_type": "update", "_index": index, "_id": m.id, "doc": fields})
+    if write and actions:
+        try:
+            report.written = es_index.write_actions(actions)
+        except ElasticsearchWriteError as err:
+            report.failures = [[i, r] for i, r in err.failures]
+            report.written = len(actions) - len(err.failures)
+        es_index.refresh()
+    report.elapsed_s = round(time.perf_counter() - started, 3)
+    return report

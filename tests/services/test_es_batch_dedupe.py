@@ -1,0 +1,118 @@
+"""Batch dedupe inside Elasticsearch against brute-force connected components."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from elasticsearch import helpers
+
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.services.es_batch_dedupe import TOP_HITS, batch_dedupe, shared_buckets
+
+pytestmark = pytest.mark.elasticsearch
+K = 3
+
+
+def _flip(fp: int, rng: random.Random, n: int) -> int:
+    for b in rng.sample(range(64), n):
+        fp ^= 1 << b
+    return fp
+
+
+def _corpus(seed: int) -> list[tuple[str, int, dict]]:
+    """Planted groups (members within K of a centre), pairs sharing a block but far apart, a bucket
+    larger than one top_hits page, exact copies of degenerate documents, and random singletons."""
+    rng = random.Random(seed)
+    docs: list[tuple[str, int, dict]] = []
+    for g in range(12):
+        centre = rng.getrandbits(64)
+        for m in range(rng.randint(2, 5)):
+            fp = centre if m == 0 else _flip(centre, rng, rng.randint(0, K))
+            docs.append(
+                (
+                    f"g{g}-m{m}",
+                    fp,
+                    {"published_at": f"2024-01-{10 + (m * 7 + g) % 17:02d}", "content_digest": f"g{g}m{m}"},
+                )
+            )
+    shared_top = rng.getrandbits(16) << 48
+    for i in range(TOP_HITS + 30):  # one block_0 bucket bigger than top_hits: fetched by a scan
+        docs.append((f"big-{i:03d}", shared_top | rng.getrandbits(48), {"content_digest": f"big{i}"}))
+    for i in range(3):
+        docs.append((f"tiny-{i}", rng.getrandbits(64), {"degenerate": True, "content_digest": "same-text"}))
+    for i in range(200):
+        docs.append((f"single-{i:03d}", rng.getrandbits(64), {"content_digest": f"s{i}"}))
+    return docs
+
+
+def _brute_groups(docs: list[tuple[str, int, dict]]) -> list[set[str]]:
+    parent = {d[0]: d[0] for d in docs}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, (a, fa, ma) in enumerate(docs):
+        for b, fb, mb in docs[i + 1 :]:
+            near = not ma.get("degenerate") and not mb.get("degenerate") and hamming(fa, fb) <= K
+            if near or ma["content_digest"] == mb["content_digest"]:
+                parent[find(a)] = find(b)
+    groups: dict[str, set[str]] = {}
+    for d in docs:
+        groups.setdefault(find(d[0]), set()).add(d[0])
+    return sorted((g for g in groups.values() if len(g) > 1), key=min)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_groups_equal_brute_force_and_are_written_back(es_client, es_index, seed):
+    docs = _corpus(seed)
+    index = ElasticsearchIndex(es_client, es_index, BlockLayout())
+    index.add_many(docs)
+    index.refresh()
+    report = batch_dedupe(es_client, es_index, k=K)
+    want = _brute_groups(docs)
+    assert report.failures == []
+    assert report.groups == len(want)
+    assert report.documents_in_groups == sum(len(g) for g in want)
+    assert report.written == report.documents_in_groups
+
+    fps = {d[0]: d[1] for d in docs}
+    meta = {d[0]: d[2] for d in docs}
+    stored = {h["_id"]: h["_source"] for h in helpers.scan(es_client, index=es_index)}
+    for group in want:
+        canon = min(group, key=lambda i: (meta[i].get("published_at", "9999"), i))
+        for doc_id in group:
+            src = stored[doc_id]
+            assert src["cluster_id"] == canon, (group, doc_id)
+            if doc_id == canon:
+                assert src["duplicate_of"] is None and src["decision"] == "new"
+            else:
+                assert src["duplicate_of"] == canon
+                assert src["distance"] == hamming(fps[doc_id], fps[canon]) & MASK64
+    assert {stored[f"tiny-{i}"]["decision"] for i in (1, 2)} <= {"exact_duplicate", "new"}
+    grouped = set().union(*want)
+    assert all("cluster_id" not in s for i, s in stored.items() if i not in grouped)
+
+
+def test_a_bucket_larger_than_top_hits_comes_back_whole(es_client, es_index):
+    docs = _corpus(3)
+    index = ElasticsearchIndex(es_client, es_index)
+    index.add_many(docs)
+    index.refresh()
+    sizes = sorted(len(members) for members in shared_buckets(es_client, es_index, "block_0", page=7))
+    assert sizes[-1] == TOP_HITS + 30
+
+
+def test_dry_run_writes_nothing_and_large_k_is_refused(es_client, es_index):
+    index = ElasticsearchIndex(es_client, es_index)
+    index.add_many([("a", 0, None), ("b", 1, None)])
+    index.refresh()
+    report = batch_dedupe(es_client, es_index, k=K, write=False)
+    assert (report.groups, report.written) == (1, 0)
+    assert "cluster_id" not in es_client.get(index=es_index, id="b")["_source"]
+    with pytest.raises(ValueError, match="needs at least 5 blocks"):
+        batch_dedupe(es_client, es_index, k=4)
