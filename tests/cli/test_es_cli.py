@@ -1,0 +1,123 @@
+"""The Elasticsearch commands end to end, as a user runs them, against a real node and real news."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.corpus import ZH_NEWS, iter_records
+
+pytestmark = pytest.mark.elasticsearch
+ES_CLI = "from fingerprint_indexer.cli.es_commands import es_group; es_group()"
+
+
+def run(*args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ES_URL"}
+    if url:
+        env["ES_URL"] = url
+    return subprocess.run([sys.executable, "-c", ES_CLI, *args], capture_output=True, text=True, timeout=600,
+                          env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def news_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """250 real articles, an exact and a prefixed copy of the first, and one with an unparsable date."""
+    recs = [r for r in iter_records(ZH_NEWS) if len(r["content"]) > 500][:250]
+    first = recs[0]
+    extra = [
+        dict(first, id="copy-exact"),
+        dict(first, id="copy-near", content="【转载】" + first["content"]),
+        dict(recs[5], id="bad-date", content=recs[5]["content"] + "。", published_at="last tuesday"),
+    ]
+    path = tmp_path_factory.mktemp("news") / "news.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*recs, *extra]))
+    return path
+
+
+@pytest.mark.corpus
+def test_setup_index_similar_related_dedupe(es_url, es_client, es_index, news_file):
+    created = run("setup", "--index", es_index, url=es_url)
+    assert created.returncode == 0, created.stderr
+    assert lines(created.stdout)[0]["action"] == "created"
+    assert lines(run("setup", "--index", es_index, url=es_url).stdout)[0]["action"] == "unchanged"
+
+    indexed = run("index", str(news_file), "--index", es_index, "--batch-size", "64", url=es_url)
+    assert indexed.returncode == 3, indexed.stderr  # one document failed to index
+    decisions = {d["id"]: d for d in lines(indexed.stdout)}
+    assert len(decisions) == 253
+    assert "published_at" in decisions["bad-date"]["error"] and "bad-date" in indexed.stderr
+    first = next(iter(decisions))
+    assert decisions["copy-exact"]["decision"] == "exact_duplicate"
+    assert decisions["copy-exact"]["duplicate_of"] == first
+    assert decisions["copy-near"]["decision"] == "near_duplicate"
+    es_client.indices.refresh(index=es_index)
+    assert es_client.count(index=es_index)["count"] == 252
+
+    similar = run("similar", "--index", es_index, "--id", first, url=es_url)
+    assert similar.returncode == 0, similar.stderr
+    found = {d["id"]: d for d in lines(similar.stdout)}
+    assert {"copy-exact", "copy-near"} <= set(found) and found["copy-exact"]["distance"] == 0
+    text = json.loads(news_file.read_text().splitlines()[0])["content"]
+    by_text = run("similar", "--index", es_index, "--text", text, url=es_url)
+    assert {first, "copy-exact"} <= {d["id"] for d in lines(by_text.stdout)}
+
+    rel = run("related", "--index", es_index, "--id", first, "--size", "3", url=es_url)
+    assert rel.returncode == 0, rel.stderr
+    result = lines(rel.stdout)[0]
+    assert {"copy-exact", "copy-near"} <= {n["id"] for n in result["near_duplicates"]}
+    assert 0 < len(result["related"]) <= 3
+
+    dedupe = run("dedupe", "--index", es_index, "--dry-run", url=es_url)
+    report = lines(dedupe.stdout)[0]
+    assert dedupe.returncode == 0 and report["groups"] >= 1 and report["written"] == 0
+
+
+def test_skip_policy_leaves_duplicates_out(es_url, es_client, es_index, news_file):
+    res = run("index", str(news_file), "--index", es_index, "--on-duplicate", "skip", url=es_url)
+    decisions = lines(res.stdout)
+    skipped = [d for d in decisions if d.get("indexed") is False]
+    assert {d["id"] for d in skipped} >= {"copy-exact", "copy-near"}
+    es_client.indices.refresh(index=es_index)
+    written = [d for d in decisions if d.get("indexed", True) and "error" not in d]
+    assert es_client.count(index=es_index)["count"] == len(written) == len(decisions) - len(skipped)
+
+
+def test_setup_refuses_conflicts_and_adds_missing_fields_on_request(es_url, es_client, es_index):
+    es_client.indices.create(
+        index=es_index, mappings={"properties": {"title": {"type": "text"}, "content": {"type": "text"}}}
+    )
+    missing = run("setup", "--index", es_index, url=es_url)
+    assert missing.returncode == 2 and "--update-mapping" in missing.stderr
+    updated = run("setup", "--index", es_index, "--update-mapping", url=es_url)
+    assert updated.returncode == 0, updated.stderr
+    assert "fingerprint" in lines(updated.stdout)[0]["added_fields"]
+
+    other = es_index + "-conflict"
+    es_client.indices.create(index=other, mappings={"properties": {"fingerprint": {"type": "keyword"}}})
+    try:
+        conflict = run("setup", "--index", other, "--update-mapping", url=es_url)
+        assert conflict.returncode == 2
+        assert "fingerprint: type is 'keyword', needs 'long'" in conflict.stderr
+    finally:
+        es_client.indices.delete(index=other)
+
+
+def test_unreachable_cluster_is_one_clear_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"  # nothing listens here
+    res = run("similar", "--es", url, "--text", "测试")
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot reach Elasticsearch at {url}")
+    assert run("setup").returncode == 2  # no URL at all
