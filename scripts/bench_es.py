@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Elasticsearch benchmark, side by side in one run on one node.
+
+(a) ingest: our pipeline (fingerprint + decide against the index + bulk, as the `index` command runs it)
+    vs plain ``helpers.bulk`` of the same documents without fingerprints vs fingerprinting alone;
+(b) near-duplicate query latency (p50/p99) at N indexed fingerprints, single queries and msearch batches,
+    vs fetching every fingerprint and scanning them on the client;
+(c) reindex of an index that has no fingerprints yet.
+
+Usage:
+    scripts/es-local start                      # or point ES_URL at a cluster
+    ES_URL=$(scripts/es-local url) python scripts/bench_es.py [--docs N] [--fingerprints 1000000]
+
+Reads ../shared/data/zh_news.jsonl.gz in place. Creates and deletes indices named bench-*.
+Prints one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from elasticsearch import Elasticsearch, helpers
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.hamming import to_unsigned
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, load_index_body
+from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.services.es_setup import setup_index
+from fingerprint_indexer.services.reindex import reindex
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def load_docs(limit: int | None) -> list[Document]:
+    out = []
+    with gzip.open(DATA / "zh_news.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            try:
+                out.append(Document.from_mapping(rec))
+            except ValueError:
+                continue
+            if limit and len(out) >= limit:
+                break
+    return out
+
+
+def fresh(client: Elasticsearch, name: str) -> str:
+    client.options(ignore_status=404).indices.delete(index=name)
+    return name
+
+
+def batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ------------------------------------------------------------------------------------------ (a) ingest
+def bench_ingest(client: Elasticsearch, docs: list[Document], processes: int, batch: int) -> dict[str, Any]:
+    fpr = Fingerprinter()
+    t = time.perf_counter()
+    for _ in fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr):
+        pass
+    fp_only = time.perf_counter() - t
+
+    name = fresh(client, "bench-plain")
+    client.indices.create(index=name, **load_index_body())
+    actions = (
+        {"_index": name, "_id": d.id, "_source": {"title": d.title, "content": d.content}} for d in docs
+    )
+    t = time.perf_counter()
+    helpers.bulk(client, actions, chunk_size=batch)
+    client.indices.refresh(index=name)
+    plain = time.perf_counter() - t
+    fresh(client, name)
+
+    name = fresh(client, "bench-ours")
+    client.options(ignore_status=404).indices.delete(index=f"{name}-000001")
+    setup_index(client, name)
+    decider = EsDecider(ElasticsearchIndex(client, name), k=3)
+    counts: dict[str, int] = {}
+    t = time.perf_counter()
+    pairs = zip(docs, fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr), strict=True)
+    for result in pipelined(decider, batched(pairs, batch), "index"):
+        for d in result.decisions:
+            counts[d.decision] = counts.get(d.decision, 0) + 1
+    ours = time.perf_counter() - t
+    client.indices.delete(index=f"{name}-000001")
+    n = len(docs)
+    slower = min(n / fp_only, n / plain)
+    return {
+        "documents": n,
+        "processes": processes,
+        "fingerprint_only_docs_s": round(n / fp_only, 1),
+        "plain_bulk_docs_s": round(n / plain, 1),
+        "ours_docs_s": round(n / ours, 1),
+        "ours_vs_slower_of_others": round((n / ours) / slower, 3),
+        "decisions": counts,
+    }
+
+
+# ------------------------------------------------------------------------------------------- (b) query
+def bench_query(client: Elasticsearch, n: int, queries: int, seed: int = 7) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    # a tenth of the queries have planted neighbours at distance 1..3
+    name = fresh(client, "bench-fps")
+    index = ElasticsearchIndex(client, name, read_your_writes=False, chunk_size=5000)
+    client.indices.put_settings(index=name, settings={"refresh_interval": "-1", "number_of_replicas": 0})
+    t = time.perf_counter()
+    index.add_many((f"d{i}", int(fp), None) for i, fp in enumerate(fps.tolist()))
+    client.indices.put_settings(index=name, settings={"refresh_interval": "1s"})
+    index.refresh()
+    client.indices.forcemerge(index=name, max_num_segments=1)
+    load_s = time.perf_counter() - t
+    picks = rng.choice(n, size=queries, replace=False)
+    flips = rng.integers(0, 4, size=queries)
+    qs = []
+    for p, f in zip(picks.tolist(), flips.tolist(), strict=True):
+        q = int(fps[p])
+        for b in rng.choice(64, size=f, replace=False).tolist():
+            q ^= 1 << b
+        qs.append(q)
+    for q in qs[:50]:  # warm-up
+        index.query(q, 3)
+    lat = []
+    found = 0
+    for q in qs:
+        t = time.perf_counter()
+        found += len(index.query(q, 3))
+        lat.append((time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    batch_results = index.query_many(qs, 3)
+    many_s = time.perf_counter() - t
+    assert sum(map(len, batch_results)) == found
+
+    t = time.perf_counter()
+    fetched = []
+    body = {"query": {"match_all": {}}, "_source": False, "docvalue_fields": ["fingerprint"]}
+    for hit in helpers.scan(client, index=name, query=body, size=10_000):
+        fetched.append(hit["fields"]["fingerprint"][0])
+    fetch_all_s = time.perf_counter() - t
+    arr = np.array([to_unsigned(v) for v in fetched], dtype=np.uint64)
+    scan_ms = []
+    for q in qs[:200]:
+        t = time.perf_counter()
+        np.flatnonzero(np.bitwise_count(arr ^ np.uint64(q)) <= 3)
+        scan_ms.append((time.perf_counter() - t) * 1000)
+    fresh(client, name)
+    lat.sort()
+    return {
+        "indexed_fingerprints": n,
+        "load_s": round(load_s, 1),
+        "load_docs_s": round(n / load_s),
+        "queries": queries,
+        "matches_found": found,
+        "query_p50_ms": round(statistics.median(lat), 2),
+        "query_p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 2),
+        "query_mean_ms": round(statistics.fmean(lat), 2),
+        "msearch_per_query_ms": round(many_s * 1000 / queries, 3),
+        "fetch_all_fingerprints_s": round(fetch_all_s, 1),
+        "client_scan_per_query_ms": round(statistics.median(scan_ms), 2),
+        "naive_fetch_and_scan_per_query_ms": round(fetch_all_s * 1000 + statistics.median(scan_ms), 1),
+    }
+
+
+# ----------------------------------------------------------------------------------------- (c) reindex
+def bench_reindex(client: Elasticsearch, docs: list[Document], processes: int, batch: int) -> dict[str, Any]:
+    name = fresh(client, "bench-legacy")
+    client.indices.create(index=name, mappings={"properties": {"title": {"type": "text"},
+                                                               "content": {"type": "text"}}})  # fmt: skip
+    helpers.bulk(client, ({"_index": name, "_id": d.id, "_source": {"title": d.title, "content": d.content}}
+                          for d in docs), chunk_size=batch, refresh=True)  # fmt: skip
+    setup_index(client, name, update_mapping=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        report = reindex(client, name, processes=processes, batch_size=batch,
+                         checkpoint=Path(tmp) / "ck.json", progress=False)  # fmt: skip
+        elapsed = time.perf_counter() - t
+    fresh(client, name)
+    return {"documents": report.documents, "missing_source": report.missing_source, "processes": processes,
+            "docs_s": round(report.documents / elapsed, 1), "duplicates": report.to_dict()["duplicates"],
+            "clusters": report.clusters}  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--es", default=os.environ.get("ES_URL"), help="Elasticsearch URL (default $ES_URL)")
+    ap.add_argument("--docs", type=int, default=0, help="articles for (a) and (c); 0 = the whole corpus")
+    ap.add_argument("--fingerprints", type=int, default=1_000_000, help="indexed fingerprints for (b)")
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
+    args = ap.parse_args()
+    client = connect(args.es, request_timeout=600)
+    nodes = client.nodes.info(node_id="_local")["nodes"]
+    out: dict[str, Any] = {"server": next(iter(nodes.values()))["version"], "cpus": os.cpu_count()}
+    parts = args.only or ["ingest", "query", "reindex"]
+    docs = load_docs(args.docs or None) if {"ingest", "reindex"} & set(parts) else []
+    if "ingest" in parts:
+        out["ingest"] = bench_ingest(client, docs, args.processes, args.batch_size)
+        print(json.dumps(out["ingest"]), file=sys.stderr)
+    if "query" in parts:
+        out["query"] = bench_query(client, args.fingerprints, args.queries)
+        print(json.dumps(out["query"]), file=sys.stderr)
+    if "reindex" in parts:
+        out["reindex"] = bench_reindex(client, docs, args.processes, args.batch_size)
+    print(json.dumps(out, indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
