@@ -28,11 +28,14 @@ from typing import Any, TypeVar
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.service.es import BulkRejected, EsClient, EsUnavailable
-from fingerprint_indexer.service.spool import Spool
+from fingerprint_indexer.service.spool import Position, Spool
 
 log = logging.getLogger("fingerprint_indexer.service")
 T = TypeVar("T")
 SOURCE_ACTIONS = frozenset({"index", "create", "update"})
+#: One replay request carries up to this many spooled frames / payload bytes.
+REPLAY_RECORDS = 200
+REPLAY_BYTES = 8 << 20
 
 
 @dataclass
@@ -75,6 +78,22 @@ def queued_item(op: BulkOp) -> dict[str, Any]:
 
 def retryable(status: int) -> bool:
     return status == 429 or status >= 500
+
+
+def _split(payload: bytes) -> tuple[dict[str, Any], bytes]:
+    head, _, body = payload.partition(b"\n")
+    return json.loads(head), body
+
+
+def _same_params(recs: list[tuple[Position, bytes]]) -> list[tuple[Position, bytes]]:
+    """The leading frames that share the first one's bulk parameters (they can go in one request)."""
+    first = _split(recs[0][1])[0].get("params")
+    out = [recs[0]]
+    for rec in recs[1:]:
+        if _split(rec[1])[0].get("params") != first:
+            break
+        out.append(rec)
+    return out
 
 
 def _spool_payload(ops: Sequence[BulkOp], params: dict[str, str], ensure: list[str]) -> bytes:
@@ -168,8 +187,8 @@ class Replayer:
         backoff = 0.2
         while True:
             try:
-                rec = await self.d.in_spool_thread(self.d.spool.peek)
-                if rec is None:
+                recs = await self.d.in_spool_thread(self.d.spool.peek_many, REPLAY_RECORDS, REPLAY_BYTES)
+                if not recs:
                     if self.d.es_down:
                         if await self.d.es.ping():
                             self.d.es_down = False
@@ -179,9 +198,10 @@ class Replayer:
                     else:
                         await self._idle(1.0)
                     continue
-                pos, payload = rec
-                if await self._deliver(payload):
-                    await self.d.in_spool_thread(self.d.spool.ack, pos, len(payload))
+                recs = _same_params(recs)
+                if await self._deliver(recs):
+                    size = sum(len(p) for _, p in recs)
+                    await self.d.in_spool_thread(self.d.spool.ack, recs[-1][0], size, len(recs))
                     backoff = 0.2
                 else:
                     await asyncio.sleep(backoff)
@@ -193,14 +213,14 @@ class Replayer:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.backoff_max_s)
 
-    async def _deliver(self, payload: bytes) -> bool:
-        """True when the frame is done with (applied, or rejected for good and recorded)."""
-        head_raw, _, body = payload.partition(b"\n")
-        head = json.loads(head_raw)
+    async def _deliver(self, recs: list[tuple[Position, bytes]]) -> bool:
+        """Send spooled frames (with equal parameters) as one bulk request; True when they are done
+        with (applied, or rejected for good and recorded)."""
+        heads, bodies = zip(*(_split(p) for _, p in recs), strict=True)
         try:
-            for index in head.get("ensure", []):
+            for index in sorted({i for h in heads for i in h.get("ensure", [])}):
                 await self.d.es.ensure_index(index, self.d.layout)
-            data = await self.d.es.bulk(body, head.get("params") or {})
+            data = await self.d.es.bulk(b"".join(bodies), heads[0].get("params") or {})
         except EsUnavailable:
             self.d.es_down = True
             return False

@@ -159,26 +159,38 @@ class Spool:
 
     def peek(self) -> tuple[Position, bytes] | None:
         """The oldest undelivered payload and the position just after it, or None when empty."""
+        got = self.peek_many(1, 0)
+        return got[0] if got else None
+
+    def peek_many(self, max_records: int, max_bytes: int) -> list[tuple[Position, bytes]]:
+        """The oldest undelivered payloads (at least one when any), up to ``max_records`` or until
+        ``max_bytes`` is reached, each with the position just after it; nothing is consumed."""
+        out: list[tuple[Position, bytes]] = []
+        size = 0
         with self._lock:
-            while self.depth > 0:
-                pos = self.cursor
+            pos = self.cursor
+            while len(out) < min(max_records, self.depth) and (not out or size < max_bytes):
                 with open(self._segment_path(pos.segment), "rb") as f:
                     f.seek(pos.offset)
-                    head = f.read(HEADER.size)
-                    if len(head) == HEADER.size:
+                    while len(out) < min(max_records, self.depth) and (not out or size < max_bytes):
+                        head = f.read(HEADER.size)
+                        if len(head) < HEADER.size:
+                            break
                         length, _crc = HEADER.unpack(head)
                         payload = f.read(length)
-                        return Position(pos.segment, pos.offset + HEADER.size + length), payload
-                # end of this segment: move on to the next one
-                if pos.segment >= self._write_segment:
-                    return None
-                self._advance(Position(pos.segment + 1, 0), 0)
-            return None
+                        pos = Position(pos.segment, pos.offset + HEADER.size + length)
+                        out.append((pos, payload))
+                        size += length
+                if len(out) < min(max_records, self.depth):  # end of this segment: on to the next
+                    if pos.segment >= self._write_segment:
+                        break
+                    pos = Position(pos.segment + 1, 0)
+        return out
 
-    def ack(self, after: Position, payload_len: int) -> None:
-        """Mark everything before ``after`` delivered (durably)."""
+    def ack(self, after: Position, payload_len: int, records: int = 1) -> None:
+        """Mark everything before ``after`` delivered (durably): ``records`` frames of ``payload_len``."""
         with self._lock:
-            self._advance(after, 1, payload_len)
+            self._advance(after, records, payload_len)
 
     def _advance(self, pos: Position, frames: int, size: int = 0) -> None:
         old = self.cursor

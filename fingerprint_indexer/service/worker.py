@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import math
 import multiprocessing as mp
+import os
 import re
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -45,8 +48,16 @@ def valid_index_name(name: str) -> bool:
 _FPR: Fingerprinter | None = None
 
 
+def _watch_parent(parent: int) -> None:
+    """Exit when the service process is gone (after a SIGKILL nobody tells the workers)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
 def _init_worker(config: FingerprintConfig) -> None:
     global _FPR
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     _FPR = Fingerprinter(config)
 
 

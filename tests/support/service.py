@@ -64,6 +64,15 @@ class ServiceProcess:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def children(self) -> set[int]:
+        """Pids of the service's child processes (its fingerprint workers)."""
+        assert self.proc is not None
+        out: set[int] = set()
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                out.update(int(p) for p in (task / "children").read_text().split())
+        return out
+
     def kill9(self) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)

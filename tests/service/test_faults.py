@@ -1,0 +1,105 @@
+"""Faults: Elasticsearch goes away mid-ingest (a real TCP cut), and the service is killed with SIGKILL.
+
+In both cases every acknowledged document must end up in Elasticsearch exactly once.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from elasticsearch import Elasticsearch
+from support.ingest_driver import IngestDriver, assert_exactly_once, wait_spool_empty
+from support.service import ServiceProcess
+from support.tcp_forwarder import TcpForwarder
+
+pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus, pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+@pytest.fixture
+def forwarder(es_url: str) -> Iterator[TcpForwarder]:
+    u = urlparse(es_url)
+    fwd = TcpForwarder(u.hostname or "127.0.0.1", u.port or 9200)
+    yield fwd
+    fwd.cut()
+
+
+@pytest.fixture
+def fault_index(es_client: Elasticsearch) -> Iterator[str]:
+    name = f"fpi-test-fault-{uuid.uuid4().hex[:10]}"
+    yield name
+    es_client.indices.delete(index=name, ignore_unavailable=True)
+
+
+def _all_gone(pids: set[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{p}").exists() for p in pids):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _texts(articles: list[dict[str, Any]]) -> list[str]:
+    return [a["content"][:1500] for a in articles[:40]]
+
+
+def test_outage_mid_ingest_loses_nothing(
+    forwarder: TcpForwarder, es_client: Elasticsearch, tmp_path: Path, fault_index: str,
+    zh_articles: list[dict[str, Any]],
+) -> None:
+    with ServiceProcess(forwarder.url, tmp_path / "data") as svc:
+        driver = IngestDriver(svc.url, {}, fault_index, _texts(zh_articles))
+        driver.start()
+        try:
+            driver.wait_for(201, 40)  # indexed directly
+            forwarder.cut()
+            driver.wait_for(202, 60)  # acknowledged as queued while the cluster is unreachable
+            assert httpx.get(f"{svc.url}/readyz").status_code == 503
+            forwarder.restore()
+            driver.wait_for(202, 20)  # still queued behind the spool, in order ...
+            driver.wait_for(201, 40, timeout=120)  # ... and direct again once it has drained
+        finally:
+            driver.stop()
+        wait_spool_empty(svc.url, {})
+        metrics = httpx.get(f"{svc.url}/metrics").text
+        assert "fpi_replayed_operations_total" in metrics
+        # graceful shutdown: uvicorn finishes, then re-raises SIGTERM as its exit status
+        assert svc.stop() in (0, -signal.SIGTERM)
+        assert "Traceback" not in svc.log_text()
+    assert driver.statuses[202] >= 80
+    assert_exactly_once(es_client, fault_index, driver.acked)
+
+
+def test_sigkill_mid_ingest_loses_nothing(
+    forwarder: TcpForwarder, es_client: Elasticsearch, tmp_path: Path, fault_index: str,
+    zh_articles: list[dict[str, Any]],
+) -> None:
+    svc = ServiceProcess(forwarder.url, tmp_path / "data").start()
+    driver = IngestDriver(svc.url, {}, fault_index, _texts(zh_articles))
+    driver.start()
+    try:
+        driver.wait_for(201, 30)
+        forwarder.cut()
+        driver.wait_for(202, 60)  # some acknowledged documents exist only in the spool now
+        workers = svc.children()
+        svc.kill9()  # mid-ingest: the driver has requests in flight
+        forwarder.restore()
+        assert workers and _all_gone(workers, timeout=15), "fingerprint workers outlived the service"
+    finally:
+        driver.stop()
+    assert driver.statuses[202] >= 60
+    with ServiceProcess(forwarder.url, tmp_path / "data", port=svc.port) as again:
+        wait_spool_empty(again.url, {})
+        # the store reopened cleanly and still knows the documents decided before the kill
+        first = next(iter(driver.acked.values()))
+        r = httpx.get(f"{again.url}/v1/similar/{first}", params={"index": fault_index})
+        assert r.status_code == 200, r.text
+    assert_exactly_once(es_client, fault_index, driver.acked)
