@@ -149,7 +149,7 @@ class ElasticsearchIndex(NearDupIndex):
         create: bool = True,
         read_your_writes: bool = True,
         page_size: int = 10_000,
-        msearch_batch: int = 100,
+        msearch_batch: int = 250,
         chunk_size: int = 1000,
         own_client: bool = False,
     ) -> None:

@@ -34,6 +34,8 @@ from fingerprint_indexer.text.clean import clean
 
 OnDuplicate = Literal["tag", "skip"]
 Mode = Literal["index", "update"]
+#: Terms kept in the ``terms`` field: enough for more_like_this, bounded so long articles stay cheap to index.
+MAX_TERMS = 256
 RECORD_FIELDS = ["fingerprint", "content_digest", "fp_version", "cluster_id", "duplicate_of", "decision",
                  "distance", "degenerate"]  # fmt: skip
 
@@ -108,10 +110,15 @@ class BatchResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
+def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
+    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
+    return " ".join(t for t, _ in res.top_terms[:limit])
+
+
 def document_fields(doc: Document, res: FingerprintResult) -> dict[str, Any]:
     """The searchable body of a news document (text, segmented terms, url, date)."""
     out: dict[str, Any] = {"title": doc.title, "content": doc.content if doc.content is not None else
-                           clean(None, doc.html), "terms": " ".join(t for t, _ in res.top_terms)}  # fmt: skip
+                           clean(None, doc.html), "terms": terms_text(res)}  # fmt: skip
     if doc.url:
         out["url"] = doc.url
     if doc.published_at:
@@ -282,7 +289,7 @@ class EsDecider:
                 actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
                                 "_source": source})  # fmt: skip
             else:
-                fields = {**self.fields(rec), "terms": " ".join(t for t, _ in res.top_terms)}
+                fields = {**self.fields(rec), "terms": terms_text(res)}
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
                                 "doc": fields})  # fmt: skip
         return decisions, actions
