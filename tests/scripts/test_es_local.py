@@ -6,6 +6,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -109,3 +110,22 @@ def test_jdk_selection_needs_java_21_and_the_modules_elasticsearch_boots_with(tm
     trimmed = _fake_jdk(tmp_path / "trimmed", "25.0.2", "java.base jdk.management jdk.unsupported")
     assert es_local.suitable(trimmed) is None
     assert es_local.missing_modules(trimmed) == ["jdk.jlink"]
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "error"), ("", "skipped")])
+def test_unreachable_cluster_fails_in_ci_and_skips_elsewhere(tmp_path: Path, ci: str, outcome: str) -> None:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text("def test_needs_es(es_url):\n    assert es_url\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    env = {**os.environ, "ES_URL": f"http://127.0.0.1:{port}", "CI": ci,
+           "PYTHONPATH": str(ES_LOCAL.parents[1] / "tests")}  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "support.es_node", "-q", "-rfs", "-p", "no:cacheprovider",
+         "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
+        capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert f"1 {outcome}" in res.stdout, res.stdout + res.stderr  # a fixture failure counts as an error
+    assert (res.returncode != 0) == (outcome == "error")
+    assert f"127.0.0.1:{port}" in res.stdout
