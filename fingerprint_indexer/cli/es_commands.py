@@ -18,13 +18,14 @@ from typing import IO, Any
 import click
 import platformdirs
 from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, ElasticsearchUnavailable, connect
 from fingerprint_indexer.io.readers import InputError, read_documents
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
@@ -257,30 +258,47 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
                 file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
                 n_blocks: int) -> None:  # fmt: skip
-    """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first."""
+    """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
+
+    Exact copies (same content digest) are listed too, also those too short to be in the block index.
+    """
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
 
     def body(client: Elasticsearch) -> None:
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
-            fp = index.get(doc_id)
-            if fp is None:
-                raise LookupError(f"no fingerprinted document {doc_id!r} in index {index_name!r}")
+            wanted = ["fingerprint", "content_digest"]
+            try:
+                stored = client.get(index=index_name, id=doc_id, source_includes=wanted).get("_source") or {}
+            except NotFoundError:
+                raise LookupError(f"no document {doc_id!r} in index {index_name!r}") from None
+            if stored.get("fingerprint") is None:
+                raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
+            fp, digest = to_unsigned(int(stored["fingerprint"])), stored.get("content_digest")
         else:
             config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
             doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
-            fp = Fingerprinter(config).fingerprint_document(doc).fingerprint
-        matches = [m for m in index.query(fp, k) if m.doc_id != doc_id]
-        if not matches:
+            res = Fingerprinter(config).fingerprint_document(doc)
+            fp, digest = res.fingerprint, res.content_digest
+        hits = {m.doc_id: m.distance for m in index.query(fp, k)}
+        if digest:  # exact copies, including degenerate documents that have no block keys
+            same = client.search(index=index_name, query={"term": {"content_digest": digest}}, size=1000,
+                                 source=False, docvalue_fields=[{"field": "fingerprint"}])  # fmt: skip
+            for h in same["hits"]["hits"]:
+                other = to_unsigned(int(h["fields"]["fingerprint"][0]))
+                hits.setdefault(h["_id"], (other ^ fp).bit_count())
+        hits.pop(doc_id or "", None)
+        if not hits:
             click.echo(f"no documents within distance {k}", err=True)
             return
-        docs = client.mget(index=index_name, ids=[m.doc_id for m in matches],
+        ordered = sorted(hits.items(), key=lambda kv: (kv[1], kv[0]))
+        docs = client.mget(index=index_name, ids=[i for i, _ in ordered],
                            source_includes=["cluster_id", "duplicate_of"])["docs"]  # fmt: skip
-        for m, d in zip(matches, docs, strict=True):
-            src = d.get("_source") or {}
-            emit({"id": m.doc_id, "distance": m.distance, "cluster_id": src.get("cluster_id"),
-                  "duplicate_of": src.get("duplicate_of")})  # fmt: skip
+        for (other_id, dist), d in zip(ordered, docs, strict=True):
+            meta = d.get("_source") or {}
+            emit({"id": other_id, "distance": dist, "cluster_id": meta.get("cluster_id"),
+                  "duplicate_of": meta.get("duplicate_of")})  # fmt: skip
 
     es_guarded(es_url, body)
 

@@ -30,13 +30,16 @@ def lines(out: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def news_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """250 real articles, an exact and a prefixed copy of the first, and one with an unparsable date."""
+    """250 real articles, an exact and a prefixed copy of the first, one with an unparsable date, and two
+    identical documents too short for the block index."""
     recs = [r for r in iter_records(ZH_NEWS) if len(r["content"]) > 500][:250]
     first = recs[0]
     extra = [
         dict(first, id="copy-exact"),
         dict(first, id="copy-near", content="【转载】" + first["content"]),
         dict(recs[5], id="bad-date", content=recs[5]["content"] + "。", published_at="last tuesday"),
+        {"id": "tiny-a", "content": "短讯。"},
+        {"id": "tiny-b", "content": "短讯。"},
     ]
     path = tmp_path_factory.mktemp("news") / "news.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [*recs, *extra]))
@@ -53,14 +56,15 @@ def test_setup_index_similar_related_dedupe(es_url, es_client, es_index, news_fi
     indexed = run("index", str(news_file), "--index", es_index, "--batch-size", "64", url=es_url)
     assert indexed.returncode == 3, indexed.stderr  # one document failed to index
     decisions = {d["id"]: d for d in lines(indexed.stdout)}
-    assert len(decisions) == 253
+    assert len(decisions) == 255
     assert "published_at" in decisions["bad-date"]["error"] and "bad-date" in indexed.stderr
     first = next(iter(decisions))
     assert decisions["copy-exact"]["decision"] == "exact_duplicate"
     assert decisions["copy-exact"]["duplicate_of"] == first
     assert decisions["copy-near"]["decision"] == "near_duplicate"
     es_client.indices.refresh(index=es_index)
-    assert es_client.count(index=es_index)["count"] == 252
+    assert es_client.count(index=es_index)["count"] == 254
+    assert decisions["tiny-b"]["decision"] == "exact_duplicate" and decisions["tiny-b"]["degenerate"]
 
     similar = run("similar", "--index", es_index, "--id", first, url=es_url)
     assert similar.returncode == 0, similar.stderr
@@ -69,6 +73,9 @@ def test_setup_index_similar_related_dedupe(es_url, es_client, es_index, news_fi
     text = json.loads(news_file.read_text().splitlines()[0])["content"]
     by_text = run("similar", "--index", es_index, "--text", text, url=es_url)
     assert {first, "copy-exact"} <= {d["id"] for d in lines(by_text.stdout)}
+
+    tiny = run("similar", "--index", es_index, "--id", "tiny-a", url=es_url)
+    assert [(d["id"], d["distance"]) for d in lines(tiny.stdout)] == [("tiny-b", 0)]
 
     rel = run("related", "--index", es_index, "--id", first, "--size", "3", url=es_url)
     assert rel.returncode == 0, rel.stderr
