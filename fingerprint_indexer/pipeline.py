@@ -15,8 +15,9 @@ Rules, for a document ``d`` with fingerprint ``f``:
   under ``keep=longest|newest`` a longer/newer duplicate becomes the canonical instead: it is reported
   with ``duplicate_of`` null and ``replaces`` naming the previous canonical, whose record now points at it.
   ``distance`` is the Hamming distance to ``duplicate_of`` (or to ``replaces``).
-- cluster: Single-Pass over non-degenerate documents (nearest centre within ``k``, else a new cluster);
-  a degenerate document joins the cluster of its exact duplicate, or stays alone.
+- cluster: an exact duplicate joins the cluster of its original; otherwise Single-Pass over
+  non-degenerate documents (nearest centre within ``k``, else a new cluster); a degenerate document
+  without an exact duplicate stays alone.
 """
 
 from __future__ import annotations
@@ -184,9 +185,14 @@ class Pipeline:
             else:
                 duplicate_of = root.id
 
-        if res.degenerate:
+        if kind == "exact_duplicate" or res.degenerate:
+            # an exact copy belongs with its original, even if a nearer centre was founded since
             match = tx.record(match_id) if match_id is not None else None
             cluster_id = match.cluster_id if match is not None else self._singleton(tx, doc.id, fp)
+            c = tx.cluster(cluster_id) if match is not None else None
+            if c is not None:
+                c.size += 1
+                tx.put_cluster(c)
         else:
             a = assign(fp, self.k, tx.centres_near, doc.id)
             if a.founded:

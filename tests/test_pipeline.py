@@ -88,3 +88,12 @@ def test_process_many_on_real_text(tmp_path):
         assert p.process(Document(id="1", content=body)).decision == "new"  # stored decision repeated
     assert [o["decision"] for o in out] == ["new", "new", "exact_duplicate", "new"]
     assert out[2]["duplicate_of"] == "1" and out[3].get("degenerate") is True
+
+
+def test_exact_copy_stays_in_its_originals_cluster_when_a_nearer_centre_appeared(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        out = _decide(p, (doc("a"), 0b0000, "h1"), (doc("d"), 0b0111, "h2"), (doc("x"), 0b1111, "h3"),
+                      (doc("e"), 0b0111, "h2"), (doc("f"), 0b0111, "h4"))
+        assert p.store.cluster("a").size == 3
+    assert [o["cluster_id"] for o in out] == ["a", "a", "x", "a", "x"]  # f: nearest centre
+    assert out[3]["decision"] == "exact_duplicate" and out[3]["duplicate_of"] == "a"
