@@ -75,13 +75,14 @@ def batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
 
 
 # ------------------------------------------------------------------------------------------ (a) ingest
-def bench_ingest(client: Elasticsearch, docs: list[Document], processes: int, batch: int) -> dict[str, Any]:
-    fpr = Fingerprinter()
+def _fingerprint_only(docs: list[Document], processes: int, fpr: Fingerprinter) -> float:
     t = time.perf_counter()
     for _ in fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr):
         pass
-    fp_only = time.perf_counter() - t
+    return time.perf_counter() - t
 
+
+def _plain_bulk(client: Elasticsearch, docs: list[Document], batch: int) -> float:
     name = fresh(client, "bench-plain")
     client.indices.create(index=name, **load_index_body())
     actions = (
@@ -90,30 +91,54 @@ def bench_ingest(client: Elasticsearch, docs: list[Document], processes: int, ba
     t = time.perf_counter()
     helpers.bulk(client, actions, chunk_size=batch)
     client.indices.refresh(index=name)
-    plain = time.perf_counter() - t
+    elapsed = time.perf_counter() - t
     fresh(client, name)
+    return elapsed
 
+
+def _ours(client: Elasticsearch, docs: list[Document], processes: int, batch: int, fpr: Fingerprinter,
+          counts: dict[str, int]) -> float:  # fmt: skip
     name = fresh(client, "bench-ours")
     client.options(ignore_status=404).indices.delete(index=f"{name}-000001")
     setup_index(client, name)
     decider = EsDecider(ElasticsearchIndex(client, name), k=3)
-    counts: dict[str, int] = {}
+    counts.clear()
     t = time.perf_counter()
     pairs = zip(docs, fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr), strict=True)
     for result in pipelined(decider, batched(pairs, batch), "index"):
         for d in result.decisions:
             counts[d.decision] = counts.get(d.decision, 0) + 1
-    ours = time.perf_counter() - t
+    elapsed = time.perf_counter() - t
     client.indices.delete(index=f"{name}-000001")
+    return elapsed
+
+
+def bench_ingest(
+    client: Elasticsearch, docs: list[Document], processes: int, batch: int, repeat: int
+) -> dict[str, Any]:
+    """The three runs interleaved ``repeat`` times; medians (the machine may be shared)."""
+    fpr = Fingerprinter()
+    counts: dict[str, int] = {}
+    runs: dict[str, list[float]] = {"fingerprint_only": [], "plain_bulk": [], "ours": []}
+    for _ in range(repeat):
+        runs["fingerprint_only"].append(_fingerprint_only(docs, processes, fpr))
+        runs["ours"].append(_ours(client, docs, processes, batch, fpr, counts))
+        runs["plain_bulk"].append(_plain_bulk(client, docs, batch))
     n = len(docs)
-    slower = min(n / fp_only, n / plain)
+    rate = {k: n / statistics.median(v) for k, v in runs.items()}
     return {
         "documents": n,
         "processes": processes,
-        "fingerprint_only_docs_s": round(n / fp_only, 1),
-        "plain_bulk_docs_s": round(n / plain, 1),
-        "ours_docs_s": round(n / ours, 1),
-        "ours_vs_slower_of_others": round((n / ours) / slower, 3),
+        "repeat": repeat,
+        "fingerprint_only_docs_s": round(rate["fingerprint_only"], 1),
+        "plain_bulk_docs_s": round(rate["plain_bulk"], 1),
+        "ours_docs_s": round(rate["ours"], 1),
+        "ours_vs_slower_of_others": round(
+            rate["ours"] / min(rate["fingerprint_only"], rate["plain_bulk"]), 3
+        ),
+        "ours_vs_fingerprint_only_per_round": [
+            round(f / o, 3) for f, o in zip(runs["fingerprint_only"], runs["ours"], strict=True)
+        ],
         "decisions": counts,
     }
 
@@ -210,6 +235,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of (a); medians are reported")
     ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
     args = ap.parse_args()
     client = connect(args.es, request_timeout=600)
@@ -218,7 +244,7 @@ def main() -> int:
     parts = args.only or ["ingest", "query", "reindex"]
     docs = load_docs(args.docs or None) if {"ingest", "reindex"} & set(parts) else []
     if "ingest" in parts:
-        out["ingest"] = bench_ingest(client, docs, args.processes, args.batch_size)
+        out["ingest"] = bench_ingest(client, docs, args.processes, args.batch_size, args.repeat)
         print(json.dumps(out["ingest"]), file=sys.stderr)
     if "query" in parts:
         out["query"] = bench_query(client, args.fingerprints, args.queries)
