@@ -113,7 +113,10 @@ class MemoryIndex(NearDupIndex):
         self._earlier = _earlier_masks(self.layout)
         self._fps = np.zeros(max(capacity, 16), dtype=np.uint64)
         self._alive = np.zeros(max(capacity, 16), dtype=bool)
-        self._ids: list[str] = []
+        # doc ids by row in a NumPy object array: unlike a list it is not tracked by the cycle collector,
+        # so a 10M-entry index does not make every full collection walk 10M pointers (latency spikes)
+        self._ids: npt.NDArray[np.object_] = np.empty(max(capacity, 16), dtype=object)
+        self._n = 0
         self._row_of: dict[str, int] = {}
         self._tables = _Tables(self.layout)
         self._n_sorted = 0  # rows [0, _n_sorted) are in the tables; the rest are buffered
@@ -138,10 +141,11 @@ class MemoryIndex(NearDupIndex):
             raise ValueError(f"{len(ids)} ids but {len(fps)} fingerprints")
         if not len(ids):
             return
-        start = len(self._ids)
+        start = self._n
         self._reserve(start + len(ids))
         self._fps[start : start + len(ids)] = fps
         self._alive[start : start + len(ids)] = True
+        self._ids[start : start + len(ids)] = ids
         row_of = self._row_of
         for i, doc_id in enumerate(ids, start):
             old = row_of.get(doc_id)
@@ -149,8 +153,8 @@ class MemoryIndex(NearDupIndex):
                 self._alive[old] = False
                 self._n_dead += 1
             row_of[doc_id] = i
-        self._ids.extend(ids)
-        if len(self._ids) - self._n_sorted >= self.merge_threshold:
+        self._n = start + len(ids)
+        if self._n - self._n_sorted >= self.merge_threshold:
             self._merge_buffer()
         self._maybe_compact()
 
@@ -169,12 +173,14 @@ class MemoryIndex(NearDupIndex):
         size = max(n, int(len(self._fps) * 1.5))
         fps = np.zeros(size, dtype=np.uint64)
         alive = np.zeros(size, dtype=bool)
-        fps[: len(self._ids)] = self._fps[: len(self._ids)]
-        alive[: len(self._ids)] = self._alive[: len(self._ids)]
-        self._fps, self._alive = fps, alive
+        ids = np.empty(size, dtype=object)
+        fps[: self._n] = self._fps[: self._n]
+        alive[: self._n] = self._alive[: self._n]
+        ids[: self._n] = self._ids[: self._n]
+        self._fps, self._alive, self._ids = fps, alive, ids
 
     def _merge_buffer(self) -> None:
-        n = len(self._ids)
+        n = self._n
         if n == self._n_sorted:
             return
         rows = np.arange(self._n_sorted, n, dtype=np.uint32)
@@ -185,22 +191,24 @@ class MemoryIndex(NearDupIndex):
         self._n_sorted = n
 
     def _maybe_compact(self) -> None:
-        n = len(self._ids)
+        n = self._n
         if self._n_dead >= self.compact_min and self._n_dead >= COMPACT_FRACTION * n:
             self.compact()
 
     def compact(self) -> None:
         """Drop tombstoned rows and rebuild the tables (also merges the append buffer)."""
-        n = len(self._ids)
+        n = self._n
         keep = np.flatnonzero(self._alive[:n])
         fps = self._fps[keep].copy()
-        ids = [self._ids[i] for i in keep.tolist()]
+        ids = self._ids[keep]
         self._fps = np.zeros(max(len(ids), 16), dtype=np.uint64)
         self._alive = np.zeros(max(len(ids), 16), dtype=bool)
         self._fps[: len(ids)] = fps
         self._alive[: len(ids)] = True
-        self._ids = ids
-        self._row_of = {doc_id: i for i, doc_id in enumerate(ids)}
+        self._ids = np.empty(max(len(ids), 16), dtype=object)
+        self._ids[: len(ids)] = ids
+        self._n = len(ids)
+        self._row_of = {doc_id: i for i, doc_id in enumerate(ids.tolist())}
         self._n_dead = 0
         self._tables = _Tables(self.layout)
         self._tables.build(fps, np.arange(len(ids), dtype=np.uint32))
@@ -232,7 +240,7 @@ class MemoryIndex(NearDupIndex):
                     lo, hi = int(keys.searchsorted(np.array(v, dtype=keys.dtype))), len(keys)
                 if hi > lo:
                     slices.append(self._tables.rows[b][lo:hi])
-        n = len(self._ids)
+        n = self._n
         if n > self._n_sorted:
             slices.append(np.arange(self._n_sorted, n, dtype=np.uint32))
         if not slices:
@@ -286,7 +294,7 @@ class MemoryIndex(NearDupIndex):
                 parts_q.append(owner[ok])
                 parts_r.append(rows[ok])
                 parts_d.append(dist[ok])
-        n = len(self._ids)
+        n = self._n
         if n > self._n_sorted:
             buf = self._fps[self._n_sorted : n]
             xor = buf[None, :] ^ queries[:, None]
