@@ -86,7 +86,8 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator, workd
     k = args.k
     fps = make_fingerprints(n, k, args.planted, rng)
     queries = make_queries(fps, args.queries, k, rng).tolist()
-    ids = [str(i) for i in range(n)]
+    # an object array, not a list: a 10M-entry list would make every full GC pass walk it mid-query
+    ids = np.array([str(i) for i in range(n)], dtype=object)
     row: dict[str, Any] = {"n": n, "k": k, "queries": len(queries)}
 
     def brute(qv: int) -> npt.NDArray[np.intp]:
@@ -122,7 +123,7 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator, workd
         path = workdir / f"leveldb-{n}"
         t = time.perf_counter()
         with LevelDBIndex(path) as ldb:
-            ldb.add_many((i, int(f), None) for i, f in zip(ids, fps.tolist(), strict=True))
+            ldb.add_many((i, int(f), None) for i, f in zip(ids.tolist(), fps.tolist(), strict=True))
             ldb.compact()  # part of the build: queries then read compacted tables
         build = time.perf_counter() - t
         with LevelDBIndex(path) as ldb:  # reopened: queries read what is on disk
