@@ -294,6 +294,11 @@ class LevelDBIndex(NearDupIndex):
         raw = b"".join(get(k) or b"" for k in self._bucket_keys(fp))
         return np.frombuffer(raw, dtype=RECORD)
 
+    def bucket_sizes(self, fingerprint: int) -> list[int]:
+        """Number of documents in each block bucket of ``fingerprint`` (giant buckets slow queries)."""
+        get = self._db.get
+        return [len(get(k) or b"") // RECORD.itemsize for k in self._bucket_keys(fingerprint & MASK64)]
+
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
         self.layout.check_k(k)
         fp = fingerprint & MASK64

@@ -66,3 +66,12 @@ def test_bulk_load_with_ids_repeated_across_write_batches(tmp_path):
         assert len(ix) == 4 and ix.get("a") == 2**40 and ix.get("b") == 5
         assert ix.query(1, 0) == [] and ix.query(2, 0) == []  # no stale keys of the first "a" and "b"
         assert ix.query(2**40, 0) == [Match("a", 0)]
+
+
+def test_bucket_sizes(tmp_path):
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        ix.add_many([("a", 0, None), ("b", 1, None), ("c", 1 << 63, None)])
+        ix.add("d", 0xFFFF)
+        assert ix.bucket_sizes(0) == [3, 4, 4, 2]
+        ix.remove("b")
+        assert ix.bucket_sizes(0) == [2, 3, 3, 2]
