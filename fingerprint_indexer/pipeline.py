@@ -9,14 +9,16 @@ Rules, for a document ``d`` with fingerprint ``f``:
 - same id already stored with the same content digest: its stored decision is repeated (re-running an
   input is idempotent); same id with other content: the old record is replaced.
 - a stored document with the same content digest: ``exact_duplicate``;
-- otherwise (and only when ``d`` is not degenerate) the nearest indexed document within ``k``:
-  ``near_duplicate``; otherwise ``new``.
+- otherwise (and only when ``d`` is not degenerate) the nearest indexed document that has any
+  fingerprint (document or chunk) within ``k`` of any of ``d``'s and whose MinHash sketch confirms it
+  (similarity >= 0.3): ``near_duplicate``; otherwise ``new``.
 - ``duplicate_of`` is the canonical document of the group (found by following ``duplicate_of`` links);
   under ``keep=longest|newest`` a longer/newer duplicate becomes the canonical instead: it is reported
   with ``duplicate_of`` null and ``replaces`` naming the previous canonical, whose record now points at it.
-  ``distance`` is the Hamming distance to ``duplicate_of`` (or to ``replaces``).
-- cluster: an exact duplicate joins the cluster of its original; otherwise Single-Pass over
-  non-degenerate documents (nearest centre within ``k``, else a new cluster); a degenerate document
+  ``distance`` is the smallest Hamming distance between any fingerprint of ``d`` and any of
+  ``duplicate_of`` (or of ``replaces``).
+- cluster: an exact or near duplicate joins the cluster of the document it matched; otherwise Single-Pass
+  over non-degenerate documents (nearest centre within ``k``, else a new cluster); a degenerate document
   without an exact duplicate stays alone.
 """
 
@@ -37,8 +39,9 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     FingerprintResult,
     fingerprint_many,
 )
-from fingerprint_indexer.fingerprint.hamming import hamming, to_hex
+from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, record_now
+from fingerprint_indexer.verify import closest
 
 Keep = Literal["first", "longest", "newest"]
 KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")
@@ -168,7 +171,7 @@ class Pipeline:
         if exact is not None:
             kind, match_id = "exact_duplicate", exact
         elif not res.degenerate:
-            near = tx.near(fp, self.k)
+            near = tx.near_docs(res.fingerprints, res.sketch, self.k)
             if near:
                 kind, match_id = "near_duplicate", near[0].doc_id
 
@@ -176,7 +179,7 @@ class Pipeline:
         distance: int | None = None
         if match_id is not None:
             root = self._root(tx, match_id)
-            distance = hamming(fp, root.fingerprint)
+            distance = closest(res.fingerprints, root.fingerprints)[0]
             if _prefer(doc, root, self.keep):
                 replaces = root.id
                 root.duplicate_of = doc.id
@@ -185,8 +188,8 @@ class Pipeline:
             else:
                 duplicate_of = root.id
 
-        if kind == "exact_duplicate" or res.degenerate:
-            # an exact copy belongs with its original, even if a nearer centre was founded since
+        if match_id is not None or res.degenerate:
+            # a copy belongs with what it matched, even if a nearer centre was founded since
             match = tx.record(match_id) if match_id is not None else None
             cluster_id = match.cluster_id if match is not None else self._singleton(tx, doc.id, fp)
             c = tx.cluster(cluster_id) if match is not None else None
@@ -208,6 +211,7 @@ class Pipeline:
             id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
             cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
+            chunks=list(res.chunks), sketch=res.sketch.hex(),
         )
         tx.put_record(rec, index=not res.degenerate)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,

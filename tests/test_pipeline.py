@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.pipeline import Pipeline
@@ -90,10 +92,45 @@ def test_process_many_on_real_text(tmp_path):
     assert out[2]["duplicate_of"] == "1" and out[3].get("degenerate") is True
 
 
-def test_exact_copy_stays_in_its_originals_cluster_when_a_nearer_centre_appeared(tmp_path):
+def test_copies_stay_in_the_cluster_of_what_they_matched_when_a_nearer_centre_appeared(tmp_path):
     with Pipeline(tmp_path, k=3) as p:
         out = _decide(p, (doc("a"), 0b0000, "h1"), (doc("d"), 0b0111, "h2"), (doc("x"), 0b1111, "h3"),
                       (doc("e"), 0b0111, "h2"), (doc("f"), 0b0111, "h4"))
-        assert p.store.cluster("a").size == 3
-    assert [o["cluster_id"] for o in out] == ["a", "a", "x", "a", "x"]  # f: nearest centre
-    assert out[3]["decision"] == "exact_duplicate" and out[3]["duplicate_of"] == "a"
+        assert p.store.cluster("a").size == 5
+    # x is 4 bits from the centre a but 1 from d, so it is a near copy of d's group and joins it: a
+    # duplicate always shares the cluster of the document it duplicates
+    assert [o["decision"] for o in out] == ["new", "near_duplicate", "near_duplicate", "exact_duplicate",
+                                            "near_duplicate"]
+    assert [o["cluster_id"] for o in out] == ["a"] * 5
+    assert out[3]["duplicate_of"] == "a" and out[4]["duplicate_of"] == "a"
+
+
+def test_new_documents_found_clusters_by_single_pass(tmp_path):
+    with Pipeline(tmp_path, k=3) as p:
+        out = _decide(p, (doc("a"), 0b0000, "h1"), (doc("b"), 0xF0F0, "h2"), (doc("c"), 0xFF00FF, "h3"))
+    assert [o["cluster_id"] for o in out] == ["a", "b", "c"]
+
+
+def _edit(text: str) -> str:
+    """A realistic repost: site header and footer, one sentence dropped, one ad line inserted."""
+    parts = [p for p in text.split("。") if p.strip()]
+    del parts[len(parts) // 2]
+    parts.insert(len(parts) // 3, "点击下载客户端，阅读更多精彩内容")
+    return "本文来源：某某网 作者：张三\n" + "。".join(parts) + "。\n(责任编辑：李四)"
+
+
+@pytest.mark.corpus
+def test_edited_reposts_found_through_chunks_and_sketch(tmp_path, zh_articles):
+    arts = [a for a in zh_articles if a["content"].count("。") >= 12][:40]
+    originals = [Document(id=f"o{i}", content=a["content"]) for i, a in enumerate(arts)]
+    reposts = [Document(id=f"r{i}", content=_edit(a["content"])) for i, a in enumerate(arts)]
+    with Pipeline(tmp_path) as p:
+        first = {d.id: d for d in p.process_many(originals)}
+        out = [d.to_dict() for d in p.process_many(reposts)]
+    found = [o for o in out if o["decision"] == "near_duplicate"]
+    assert len(found) >= 0.9 * len(out)
+    for o in found:
+        original = first["o" + o["id"][1:]]
+        # matched to its own original's group (the corpus itself holds a few copies of one story)
+        assert o["duplicate_of"] in ("o" + o["id"][1:], original.duplicate_of)
+        assert o["cluster_id"] == original.cluster_id

@@ -122,8 +122,10 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
               help="A UTF-8 .txt/.html file to fingerprint and look up.")
 @_k_option
 @config_options
+@click.option("--explain", is_flag=True,
+              help="Add why each document matched: distance, matched document/chunk, sketch similarity.")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
-                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
@@ -141,24 +143,19 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                 if rec is None:
                     fail(f"no document {doc_id!r} in store {store_path}")
                     return
-                fp, digest = rec.fingerprint, rec.content_digest
+                fps, sketch, digest = rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest
             else:
                 doc = (next(read_documents([file_path])) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
-                fp, digest = res.fingerprint, res.content_digest
-            hits = {m.doc_id: m.distance for m in store.near(fp, k)}
-            exact = store.doc_with_digest(digest)
-            if exact is not None:  # also finds degenerate documents, which are not in the block index
-                hits.setdefault(exact, 0)
-            for other in store.ids_with_fingerprint(fp):
-                hits.setdefault(other, 0)
-            hits.pop(doc_id or "", None)
-            for other, dist in sorted(hits.items(), key=lambda kv: (kv[1], kv[0])):
-                rec = store.record(other)
-                emit({"id": other, "distance": dist,
-                      "cluster_id": rec.cluster_id if rec else None,
-                      "duplicate_of": rec.duplicate_of if rec else None})
+                fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
+            hits = store.neighbours(fps, sketch, digest, k, exclude=doc_id)
+            for other, why in hits:
+                row: dict[str, Any] = {"id": other.id, "distance": why.distance,
+                                       "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
+                if explain:
+                    row["why"] = why.to_dict()
+                emit(row)
             if not hits:
                 click.echo(f"no documents within distance {k}", err=True)
     _guard_store(body)

@@ -115,9 +115,9 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     return {"took_ms": round((time.perf_counter() - started) * 1000), "errors": errors, "results": results}
 
 
-async def _similar(state: ServiceState, index: str, fp: int, digest: str, k: int, exclude: str | None
-                   ) -> list[dict[str, Any]]:
-    hits = await state.stores.call(state.stores.neighbours, index, fp, digest, k, exclude)
+async def _similar(state: ServiceState, index: str, fps: list[int], sketch: bytes, digest: str, k: int,
+                   exclude: str | None) -> list[dict[str, Any]]:
+    hits = await state.stores.call(state.stores.neighbours, index, fps, sketch, digest, k, exclude)
     return [h.to_dict() for h in hits]
 
 
@@ -131,7 +131,8 @@ async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
     rec = await state.stores.call(state.stores.record, name, doc_id)
     if rec is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
-    matches = await _similar(state, name, rec.fingerprint, rec.content_digest, kk, doc_id)
+    matches = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest, kk,
+                             doc_id)
     return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches}
 
 
@@ -142,7 +143,7 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
     assert state.pool is not None
     name, kk = _index(state, body.index_name), _k(state, body.k)
     res = await state.pool.raw(body.text, body.html)
-    matches = await _similar(state, name, res.fingerprint, res.content_digest, kk, None)
+    matches = await _similar(state, name, list(res.fingerprints), res.sketch, res.content_digest, kk, None)
     return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches}
 
 
@@ -158,7 +159,8 @@ async def related(doc_id: str, request: Request, index: str | None = None,
     rec = await state.stores.call(state.stores.record, name, doc_id)
     dups: list[dict[str, Any]] = []
     if rec is not None:
-        dups = await _similar(state, name, rec.fingerprint, rec.content_digest, state.settings.k, doc_id)
+        dups = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest,
+                              state.settings.k, doc_id)
     try:
         entries = await related_articles(state.es.http, name, doc_id, size,
                                           exclude={d["id"] for d in dups})

@@ -34,6 +34,7 @@ T = TypeVar("T")
 #: Index names the service keeps an embedded store for (Elasticsearch's own rules, minus wildcards).
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_.+-]{0,254}$")
 BUCKET_COUNT_CAP = 1_000_000
+CHUNK_DOCS = 8
 
 
 class WorkerUnavailable(RuntimeError):
@@ -104,7 +105,8 @@ class FingerprintPool:
     async def documents(self, docs: Sequence[Document]) -> list[FingerprintResult]:
         if not docs:
             return []
-        size = max(1, math.ceil(len(docs) / self.processes))
+        # small chunks, so a look-up queued behind a big batch waits for one chunk, not for the batch
+        size = max(1, min(CHUNK_DOCS, math.ceil(len(docs) / self.processes)))
         chunks = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
         parts = await asyncio.gather(*(self._run(_fingerprint_documents, c) for c in chunks))
         return [r for part in parts for r in part]
@@ -187,26 +189,15 @@ class StoreOwner:
                         break
                 self.largest_bucket = max(self.largest_bucket, n)
 
-    def neighbours(self, index: str, fp: int, digest: str, k: int, exclude: str | None) -> list[Neighbour]:
+    def neighbours(
+        self, index: str, fps: list[int], sketch: bytes, digest: str, k: int, exclude: str | None
+    ) -> list[Neighbour]:
         """Stored documents within ``k`` (plus exact copies, which may be degenerate), nearest first."""
         pipe = self.pipeline(index, create=False)
         if pipe is None:
             return []
-        store = pipe.store
-        hits = {m.doc_id: m.distance for m in store.near(fp, k)}
-        exact = store.doc_with_digest(digest)
-        if exact is not None:
-            hits.setdefault(exact, 0)
-        for other in store.ids_with_fingerprint(fp):
-            hits.setdefault(other, 0)
-        if exclude is not None:
-            hits.pop(exclude, None)
-        out = []
-        for other, dist in sorted(hits.items(), key=lambda kv: (kv[1], kv[0])):
-            rec = store.record(other)
-            cluster, dup_of = (rec.cluster_id, rec.duplicate_of) if rec else (None, None)
-            out.append(Neighbour(other, dist, cluster, dup_of))
-        return out
+        hits = pipe.store.neighbours(fps, sketch, digest, k, exclude)
+        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of) for rec, why in hits]
 
     def record(self, index: str, doc_id: str) -> Any:
         pipe = self.pipeline(index, create=False)

@@ -8,7 +8,8 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/c/<content digest>      -> doc id           (first document with that content)
     s/k/<cluster id>          -> cluster JSON     (centre fingerprint, founder, size)
     s/meta/...                -> format, generation, counts
-    x/...                     -> block index of non-degenerate documents  (LevelDBIndex)
+    x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
+                                 chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
     k/...                     -> block index of cluster centres           (LevelDBIndex)
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
@@ -20,19 +21,36 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.store.bloom import load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError
+from fingerprint_indexer.verify import MIN_SIMILARITY, Verdict, closest
 
-FORMAT = b"1"
+FORMAT = b"2"
+CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
+
+
+def entry_id(doc_id: str, n: int) -> str:
+    """Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint)."""
+    return doc_id if n == 0 else f"{doc_id}{CHUNK_SEP}{n}"
+
+
+def doc_of(entry: str) -> str:
+    """The document an index entry belongs to."""
+    return entry.split(CHUNK_SEP, 1)[0]
 
 
 @dataclass
@@ -52,17 +70,59 @@ class DocRecord:
     published_at: str | None
     version: str
     time: float
+    chunks: list[int] = field(default_factory=list)  # chunk fingerprints (also indexed)
+    sketch: str = ""  # hex of the MinHash sketch: the second-stage check on candidates
+
+    @property
+    def fingerprints(self) -> list[int]:
+        return [self.fingerprint, *self.chunks]
+
+    def sketch_array(self) -> npt.NDArray[np.uint32]:
+        return from_bytes(bytes.fromhex(self.sketch))
 
     def to_json(self) -> bytes:
         data = asdict(self)
         data["fingerprint"] = f"{self.fingerprint:016x}"
+        data["chunks"] = [f"{c:016x}" for c in self.chunks]
         return json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> DocRecord:
         data = json.loads(raw)
         data["fingerprint"] = int(data["fingerprint"], 16)
+        data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
         return cls(**data)
+
+
+def verified_near(
+    fps: Sequence[int],
+    sketch: bytes,
+    k: int,
+    query: Callable[[int, int], list[Match]],
+    record: Callable[[str], DocRecord | None],
+    exclude: str | None = None,
+) -> list[Match]:
+    """Documents with any fingerprint within ``k`` of any of ``fps`` whose sketch confirms the match.
+
+    The distance is the smallest over all fingerprint pairs found. Without a sketch on either side
+    (degenerate text) the Hamming test alone decides.
+    """
+    best: dict[str, int] = {}
+    for fp in fps:
+        for m in query(fp, k):
+            d = doc_of(m.doc_id)
+            if d != exclude and m.distance < best.get(d, k + 1):
+                best[d] = m.distance
+    mine = from_bytes(sketch) if sketch else None
+    out: list[Match] = []
+    for d, dist in sorted(best.items(), key=lambda x: (x[1], x[0])):
+        rec = record(d)
+        if rec is None:
+            continue
+        if mine is not None and rec.sketch and similarity(mine, rec.sketch_array()) < MIN_SIMILARITY:
+            continue
+        out.append(Match(d, dist))
+    return out
 
 
 @dataclass
@@ -154,7 +214,37 @@ class ExactStore:
         return None if raw is None else Cluster.from_json(cluster_id, raw)
 
     def near(self, fp: int, k: int) -> list[Match]:
+        """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
+
+    def near_docs(
+        self, fps: Sequence[int], sketch: bytes, k: int, exclude: str | None = None
+    ) -> list[Match]:
+        """Verified near-duplicate documents of the given fingerprints and sketch, nearest first."""
+        return verified_near(fps, sketch, k, self.index.query, self.record, exclude)
+
+    def neighbours(
+        self, fps: Sequence[int], sketch: bytes, digest: str, k: int, exclude: str | None = None
+    ) -> list[tuple[DocRecord, Verdict]]:
+        """Stored near-duplicates with why they match, nearest first: verified block-index matches,
+        plus exact copies (same content digest or document fingerprint), degenerate ones included."""
+        ids = {m.doc_id for m in self.near_docs(fps, sketch, k)}
+        exact = self.doc_with_digest(digest)
+        if exact is not None:
+            ids.add(exact)
+        ids.update(self.ids_with_fingerprint(fps[0]))
+        ids.discard(exclude or "")
+        mine = from_bytes(sketch) if sketch else None
+        out = []
+        for other in ids:
+            rec = self.record(other)
+            if rec is None:
+                continue
+            theirs = rec.sketch_array() if rec.sketch else None
+            d, where = closest(fps, rec.fingerprints)
+            sim = similarity(mine, theirs) if mine is not None and theirs is not None else 1.0
+            out.append((rec, Verdict(d, where, sim, True)))
+        return sorted(out, key=lambda x: (x[1].distance, x[0].id))
 
     def batch(self) -> StoreBatch:
         return StoreBatch(self)
@@ -216,9 +306,13 @@ class StoreBatch:
 
     def near(self, fp: int, k: int) -> list[Match]:
         """Indexed documents within ``k``: the committed index minus ids changed here, plus staged ones."""
-        hits = [m for m in self.store.index.query(fp, k) if m.doc_id not in self._masked]
+        hits = [m for m in self.store.index.query(fp, k) if doc_of(m.doc_id) not in self._masked]
         hits += self._staged_index.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
+
+    def near_docs(self, fps: Sequence[int], sketch: bytes, k: int) -> list[Match]:
+        """Verified near-duplicate documents, this batch's own writes included."""
+        return verified_near(fps, sketch, k, self.near, self.record)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
@@ -237,8 +331,9 @@ class StoreBatch:
         self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
         self._docs_delta += 1
         if index:
-            self.ix.add(rec.id, rec.fingerprint)
-            self._staged_index.add(rec.id, rec.fingerprint)
+            for n, fp in enumerate(rec.fingerprints):
+                self.ix.add(entry_id(rec.id, n), fp)
+                self._staged_index.add(entry_id(rec.id, n), fp)
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
@@ -254,8 +349,9 @@ class StoreBatch:
         if self.doc_with_digest(rec.content_digest) == doc_id:
             self.wb.delete(b"s/c/" + rec.content_digest.encode())
             self._digests[rec.content_digest] = None
-        self.ix.remove(doc_id)
-        self._staged_index.remove(doc_id)
+        for n in range(len(rec.fingerprints)):
+            self.ix.remove(entry_id(doc_id, n))
+            self._staged_index.remove(entry_id(doc_id, n))
         self._masked.add(doc_id)
         self._records[doc_id] = None
         self._docs_delta -= 1
