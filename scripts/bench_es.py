@@ -36,7 +36,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, load_index_body
-from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.services.es_ingest import EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import setup_index
 from fingerprint_indexer.services.reindex import reindex
 
@@ -104,7 +104,7 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, batch: in
     decider = EsDecider(ElasticsearchIndex(client, name), k=3)
     counts.clear()
     t = time.perf_counter()
-    pairs = zip(docs, fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr), strict=True)
+    pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8)
     for result in pipelined(decider, batched(pairs, batch), "index"):
         for d in result.decisions:
             counts[d.decision] = counts.get(d.decision, 0) + 1

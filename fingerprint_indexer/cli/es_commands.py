@@ -10,8 +10,8 @@ import itertools
 import os
 import sys
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,12 +24,12 @@ from tqdm import tqdm
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, ElasticsearchUnavailable, connect
 from fingerprint_indexer.io.readers import InputError, read_documents
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
-from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
 from fingerprint_indexer.services.reindex import reindex
 from fingerprint_indexer.services.related import related
@@ -150,19 +150,11 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
             tqdm.write(f"warning: {err}", file=sys.stderr)
 
         started = time.perf_counter()
-        seen: deque[Document] = deque()
-
-        def feed() -> Iterator[Document]:
-            for doc in read_documents(inputs, skip_errors=skip_errors, on_error=on_error):
-                seen.append(doc)
-                yield doc
-
         out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
         bar = tqdm(unit="doc", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
         try:
-            fpr = Fingerprinter(config)
-            pairs = ((seen.popleft(), res) for res in fingerprint_many(feed(), processes=processes,
-                                                                       fingerprinter=fpr))  # fmt: skip
+            docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
+            pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8)
             batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
             for result in pipelined(decider, batches, "index"):
                 _emit_batch(result, out, counts, failures)

@@ -13,6 +13,8 @@ documents of its own batch. Rules, mirroring the embedded pipeline:
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from typing import Any, Literal
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import hamming, to_hex, to_unsigned
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
@@ -330,3 +332,32 @@ def pipelined(
         if inflight is not None:
             yield BatchResult(inflight[0], inflight[1].result())
     decider.refresh()
+
+
+def fingerprint_stream(
+    docs: Iterable[Document], fingerprinter: Fingerprinter, processes: int = 1, window: int = 4096
+) -> Iterator[tuple[Document, FingerprintResult]]:
+    """(document, fingerprint) pairs in input order, reading at most ``window`` documents ahead.
+
+    A process pool pulls its input as fast as it can; without the window a reindex of a large index would
+    hold the whole scan in memory (and outlive its point-in-time keep-alive) before the first write.
+    """
+    seen: deque[Document] = deque()
+    slots = threading.Semaphore(window)
+    stop = threading.Event()
+
+    def feed() -> Iterator[Document]:
+        for doc in docs:
+            while not slots.acquire(timeout=0.5):
+                if stop.is_set():
+                    return
+            seen.append(doc)
+            yield doc
+
+    try:
+        for res in fingerprint_many(feed(), processes=processes, fingerprinter=fingerprinter):
+            doc = seen.popleft()
+            slots.release()
+            yield doc, res
+    finally:
+        stop.set()

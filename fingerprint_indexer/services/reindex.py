@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,9 +28,9 @@ from elasticsearch import Elasticsearch
 from tqdm import tqdm
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 
 MAX_LISTED = 1000  # ids listed in the report per kind of problem (all are counted)
 
@@ -148,7 +147,6 @@ def reindex(
     report.missing_source, report.missing_source_ids, report.failed, report.failures = 0, [], 0, []
     started = time.perf_counter()
     elapsed_before = report.elapsed_s
-    seen: deque[Document] = deque()
 
     def documents() -> Iterator[Document]:
         for hit in scan(client, index, query, [source_field, title_field, "published_at", "url"], batch_size):
@@ -161,15 +159,12 @@ def reindex(
                 bar.update(1)
                 continue
             title = src.get(title_field)
-            doc = Document(id=str(hit["_id"]), title=title if isinstance(title, str) else "", content=text)
-            seen.append(doc)
-            yield doc
+            yield Document(id=str(hit["_id"]), title=title if isinstance(title, str) else "", content=text)
 
     bar = tqdm(total=total, unit="doc", desc=f"reindex {index}", disable=not progress, dynamic_ncols=True,
                smoothing=0.1)  # fmt: skip
     try:
-        results = fingerprint_many(documents(), processes=processes, fingerprinter=fpr)
-        pairs = ((seen.popleft(), res) for res in results)
+        pairs = fingerprint_stream(documents(), fpr, processes, window=batch_size * 8)
         batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
         for result in pipelined(decider, batches, "update"):
             _count(result, report)
