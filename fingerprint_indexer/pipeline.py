@@ -18,8 +18,8 @@ Rules, for a document ``d`` with fingerprint ``f``:
   ``distance`` is the smallest Hamming distance between any fingerprint of ``d`` and any of
   ``duplicate_of`` (or of ``replaces``).
 - cluster: an exact or near duplicate joins the cluster of the document it matched; otherwise Single-Pass
-  over non-degenerate documents (nearest centre within ``k``, else a new cluster); a degenerate document
-  without an exact duplicate stays alone.
+  over non-degenerate documents (nearest centre within ``k`` whose founder's sketch confirms it, else a
+  new cluster); a degenerate document without an exact duplicate stays alone.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     fingerprint_many,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, record_now
+from fingerprint_indexer.fingerprint.sketch import from_bytes
+from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, confirms, record_now
 from fingerprint_indexer.verify import closest
 
 Keep = Literal["first", "longest", "newest"]
@@ -197,7 +199,7 @@ class Pipeline:
                 c.size += 1
                 tx.put_cluster(c)
         else:
-            a = assign(fp, self.k, tx.centres_near, doc.id)
+            a = assign(fp, self.k, lambda f, k: self._verified_centres(tx, res, f, k), doc.id)
             if a.founded:
                 cluster_id = tx.found_cluster(doc.id, fp).id
             else:
@@ -216,6 +218,22 @@ class Pipeline:
         tx.put_record(rec, index=not res.degenerate)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
                         res.degenerate)
+
+    @staticmethod
+    def _verified_centres(tx: StoreBatch, res: FingerprintResult, fp: int, k: int) -> list[Match]:
+        """Centres within ``k`` whose founder's sketch confirms the document is a copy of the story.
+
+        Without this, distinct articles whose fingerprints collide at a few bits (one dominant shared
+        term, such as a celebrity's name) would be clustered together.
+        """
+        mine = from_bytes(res.sketch) if res.sketch else None
+        out = []
+        for m in tx.centres_near(fp, k):
+            c = tx.cluster(m.doc_id)
+            founder = tx.record(c.founder) if c is not None else None
+            if founder is None or confirms(mine, founder):
+                out.append(m)
+        return out
 
     def _singleton(self, tx: StoreBatch, doc_id: str, fp: int) -> str:
         """A degenerate document's own cluster id (not a searchable centre: it would be a giant bucket)."""

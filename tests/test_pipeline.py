@@ -134,3 +134,22 @@ def test_edited_reposts_found_through_chunks_and_sketch(tmp_path, zh_articles):
         # matched to its own original's group (the corpus itself holds a few copies of one story)
         assert o["duplicate_of"] in ("o" + o["id"][1:], original.duplicate_of)
         assert o["cluster_id"] == original.cluster_id
+
+
+def test_colliding_fingerprints_of_different_texts_stay_apart(tmp_path):
+    """Fingerprints within k but sketches that disagree: neither a duplicate nor the same cluster."""
+    from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
+
+    texts = {"a": "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。" * 3,
+             "b": "国家队主教练在赛后新闻发布会上表示，球队在下半场调整了阵型。" * 3,
+             "c": "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温！" * 3}
+    with Pipeline(tmp_path, k=3) as p:
+        version = p.fingerprinter.version
+        batch = [(doc(i), FingerprintResult(id=i, fingerprint=fp, blocks=[], content_digest=i,
+                                            keyword_digest="k", top_terms=[], degenerate=False, n_tokens=10,
+                                            version=version, sketch=to_bytes(sketch(texts[i]))))
+                 for i, fp in (("a", 0b0), ("b", 0b1), ("c", 0b11))]
+        out = [d.to_dict() for d in p.decide_batch(batch)]
+    assert [o["decision"] for o in out] == ["new", "new", "near_duplicate"]
+    assert [o["cluster_id"] for o in out] == ["a", "b", "a"]
+    assert out[2]["duplicate_of"] == "a"

@@ -94,6 +94,12 @@ class DocRecord:
         return cls(**data)
 
 
+def confirms(mine: npt.NDArray[np.uint32] | None, rec: DocRecord) -> bool:
+    """Whether ``rec``'s sketch confirms a candidate; without a sketch on either side (degenerate
+    text) the Hamming test alone decides."""
+    return mine is None or not rec.sketch or similarity(mine, rec.sketch_array()) >= MIN_SIMILARITY
+
+
 def verified_near(
     fps: Sequence[int],
     sketch: bytes,
@@ -117,11 +123,8 @@ def verified_near(
     out: list[Match] = []
     for d, dist in sorted(best.items(), key=lambda x: (x[1], x[0])):
         rec = record(d)
-        if rec is None:
-            continue
-        if mine is not None and rec.sketch and similarity(mine, rec.sketch_array()) < MIN_SIMILARITY:
-            continue
-        out.append(Match(d, dist))
+        if rec is not None and confirms(mine, rec):
+            out.append(Match(d, dist))
     return out
 
 
