@@ -33,7 +33,6 @@ T = TypeVar("T")
 
 #: Index names the service keeps an embedded store for (Elasticsearch's own rules, minus wildcards).
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_.+-]{0,254}$")
-BUCKET_COUNT_CAP = 1_000_000
 CHUNK_DOCS = 8
 
 
@@ -170,24 +169,13 @@ class StoreOwner:
         pipe = self.pipeline(index)
         assert pipe is not None
         out = pipe.decide_batch(pairs)
-        self._track_buckets(pipe.store, [r.fingerprint for _, r in pairs if not r.degenerate])
+        self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
         return out
 
     def _track_buckets(self, store: ExactStore, fps: list[int]) -> None:
         """Largest block bucket seen among the buckets just written to (a giant bucket slows every query)."""
-        index = store.index
-        prefix_of = getattr(index, "_bucket_prefix", None)
-        if prefix_of is None:
-            return
-        db = store.db
         for fp in fps:
-            for block, value in enumerate(store.layout.split(fp)):
-                n = 0
-                for _ in db.iterator(prefix=prefix_of(block, value), include_value=False):
-                    n += 1
-                    if n >= BUCKET_COUNT_CAP:
-                        break
-                self.largest_bucket = max(self.largest_bucket, n)
+            self.largest_bucket = max(self.largest_bucket, *store.index.bucket_sizes(fp))
 
     def neighbours(
         self, index: str, fps: list[int], sketch: bytes, digest: str, k: int, exclude: str | None
