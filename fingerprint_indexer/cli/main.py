@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from fingerprint_indexer import __version__
-from fingerprint_indexer.cli import calibrate_commands, dedupe_commands, fingerprint_commands, serve_commands
+from fingerprint_indexer.cli import (
+    calibrate_commands,
+    dedupe_commands,
+    es_commands,
+    fingerprint_commands,
+    serve_commands,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,6 +22,7 @@ def cli() -> None:
 
 fingerprint_commands.register(cli)
 dedupe_commands.register(cli)
+es_commands.register(cli)
 serve_commands.register(cli)
 calibrate_commands.register(cli)
 
