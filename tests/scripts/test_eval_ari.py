@@ -1,6 +1,7 @@
 """The adjusted Rand index used for the dedupe clusters in docs/quality.md, on known values."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "eval_quality.py"
 spec = importlib.util.spec_from_file_location("eval_quality", SCRIPT)
 assert spec is not None and spec.loader is not None
 eval_quality = importlib.util.module_from_spec(spec)
+sys.modules["eval_quality"] = eval_quality  # its dataclasses look their module up while being defined
 spec.loader.exec_module(eval_quality)
 
 
