@@ -1,15 +1,23 @@
 """Elasticsearch backend of :class:`NearDupIndex`.
 
-Each document carries its fingerprint as a ``long`` (two's complement of the unsigned value), its hex form
-and one ``keyword`` field per block (``block_0`` = most significant bits).  A query asks for documents that
-share at least one block key (a ``bool`` of ``term`` filters, ``minimum_should_match: 1``), fetches only the
-fingerprint doc values, and verifies the Hamming distance exactly on the client (scripting is absent on
-minimal clusters).  The block layout is stored in the mapping's ``_meta`` so an index is always queried with
-the layout it was written with.
+Each document carries its document fingerprint as a ``long`` (two's complement of the unsigned value) and
+its hex form, all its fingerprints (document first, then content-defined chunks) in the multi-valued long
+``fingerprints``, its MinHash sketch as ``binary`` with doc values, and one multi-valued ``keyword`` field
+per block (``block_0`` = most significant bits) holding that block's keys of every fingerprint.
+
+:meth:`ElasticsearchIndex.query` is the plain :class:`NearDupIndex` lookup of one fingerprint against
+document fingerprints. :meth:`ElasticsearchIndex.query_verified` is the measured rule of the embedded
+pipeline (docs/quality.md, :mod:`fingerprint_indexer.verify`): a candidate shares a block key with any of the
+query's fingerprints, and is accepted when some fingerprint pair lies within ``k`` and the sketches agree on
+at least ``MIN_SIMILARITY``; its distance is the smallest over all pairs. Candidates come from ``terms``
+filters on the block fields, their fingerprints and sketch from doc values, and verification runs on the
+client (scripting is absent on minimal clusters). The block layout is stored in the mapping's ``_meta`` so
+an index is always queried with the layout it was written with.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -20,14 +28,21 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
+from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.verify import MIN_SIMILARITY, closest
 
 MAPPING_FILE = "news.json"
 META_KEY = "fingerprint_indexer"
 FP_FIELD = "fingerprint"
+FPS_FIELD = "fingerprints"
+SKETCH_FIELD = "sketch"
 #: Fields the index writes itself; a caller's meta cannot override them.
-RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex"})
+RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD})
+#: Doc values a verified lookup needs of each candidate.
+VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}]
 
 
 class ElasticsearchUnavailable(RuntimeError):
@@ -112,13 +127,57 @@ def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:
     return layouts.pop() if layouts else None
 
 
-def fingerprint_fields(fingerprint: int, layout: BlockLayout, with_blocks: bool = True) -> dict[str, Any]:
-    """The fields that store one fingerprint (block keys omitted for degenerate documents)."""
+def fingerprint_fields(
+    fingerprint: int,
+    layout: BlockLayout,
+    with_blocks: bool = True,
+    chunks: Sequence[int] = (),
+    sketch: bytes = b"",
+) -> dict[str, Any]:
+    """The fields that store a document's fingerprints: the document fingerprint, every fingerprint
+    (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents)
+    and the base64 ``sketch`` when there is one."""
     fp = fingerprint & MASK64
-    out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp)}
+    fps = [fp, *(c & MASK64 for c in chunks)]
+    out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
+                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
     if with_blocks:
-        out.update(zip(block_fields(layout), layout.keys(fp), strict=True))
+        per_field: list[list[str]] = [[] for _ in range(layout.n_blocks)]
+        for f in fps:
+            for keys, key in zip(per_field, layout.keys(f), strict=True):
+                if key not in keys:
+                    keys.append(key)
+        out.update((name, keys[0] if len(keys) == 1 else keys)
+                   for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
+    if sketch:
+        out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
     return out
+
+
+def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
+    """:func:`fingerprint_fields` of a fingerprinted document (chunks and sketch included)."""
+    return fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
+                              sketch=res.sketch)  # fmt: skip
+
+
+def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:
+    """Unsigned fingerprints of a hit's doc values (``fingerprints``, else the document ``fingerprint``)."""
+    values = fields.get(FPS_FIELD) or fields.get(FP_FIELD) or []
+    return [to_unsigned(int(v)) for v in values]
+
+
+def hit_sketch(fields: Mapping[str, Any]) -> bytes:
+    """The sketch bytes of a hit's doc values (empty when the document has none)."""
+    values = fields.get(SKETCH_FIELD)
+    return base64.b64decode(values[0]) if values else b""
+
+
+def confirmed(mine: bytes, theirs: bytes, min_similarity: float = MIN_SIMILARITY) -> bool:
+    """Whether two sketches confirm a candidate; without a sketch on either side (degenerate or
+    pre-sketch documents) the Hamming test alone decides."""
+    if not mine or not theirs:
+        return True
+    return similarity(from_bytes(mine), from_bytes(theirs)) >= min_similarity
 
 
 def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -256,7 +315,9 @@ class ElasticsearchIndex(NearDupIndex):
             "track_total_hits": False,
         }
 
-    def _scan_candidates(self, fingerprint: int) -> Iterator[dict[str, Any]]:
+    def _scan_candidates(
+        self, query: dict[str, Any], fields: list[dict[str, str]] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Every candidate of an oversized bucket: point-in-time + search_after on ``_shard_doc``."""
         pit = self.client.open_point_in_time(index=self.index, keep_alive="1m")["id"]
         try:
@@ -264,9 +325,8 @@ class ElasticsearchIndex(NearDupIndex):
             while True:
                 kw: dict[str, Any] = {"search_after": after} if after is not None else {}
                 resp = self.client.search(
-                    query=self.candidate_query(fingerprint), source=False,
-                    docvalue_fields=[{"field": FP_FIELD}], size=self.page_size,
-                    pit={"id": pit, "keep_alive": "1m"}, sort=["_shard_doc"],
+                    query=query, source=False, docvalue_fields=fields or [{"field": FP_FIELD}],
+                    size=self.page_size, pit={"id": pit, "keep_alive": "1m"}, sort=["_shard_doc"],
                     track_total_hits=False, **kw,
                 )  # fmt: skip
                 hits = resp["hits"]["hits"]
@@ -297,7 +357,7 @@ class ElasticsearchIndex(NearDupIndex):
 
     def _finish(self, fingerprint: int, hits: list[dict[str, Any]], k: int) -> list[Match]:
         if len(hits) >= self.page_size:  # the first page may not hold the whole bucket
-            return self._verify(fingerprint, self._scan_candidates(fingerprint), k)
+            return self._verify(fingerprint, self._scan_candidates(self.candidate_query(fingerprint)), k)
         return self._verify(fingerprint, hits, k)
 
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
@@ -322,6 +382,96 @@ class ElasticsearchIndex(NearDupIndex):
                 if "error" in resp:
                     raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
                 out.append(self._finish(fp, resp["hits"]["hits"], k))
+        return out
+
+    # ---------------------------------------------------------------------------- verified lookups
+    def candidates_query(self, fingerprints: Sequence[int]) -> dict[str, Any]:
+        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field)."""
+        per_field: list[set[str]] = [set() for _ in self._fields]
+        for fp in fingerprints:
+            for keys, key in zip(per_field, self.layout.keys(fp & MASK64), strict=True):
+                keys.add(key)
+        should = [{"terms": {f: sorted(keys)}} for f, keys in zip(self._fields, per_field, strict=True)]
+        return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
+
+    def _verified_body(self, fingerprints: Sequence[int]) -> dict[str, Any]:
+        return {
+            "query": self.candidates_query(fingerprints),
+            "_source": False,
+            "docvalue_fields": VERIFY_FIELDS,
+            "size": self.page_size,
+            "track_total_hits": False,
+        }
+
+    @staticmethod
+    def verify_hits(
+        fingerprints: Sequence[int],
+        sketch: bytes,
+        hits: Iterable[Mapping[str, Any]],
+        k: int,
+        exclude: str | None = None,
+    ) -> list[Match]:
+        """Candidates with a fingerprint pair within ``k`` whose sketch confirms them, nearest first."""
+        mine = [f & MASK64 for f in fingerprints]
+        mine_sketch = from_bytes(sketch) if sketch else None
+        out = []
+        for h in hits:
+            doc_id = str(h["_id"])
+            fields = h.get("fields") or {}
+            theirs = hit_fingerprints(fields)
+            if doc_id == exclude or not theirs:
+                continue
+            d, _ = closest(mine, theirs)
+            if d > k:
+                continue
+            their_sketch = hit_sketch(fields)
+            if mine_sketch is not None and their_sketch and \
+                    similarity(mine_sketch, from_bytes(their_sketch)) < MIN_SIMILARITY:
+                continue
+            out.append(Match(doc_id, d))
+        out.sort(key=lambda m: (m.distance, m.doc_id))
+        return out
+
+    def _finish_verified(
+        self, fingerprints: Sequence[int], sketch: bytes, hits: list[dict[str, Any]], k: int,
+        exclude: str | None,
+    ) -> list[Match]:  # fmt: skip
+        if len(hits) >= self.page_size:  # the first page may not hold every candidate
+            scan = self._scan_candidates(self.candidates_query(fingerprints), VERIFY_FIELDS)
+            return self.verify_hits(fingerprints, sketch, scan, k, exclude)
+        return self.verify_hits(fingerprints, sketch, hits, k, exclude)
+
+    def query_verified(
+        self, fingerprints: Sequence[int], sketch: bytes = b"", k: int = 3, exclude: str | None = None
+    ) -> list[Match]:
+        """Verified near-duplicates of a document with these fingerprints (document first, then chunks)
+        and sketch: any fingerprint pair within ``k`` and sketch similarity >= ``MIN_SIMILARITY`` (the
+        Hamming test alone when either side has no sketch). Distance = smallest over all pairs."""
+        return self.query_verified_many([(fingerprints, sketch)], k, [exclude])[0]
+
+    def query_verified_many(
+        self,
+        queries: Sequence[tuple[Sequence[int], bytes]],
+        k: int = 3,
+        exclude: Sequence[str | None] | None = None,
+    ) -> list[list[Match]]:
+        """:meth:`query_verified` of each (fingerprints, sketch), one ``msearch`` per ``msearch_batch``."""
+        self.layout.check_k(k)
+        self._before_read()
+        excl = list(exclude) if exclude is not None else [None] * len(queries)
+        out: list[list[Match]] = []
+        for start in range(0, len(queries), self.msearch_batch):
+            chunk = queries[start : start + self.msearch_batch]
+            searches: list[dict[str, Any]] = []
+            for fps, _ in chunk:
+                if not fps:
+                    raise ValueError("a verified lookup needs at least one fingerprint")
+                searches += [{"index": self.index}, self._verified_body(fps)]
+            responses = self.client.msearch(searches=searches)["responses"]
+            for n, ((fps, sk), resp) in enumerate(zip(chunk, responses, strict=True)):
+                if "error" in resp:
+                    raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
+                out.append(self._finish_verified(fps, sk, resp["hits"]["hits"], k, excl[start + n]))
         return out
 
     def close(self) -> None:

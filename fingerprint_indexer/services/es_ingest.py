@@ -1,13 +1,16 @@
 """Decide new / exact / near duplicate against an Elasticsearch index, and write the fingerprint fields.
 
 Elasticsearch is the source of truth here: a document is compared with what the index already holds
-(exact: same content digest; near: block-key candidates verified by Hamming distance) and with the earlier
-documents of its own batch. Rules, mirroring the embedded pipeline:
+(exact: same content digest; near: documents with any fingerprint within Hamming ``k`` of any of this
+document's document and chunk fingerprints, confirmed by the MinHash sketch, see
+:meth:`ElasticsearchIndex.query_verified`) and, by the same rule, with the earlier documents of its own
+batch. Rules, mirroring the embedded pipeline:
 
 - same id already indexed with the same content digest and algorithm version: its stored decision stands
   and nothing is written (re-running an input is idempotent);
-- ``duplicate_of`` is the canonical (first indexed) document of the group, ``distance`` the Hamming distance
-  to it; ``cluster_id`` is the cluster of the nearest match, or the document's own id for a new story;
+- a near-duplicate matches the nearest verified candidate; ``duplicate_of`` is the canonical (first
+  indexed) document of the group, ``distance`` the smallest Hamming distance over all fingerprint pairs
+  with it; ``cluster_id`` is the cluster of the matched document, or the document's own id for a new story;
 - degenerate documents (too few features) are matched exactly only and get no block keys.
 """
 
@@ -24,22 +27,27 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
-from fingerprint_indexer.fingerprint.hamming import hamming, to_hex, to_unsigned
+from fingerprint_indexer.fingerprint.hamming import to_hex, to_unsigned
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
+    confirmed,
     fingerprint_fields,
+    hit_fingerprints,
+    hit_sketch,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.verify import closest
 
 OnDuplicate = Literal["tag", "skip"]
 Mode = Literal["index", "update"]
 #: Terms kept in the ``terms`` field: enough for more_like_this, bounded so long articles stay cheap to index.
 MAX_TERMS = 256
-RECORD_FIELDS = ["fingerprint", "content_digest", "fp_version", "cluster_id", "duplicate_of", "decision",
-                 "distance", "degenerate"]  # fmt: skip
+RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "content_digest", "fp_version", "cluster_id",
+                 "duplicate_of", "decision", "distance", "degenerate"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -79,18 +87,29 @@ class _Rec:
     decision: str = "new"
     distance: int | None = None
     degenerate: bool = False
+    chunks: tuple[int, ...] = ()
+    sketch: bytes = b""
 
     @property
     def root(self) -> str:
         return self.duplicate_of or self.id
 
+    @property
+    def fingerprints(self) -> list[int]:
+        return [self.fingerprint, *self.chunks]
+
     @classmethod
     def from_source(cls, doc_id: str, src: Mapping[str, Any]) -> _Rec | None:
         if src.get("fingerprint") is None:
             return None
+        fp = to_unsigned(int(src["fingerprint"]))
+        stored = src.get("fingerprints")  # _source keeps the written order: document first, then chunks
+        fps = hit_fingerprints({"fingerprints": stored if isinstance(stored, list) else [stored]})
         return cls(
             id=doc_id,
-            fingerprint=to_unsigned(int(src["fingerprint"])),
+            fingerprint=fp,
+            chunks=tuple(fps[1:]) if fps and fps[0] == fp else (),
+            sketch=hit_sketch({"sketch": [src["sketch"]]}) if src.get("sketch") else b"",
             cluster_id=str(src.get("cluster_id") or doc_id),
             duplicate_of=src.get("duplicate_of"),
             content_digest=str(src.get("content_digest") or ""),
@@ -190,8 +209,10 @@ class EsDecider:
             return [], []
         existing = self._mget(doc.id for doc, _ in batch if doc.id not in self._pending)
         exact = self._by_digest(res.content_digest for _, res in batch)
-        near_q = [res.fingerprint for _, res in batch if not res.degenerate]
-        near_iter: Iterator[list[Match]] = iter(self.index.query_many(near_q, self.k) if near_q else [])
+        near_q = [(res.fingerprints, res.sketch) for _, res in batch if not res.degenerate]
+        near_x = [doc.id for doc, res in batch if not res.degenerate]
+        found = self.index.query_verified_many(near_q, self.k, near_x) if near_q else []
+        near_iter: Iterator[list[Match]] = iter(found)
         near = {i: next(near_iter) if not res.degenerate else [] for i, (_, res) in enumerate(batch)}
         # records of every match and of their canonical documents, in two round trips at most
         known: dict[str, _Rec] = {r.id: r for recs in exact.values() for r in recs}
@@ -218,8 +239,10 @@ class EsDecider:
                 content_digest=res.content_digest,
                 fp_version=res.version,
                 decision=kind,
-                distance=hamming(res.fingerprint, root.fingerprint) if root else None,
+                distance=closest(res.fingerprints, root.fingerprints)[0] if root else None,
                 degenerate=res.degenerate,
+                chunks=res.chunks,
+                sketch=res.sketch,
             )
             written = kind == "new" or self.on_duplicate == "tag"
             decisions.append(EsDecision(new.id, to_hex(new.fingerprint), kind, new.duplicate_of,
@@ -230,18 +253,32 @@ class EsDecider:
         return decisions, writes
 
     def _remember(self, rec: _Rec) -> None:
-        if rec.id in self._pending:
-            self._pending_near.remove(rec.id)
+        old = self._pending.get(rec.id)
+        if old is not None:
+            for n in range(len(old.fingerprints)):
+                self._pending_near.remove(entry_id(rec.id, n))
         self._pending[rec.id] = rec
         self._pending_digest.setdefault(rec.content_digest, rec)
         if not rec.degenerate:
-            self._pending_near.add(rec.id, rec.fingerprint)
+            entries = [(entry_id(rec.id, n), fp, None) for n, fp in enumerate(rec.fingerprints)]
+            self._pending_near.add_many(entries)
+
+    def _pending_verified(self, doc_id: str, res: FingerprintResult) -> list[Match]:
+        """Documents decided since the last refresh with any fingerprint within k of any of ``res``'s,
+        confirmed by their sketch (the rule of :meth:`ElasticsearchIndex.query_verified`)."""
+        best: dict[str, int] = {}
+        for fp in res.fingerprints:
+            for m in self._pending_near.query(fp, self.k):
+                d = doc_of(m.doc_id)
+                if d != doc_id and m.distance < best.get(d, self.k + 1):
+                    best[d] = m.distance
+        return [Match(d, dist) for d, dist in best.items() if confirmed(res.sketch, self._pending[d].sketch)]
 
     def _match(
         self, doc_id: str, res: FingerprintResult, exact: dict[str, list[_Rec]], near: list[Match],
         known: dict[str, _Rec],
     ) -> tuple[str, _Rec] | None:  # fmt: skip
-        """The document this one duplicates: an exact copy first, else the nearest within k."""
+        """The document this one duplicates: an exact copy first, else the nearest verified candidate."""
         pending = self._pending
         for rec in exact.get(res.content_digest, []):
             if rec.id != doc_id and rec.id not in pending:  # a pending version supersedes the indexed one
@@ -253,16 +290,16 @@ class EsDecider:
             return None
         candidates = [(m.distance, m.doc_id, known[m.doc_id]) for m in near
                       if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in pending]  # fmt: skip
-        for m in self._pending_near.query(res.fingerprint, self.k):
-            if m.doc_id != doc_id:
-                candidates.append((m.distance, m.doc_id, pending[m.doc_id]))
+        for m in self._pending_verified(doc_id, res):
+            candidates.append((m.distance, m.doc_id, pending[m.doc_id]))
         if not candidates:
             return None
         return "near_duplicate", min(candidates, key=lambda c: (c[0], c[1]))[2]
 
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec) -> dict[str, Any]:
-        out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate)
+        out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate,
+                                 chunks=rec.chunks, sketch=rec.sketch)
         out.update(content_digest=rec.content_digest, fp_version=rec.fp_version, cluster_id=rec.cluster_id,
                    duplicate_of=rec.duplicate_of, decision=rec.decision, distance=rec.distance,
                    degenerate=rec.degenerate)  # fmt: skip

@@ -10,10 +10,11 @@ from support.corpus import ZH_NEWS, iter_records
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
-from fingerprint_indexer.fingerprint.hamming import hamming
+from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.services.es_setup import setup_index
+from fingerprint_indexer.verify import MIN_SIMILARITY, closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 K = 3
@@ -38,8 +39,19 @@ def fingerprinted() -> list[tuple[Document, FingerprintResult]]:
     return [(d, fpr.fingerprint_document(d)) for d in docs]
 
 
+def _verified_distance(a: FingerprintResult, b: FingerprintResult) -> int | None:
+    """Smallest Hamming distance over all fingerprint pairs when within K and the sketches agree."""
+    d, _ = closest(a.fingerprints, b.fingerprints)
+    if d > K:
+        return None
+    if a.sketch and b.sketch and similarity(from_bytes(a.sketch), from_bytes(b.sketch)) < MIN_SIMILARITY:
+        return None
+    return d
+
+
 def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[str, str | None]]:
-    """(decision, duplicate_of) by the documented rules, computed by brute force in memory."""
+    """(decision, duplicate_of) by the documented rules (any document or chunk fingerprint within K,
+    confirmed by the sketch; nearest first), computed by brute force in memory."""
     seen: list[tuple[str, FingerprintResult, str | None]] = []  # (id, result, root)
     out = {}
     for doc, res in batch:
@@ -48,10 +60,8 @@ def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[s
         if exact:
             kind, match = "exact_duplicate", exact[0]
         elif not res.degenerate:
-            near = [
-                (hamming(s[1].fingerprint, res.fingerprint), s[0], s) for s in seen if not s[1].degenerate
-            ]
-            near = [n for n in near if n[0] <= K]
+            near = [(d, s[0], s) for s in seen if not s[1].degenerate
+                    and (d := _verified_distance(s[1], res)) is not None]  # fmt: skip
             if near:
                 kind, match = "near_duplicate", min(near, key=lambda n: (n[0], n[1]))[2]
         root = None if match is None else (match[2] or match[0])
