@@ -2,9 +2,13 @@
 
 Composite aggregations page through every block field (and the content digest); a bucket holding two or
 more documents is a candidate group, whose members come back in the same response (``top_hits`` with only
-doc values; a bucket larger than that is fetched by a ``term`` query). Pairs are verified by exact Hamming
-distance, joined into groups (connected components), and every member of a group gets ``cluster_id`` and
-``duplicate_of`` (the group's canonical document: earliest ``published_at``, then smallest id) written back.
+doc values; a bucket larger than that is fetched by a ``term`` query). Block fields hold the keys of every
+document and chunk fingerprint, so a pair is a candidate when the fingerprints that put both members in the
+bucket lie within Hamming ``k``; it is accepted only when the MinHash sketches confirm it (as the embedded
+pipeline does, docs/quality.md). Accepted pairs are joined into groups (connected components), and every
+member of a group gets ``cluster_id`` and ``duplicate_of`` (the group's canonical document: earliest
+``published_at``, then smallest id) written back, with ``distance`` the smallest Hamming distance over all
+fingerprint pairs with the canonical.
 Elasticsearch distributes the bucket work over its shards; the client only verifies and joins.
 """
 
@@ -18,12 +22,25 @@ from typing import Any
 import numpy as np
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.fingerprint.hamming import MASK64, to_unsigned
-from fingerprint_indexer.index.elasticsearch import FP_FIELD, ElasticsearchIndex, ElasticsearchWriteError
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import MASK64
+from fingerprint_indexer.index.elasticsearch import (
+    FP_FIELD,
+    FPS_FIELD,
+    SKETCH_FIELD,
+    ElasticsearchIndex,
+    ElasticsearchWriteError,
+    confirmed,
+    hit_fingerprints,
+    hit_sketch,
+)
+from fingerprint_indexer.verify import closest
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
 MEMBER_FIELDS = [
     {"field": FP_FIELD},
+    {"field": FPS_FIELD},
+    {"field": SKETCH_FIELD},
     {"field": "content_digest"},
     {"field": "published_at", "format": "epoch_millis"},
 ]
@@ -35,6 +52,11 @@ class Member:
     fingerprint: int
     digest: str | None
     published: float | None
+    fingerprints: list[int] = field(default_factory=list)  # document and chunks (doc-value order)
+    sketch: bytes = b""
+
+    def all_fingerprints(self) -> list[int]:
+        return self.fingerprints or [self.fingerprint]
 
 
 @dataclass
@@ -80,8 +102,9 @@ def _member(hit: dict[str, Any]) -> Member | None:
     if not f.get(FP_FIELD):
         return None
     published = f.get("published_at")
-    return Member(str(hit["_id"]), to_unsigned(int(f[FP_FIELD][0])), (f.get("content_digest") or [None])[0],
-                  float(published[0]) if published else None)  # fmt: skip
+    return Member(str(hit["_id"]), hit_fingerprints({FP_FIELD: f[FP_FIELD]})[0],
+                  (f.get("content_digest") or [None])[0], float(published[0]) if published else None,
+                  hit_fingerprints(f), hit_sketch(f))  # fmt: skip
 
 
 def _bucket_members(client: Elasticsearch, index: str, fname: str, key: str, page: int) -> list[Member]:
@@ -111,6 +134,14 @@ def _scan(client: Elasticsearch, index: str, query: dict[str, Any], page: int) -
 
 def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 2000) -> Iterator[list[Member]]:
     """Members of every bucket of ``fname`` that holds two or more documents."""
+    for _, members in keyed_buckets(client, index, fname, page):
+        yield members
+
+
+def keyed_buckets(
+    client: Elasticsearch, index: str, fname: str, page: int = 2000
+) -> Iterator[tuple[str, list[Member]]]:
+    """(key, members) of every bucket of ``fname`` that holds two or more documents."""
     after: dict[str, Any] | None = None
     while True:
         composite: dict[str, Any] = {"size": page, "sources": [{"key": {"terms": {"field": fname}}}]}
@@ -123,22 +154,41 @@ def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 20
         for b in agg["buckets"]:
             if b["doc_count"] < 2:
                 continue
+            key = str(b["key"]["key"])
             if b["doc_count"] > TOP_HITS:
-                yield _bucket_members(client, index, fname, b["key"]["key"], 5000)
+                yield key, _bucket_members(client, index, fname, key, 5000)
             else:
                 members = [m for m in map(_member, b["members"]["hits"]["hits"]) if m is not None]
-                yield members
+                yield key, members
         after = agg.get("after_key")
         if not after or not agg["buckets"]:
             return
 
 
-def _close_pairs(members: list[Member], k: int) -> list[tuple[int, int]]:
-    """Index pairs (i < j) of members within distance k."""
-    fps = np.array([m.fingerprint & MASK64 for m in members], dtype=np.uint64)
+def _close_pairs(
+    members: list[Member], k: int, layout: BlockLayout | None = None, block: int = 0, key: str = ""
+) -> list[tuple[int, int]]:
+    """Index pairs (i < j) of members with fingerprints within distance k whose sketches confirm them.
+
+    With ``layout`` only the fingerprints that put a member into this bucket (block ``block`` = ``key``)
+    are compared: any pair within k shares a block key, so it is found in the bucket of that key.
+    """
+    owner: list[int] = []
+    values: list[int] = []
+    for n, m in enumerate(members):
+        for fp in m.all_fingerprints():
+            if layout is None or layout.keys(fp & MASK64)[block] == key:
+                owner.append(n)
+                values.append(fp & MASK64)
+    if not values:
+        return []
+    fps = np.array(values, dtype=np.uint64)
+    own = np.array(owner)
     dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
-    i, j = np.nonzero(np.triu(dist <= k, 1))
-    return list(zip(i.tolist(), j.tolist(), strict=True))
+    a, b = np.nonzero(np.triu(dist <= k, 1))
+    pairs = {(int(min(x, y)), int(max(x, y))) for x, y in zip(own[a].tolist(), own[b].tolist(), strict=True)
+             if x != y}  # fmt: skip
+    return sorted((i, j) for i, j in pairs if confirmed(members[i].sketch, members[j].sketch))
 
 
 def batch_dedupe(
@@ -151,16 +201,19 @@ def batch_dedupe(
     report = BatchDedupeReport(index, k)
     uf = _UnionFind()
     members_by_id: dict[str, Member] = {}
-    for fname in [f"block_{b}" for b in range(es_index.layout.n_blocks)] + ["content_digest"]:
+    layout = es_index.layout
+    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + ["content_digest"]:
         report.fields_scanned.append(fname)
         exact = fname == "content_digest"
-        for members in shared_buckets(client, index, fname, page):
+        block = -1 if exact else int(fname.removeprefix("block_"))
+        for key, members in keyed_buckets(client, index, fname, page):
             report.shared_buckets += 1
             n = len(members)
             report.candidate_pairs += n * (n - 1) // 2
             for m in members:
                 members_by_id.setdefault(m.id, m)
-            pairs = [(a, b) for a in range(n) for b in range(a + 1, n)] if exact else _close_pairs(members, k)
+            pairs = ([(a, b) for a in range(n) for b in range(a + 1, n)] if exact
+                     else _close_pairs(members, k, layout, block, key))  # fmt: skip
             for a, b in pairs:
                 uf.union(members[a].id, members[b].id)
             report.verified_pairs += len(pairs)
@@ -180,9 +233,9 @@ def batch_dedupe(
             same = m.digest is not None and m.digest == canon.digest
             decision = "new" if is_canon else "exact_duplicate" if same else "near_duplicate"
             report.duplicates += not is_canon
+            distance = None if is_canon else closest(m.all_fingerprints(), canon.all_fingerprints())[0]
             fields = {"cluster_id": canon.id, "duplicate_of": None if is_canon else canon.id,
-                      "distance": None if is_canon else (m.fingerprint ^ canon.fingerprint).bit_count(),
-                      "decision": decision}  # fmt: skip
+                      "distance": distance, "decision": decision}  # fmt: skip
             actions.append({"_op_type": "update", "_index": index, "_id": m.id, "doc": fields})
     if write and actions:
         try:

@@ -116,3 +116,34 @@ def test_dry_run_writes_nothing_and_large_k_is_refused(es_client, es_index):
     assert "cluster_id" not in es_client.get(index=es_index, id="b")["_source"]
     with pytest.raises(ValueError, match="needs at least 5 blocks"):
         batch_dedupe(es_client, es_index, k=4)
+
+
+def test_pairs_need_the_sketch_and_match_through_chunks(es_client, es_index):
+    """Fingerprints within K but disagreeing sketches stay apart; a chunk fingerprint within K of another
+    document's fingerprint, with agreeing sketches, joins the two."""
+    from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
+    from fingerprint_indexer.index.elasticsearch import fingerprint_fields
+
+    weather = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。" * 3
+    football = "国家队主教练在赛后新闻发布会上表示，球队在下半场调整了阵型。" * 3
+    rng = random.Random(7)
+    base, other = rng.getrandbits(64), rng.getrandbits(64)
+    docs = {  # id: (document fingerprint, chunks, text)
+        "a": (base, (), weather),
+        "b": (base ^ 0b1, (), football),  # within K of a, another story
+        "c": (other, (base ^ 0b110,), weather + "！"),  # a chunk within K of a, same text
+    }
+    index = ElasticsearchIndex(es_client, es_index, BlockLayout())
+    index.write_actions(
+        {"_op_type": "index", "_index": es_index, "_id": i,
+         "_source": {"content_digest": i, **fingerprint_fields(fp, index.layout, chunks=chunks,
+                                                               sketch=to_bytes(sketch(text)))}}
+        for i, (fp, chunks, text) in docs.items()
+    )  # fmt: skip
+    index.refresh()
+    report = batch_dedupe(es_client, es_index, k=K)
+    assert report.groups == 1 and report.documents_in_groups == 2
+    stored = {h["_id"]: h["_source"] for h in helpers.scan(es_client, index=es_index)}
+    assert stored["c"]["duplicate_of"] == "a" and stored["c"]["decision"] == "near_duplicate"
+    assert stored["c"]["distance"] == 2  # smallest over all fingerprint pairs: a ~ c's chunk
+    assert "cluster_id" not in stored["b"]
