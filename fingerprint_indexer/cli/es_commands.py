@@ -25,14 +25,21 @@ from fingerprint_indexer.cli.common import build_config, config_options, emit, f
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, ElasticsearchUnavailable, connect
+from fingerprint_indexer.index.elasticsearch import (
+    VERIFY_FIELDS,
+    ElasticsearchIndex,
+    ElasticsearchUnavailable,
+    connect,
+    hit_fingerprints,
+    source_fingerprints,
+)
 from fingerprint_indexer.io.readers import InputError, read_documents
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
 from fingerprint_indexer.services.reindex import reindex
 from fingerprint_indexer.services.related import related
+from fingerprint_indexer.verify import closest
 
 DEFAULT_INDEX = "news"
 EXIT_ES_ERROR = 2
@@ -252,7 +259,9 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
                 n_blocks: int) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
-    Exact copies (same content digest) are listed too, also those too short to be in the block index.
+    A near-duplicate has a document or chunk fingerprint within k of one of ours and a sketch that
+    confirms it; distance is the smallest over all fingerprint pairs. Exact copies (same content digest)
+    are listed too, also those too short to be in the block index.
     """
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
@@ -260,26 +269,25 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
     def body(client: Elasticsearch) -> None:
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
-            wanted = ["fingerprint", "content_digest"]
+            wanted = ["fingerprint", "fingerprints", "sketch", "content_digest"]
             try:
                 stored = client.get(index=index_name, id=doc_id, source_includes=wanted).get("_source") or {}
             except NotFoundError:
                 raise LookupError(f"no document {doc_id!r} in index {index_name!r}") from None
             if stored.get("fingerprint") is None:
                 raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
-            fp, digest = to_unsigned(int(stored["fingerprint"])), stored.get("content_digest")
+            (fps, sketch), digest = source_fingerprints(stored), stored.get("content_digest")
         else:
             config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
             doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
-            fp, digest = res.fingerprint, res.content_digest
-        hits = {m.doc_id: m.distance for m in index.query(fp, k)}
+            fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
+        hits = {m.doc_id: m.distance for m in index.query_verified(fps, sketch, k)}
         if digest:  # exact copies, including degenerate documents that have no block keys
             same = client.search(index=index_name, query={"term": {"content_digest": digest}}, size=1000,
-                                 source=False, docvalue_fields=[{"field": "fingerprint"}])  # fmt: skip
+                                 source=False, docvalue_fields=VERIFY_FIELDS)  # fmt: skip
             for h in same["hits"]["hits"]:
-                other = to_unsigned(int(h["fields"]["fingerprint"][0]))
-                hits.setdefault(h["_id"], (other ^ fp).bit_count())
+                hits.setdefault(h["_id"], closest(fps, hit_fingerprints(h["fields"]))[0])
         hits.pop(doc_id or "", None)
         if not hits:
             click.echo(f"no documents within distance {k}", err=True)

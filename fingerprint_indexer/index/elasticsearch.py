@@ -172,6 +172,19 @@ def hit_sketch(fields: Mapping[str, Any]) -> bytes:
     return base64.b64decode(values[0]) if values else b""
 
 
+def source_fingerprints(src: Mapping[str, Any]) -> tuple[list[int], bytes]:
+    """(fingerprints, sketch) of a document's ``_source``: the document fingerprint first, then its chunks
+    (``_source`` keeps the written order); a document indexed before chunks and sketches were stored has
+    its document fingerprint only, and no sketch."""
+    if src.get(FP_FIELD) is None:
+        return [], b""
+    fp = to_unsigned(int(src[FP_FIELD]))
+    stored = src.get(FPS_FIELD)
+    fps = hit_fingerprints({FPS_FIELD: stored if isinstance(stored, list) else [stored]}) if stored else []
+    sketch = hit_sketch({SKETCH_FIELD: [src[SKETCH_FIELD]]}) if src.get(SKETCH_FIELD) else b""
+    return [fp, *fps[1:]] if fps and fps[0] == fp else [fp], sketch
+
+
 def confirmed(mine: bytes, theirs: bytes, min_similarity: float = MIN_SIMILARITY) -> bool:
     """Whether two sketches confirm a candidate; without a sketch on either side (degenerate or
     pre-sketch documents) the Hamming test alone decides."""

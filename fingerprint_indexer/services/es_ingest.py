@@ -27,15 +27,14 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
-from fingerprint_indexer.fingerprint.hamming import to_hex, to_unsigned
+from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
     confirmed,
     fingerprint_fields,
-    hit_fingerprints,
-    hit_sketch,
+    source_fingerprints,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.store.exact import doc_of, entry_id
@@ -102,14 +101,12 @@ class _Rec:
     def from_source(cls, doc_id: str, src: Mapping[str, Any]) -> _Rec | None:
         if src.get("fingerprint") is None:
             return None
-        fp = to_unsigned(int(src["fingerprint"]))
-        stored = src.get("fingerprints")  # _source keeps the written order: document first, then chunks
-        fps = hit_fingerprints({"fingerprints": stored if isinstance(stored, list) else [stored]})
+        fps, sketch = source_fingerprints(src)
         return cls(
             id=doc_id,
-            fingerprint=fp,
-            chunks=tuple(fps[1:]) if fps and fps[0] == fp else (),
-            sketch=hit_sketch({"sketch": [src["sketch"]]}) if src.get("sketch") else b"",
+            fingerprint=fps[0],
+            chunks=tuple(fps[1:]),
+            sketch=sketch,
             cluster_id=str(src.get("cluster_id") or doc_id),
             duplicate_of=src.get("duplicate_of"),
             content_digest=str(src.get("content_digest") or ""),

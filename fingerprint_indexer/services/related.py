@@ -6,7 +6,8 @@ head of its ``terms`` field, weighted by our corpus-independent IDF). Seeding wi
 would let Elasticsearch pick the terms rarest in the index, which are exactly the ones only the article's
 own copies share, so the copies would crowd out every other story. Hits of one cluster are folded into one
 entry that says how many similar reports the story has, and the article's own near-duplicates (its
-cluster, or within Hamming distance ``k``) are returned separately instead of as "related".
+cluster, or verified near-duplicates: a fingerprint pair within Hamming distance ``k`` confirmed by the
+sketch, see :meth:`ElasticsearchIndex.query_verified`) are returned separately instead of as "related".
 """
 
 from __future__ import annotations
@@ -16,8 +17,13 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import FP_FIELD, ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import (
+    FP_FIELD,
+    FPS_FIELD,
+    SKETCH_FIELD,
+    ElasticsearchIndex,
+    source_fingerprints,
+)
 
 MLT_FIELDS = ("terms",)
 QUERY_TERMS = 40
@@ -67,15 +73,18 @@ def related(
     Raises LookupError when the document is not in the index.
     """
     try:
-        doc = client.get(index=index, id=doc_id, source_includes=[FP_FIELD, "cluster_id", "title", "terms"])
+        doc = client.get(index=index, id=doc_id,
+                         source_includes=[FP_FIELD, FPS_FIELD, SKETCH_FIELD, "cluster_id", "title", "terms"])
     except NotFoundError as exc:
         raise LookupError(f"no document {doc_id!r} in index {index!r}") from exc
     src = doc.get("_source") or {}
     own_cluster = src.get("cluster_id")
     near: list[dict[str, Any]] = []
     if src.get(FP_FIELD) is not None:
-        matches = ElasticsearchIndex(client, index, create=False).query(to_unsigned(int(src[FP_FIELD])), k)
-        near = [{"id": m.doc_id, "distance": m.distance} for m in matches if m.doc_id != doc_id]
+        fps, sketch = source_fingerprints(src)
+        es_index = ElasticsearchIndex(client, index, create=False)
+        matches = es_index.query_verified(fps, sketch, k, exclude=doc_id)
+        near = [{"id": m.doc_id, "distance": m.distance} for m in matches]
     if own_cluster:  # reports clustered with this one are near-duplicates too, even beyond k
         resp = client.search(
             index=index, query={"term": {"cluster_id": own_cluster}}, source=False, size=1000

@@ -15,9 +15,11 @@ from support.corpus import ZH_NEWS, iter_records
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.fingerprint.hamming import hamming, to_unsigned
+from fingerprint_indexer.fingerprint.hamming import to_unsigned
+from fingerprint_indexer.index.elasticsearch import source_fingerprints
 from fingerprint_indexer.services.es_setup import setup_index
 from fingerprint_indexer.services.reindex import reindex
+from fingerprint_indexer.verify import closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 ES_CLI = "from fingerprint_indexer.cli.es_commands import es_group; es_group()"
@@ -57,11 +59,10 @@ def _check_fields(client: Elasticsearch, name: str, records: list[dict]) -> dict
         want = fpr.fingerprint_document(Document(id=r["id"], title=r["title"], content=r["content"]))
         assert to_unsigned(src["fingerprint"]) == want.fingerprint, r["id"]
         assert src["fp_version"] == want.version and src["content"] == r["content"]
-        if src["duplicate_of"]:
+        assert source_fingerprints(src) == (list(want.fingerprints), want.sketch)  # chunks and sketch too
+        if src["duplicate_of"]:  # the smallest distance over all document and chunk fingerprint pairs
             canon = docs[src["duplicate_of"]]
-            assert src["distance"] == hamming(
-                to_unsigned(src["fingerprint"]), to_unsigned(canon["fingerprint"])
-            )
+            assert src["distance"] == closest(want.fingerprints, source_fingerprints(canon)[0])[0]
     return docs
 
 
