@@ -128,3 +128,21 @@ def test_unreachable_cluster_is_one_clear_error():
     err = res.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: cannot reach Elasticsearch at {url}")
     assert run("setup").returncode == 2  # no URL at all
+
+
+def test_update_mapping_adds_chunk_fingerprints_and_sketch_to_an_older_index(es_url, es_client, es_index):
+    from fingerprint_indexer.index.elasticsearch import load_index_body
+
+    body = load_index_body()
+    for name in ("fingerprints", "sketch"):  # the mapping before chunks and sketches were stored
+        del body["mappings"]["properties"][name]
+    es_client.indices.create(index=es_index, **body)
+    assert run("setup", "--index", es_index, url=es_url).returncode == 2
+    updated = run("setup", "--index", es_index, "--update-mapping", url=es_url)
+    assert updated.returncode == 0, updated.stderr
+    assert lines(updated.stdout)[0]["added_fields"] == ["fingerprints", "sketch"]
+    props = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]["properties"]
+    assert props["sketch"] == {"type": "binary", "doc_values": True}
+    assert props["fingerprints"] == {"type": "long"}
+    again = run("setup", "--index", es_index, url=es_url)
+    assert again.returncode == 0 and lines(again.stdout)[0]["action"] == "unchanged"

@@ -127,3 +127,72 @@ def test_bulk_failures_are_reported_with_ids_and_the_rest_is_written(es_client, 
     assert "published_at" in result.failures[0][1]
     es_client.indices.refresh(index=es_index)
     assert es_client.count(index=es_index)["count"] == 5
+
+
+def _edit(text: str) -> str:
+    """A realistic repost: site header and footer, one sentence dropped, one ad line inserted."""
+    parts = [p for p in text.split("。") if p.strip()]
+    del parts[len(parts) // 2]
+    parts.insert(len(parts) // 3, "点击下载客户端，阅读更多精彩内容")
+    return "本文来源：某某网 作者：张三\n" + "。".join(parts) + "。\n(责任编辑：李四)"
+
+
+def test_edited_reposts_found_through_chunks_and_sketch(es_client, es_index, zh_articles):
+    """Edited reposts are near-duplicates of their originals, in the index and within one batch."""
+    arts = [a for a in zh_articles if a["content"].count("。") >= 12][:40]
+    fpr = Fingerprinter()
+    originals = [Document(id=f"o{i}", content=a["content"]) for i, a in enumerate(arts)]
+    reposts = [Document(id=f"r{i}", content=_edit(a["content"])) for i, a in enumerate(arts)]
+    setup_index(es_client, es_index)
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    batch = [(d, fpr.fingerprint_document(d)) for d in originals]
+    first = {d.id: d for d in decider.index_batch(batch).decisions}
+    decider.refresh()
+    # half of the reposts against the index, the rest in one batch after a fresh copy of their original
+    later = [(d, fpr.fingerprint_document(d)) for d in reposts[:20]]
+    copies = [Document(id=f"o{i}-b", content=arts[i]["content"] + "（完）") for i in range(20, 40)]
+    pairs = zip(copies, reposts[20:], strict=True)
+    later += [(d, fpr.fingerprint_document(d)) for pair in pairs for d in pair]
+    out = {d.id: d for d in decider.index_batch(later).decisions}
+    found = [o for o in out.values() if o.id.startswith("r") and o.decision == "near_duplicate"]
+    assert len(found) >= 0.9 * len(reposts)
+    for o in found:
+        original = first["o" + o.id[1:]]
+        # its own original's group (the corpus itself holds a few copies of one story)
+        assert o.duplicate_of in ("o" + o.id[1:], original.duplicate_of)
+        assert o.cluster_id == original.cluster_id
+        assert o.distance is not None and o.distance <= K
+
+
+def test_colliding_fingerprints_of_different_texts_stay_apart(es_client, es_index):
+    """Fingerprints within k but sketches that disagree: neither a duplicate nor the same cluster, both in
+    the index and within one batch; the same fingerprints with an agreeing sketch are a near-duplicate."""
+    from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
+
+    texts = {"a": "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。" * 3,
+             "b": "国家队主教练在赛后新闻发布会上表示，球队在下半场调整了阵型。" * 3,
+             "c": "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温！" * 3,
+             "d": "央行今天宣布下调存款准备金率零点五个百分点，释放长期资金约一万亿元。" * 3}
+    fps = {"a": (0b0, ()), "b": (0b1, ()), "c": (0xF0F0F0F0F0F0F0F0, (0b11,)), "d": (0b111, ())}
+    version = Fingerprinter().version
+
+    def item(i: str) -> tuple[Document, FingerprintResult]:
+        fp, chunks = fps[i]
+        return Document(id=i, content=texts[i]), FingerprintResult(
+            id=i, fingerprint=fp, blocks=[], content_digest=i, keyword_digest="k", top_terms=[],
+            degenerate=False, n_tokens=10, version=version, chunks=chunks, sketch=to_bytes(sketch(texts[i])))
+
+    setup_index(es_client, es_index)
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    out = [d.to_dict() for d in decider.index_batch([item("a"), item("b"), item("c")]).decisions]
+    assert [o["decision"] for o in out] == ["new", "new", "near_duplicate"]
+    assert [o["cluster_id"] for o in out] == ["a", "b", "a"]
+    assert out[2]["duplicate_of"] == "a" and out[2]["distance"] == 2  # c's chunk ~ a
+    decider.refresh()
+    late = decider.index_batch([item("d")]).decisions[0]  # within k of a, b and c's chunk; another story
+    assert (late.decision, late.duplicate_of, late.cluster_id) == ("new", None, "d")
+    decider.refresh()
+    index = ElasticsearchIndex(es_client, es_index)
+    assert {m.doc_id for m in index.query(0b111, K)} == {"a", "b", "d"}  # the plain lookup still sees them
+    verified = index.query_verified([0b0], to_bytes(sketch(texts["a"])), K, exclude="a")
+    assert [(m.doc_id, m.distance) for m in verified] == [("c", 2)]
