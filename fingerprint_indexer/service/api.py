@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.index.elasticsearch import fingerprint_fields
+from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.service.delivery import BulkOp
 from fingerprint_indexer.service.errors import ApiError
 from fingerprint_indexer.service.ingest import decide, es_fields
@@ -63,7 +63,7 @@ async def fingerprint(body: FingerprintRequest, request: Request) -> dict[str, A
     res = await state.pool.raw(body.text, body.html)
     out = res.to_dict(with_terms=body.with_terms)
     out.pop("id", None)
-    out["fields"] = fingerprint_fields(res.fingerprint, state.layout, with_blocks=not res.degenerate)
+    out["fields"] = result_fields(res, state.layout)
     return out
 
 

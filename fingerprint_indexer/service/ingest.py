@@ -16,7 +16,7 @@ from typing import Any
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
-from fingerprint_indexer.index.elasticsearch import fingerprint_fields
+from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
 
@@ -36,7 +36,7 @@ class Decided:
 
 def es_fields(result: FingerprintResult, decision: Decision, layout: BlockLayout) -> dict[str, Any]:
     """The fields the service adds to an Elasticsearch document (names as in ``mappings/news.json``)."""
-    out = fingerprint_fields(result.fingerprint, layout, with_blocks=not result.degenerate)
+    out = result_fields(result, layout)
     out.update(
         content_digest=result.content_digest,
         keyword_digest=result.keyword_digest,
