@@ -205,6 +205,34 @@ def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------------------------------- index
+def pit_scan(
+    client: Elasticsearch,
+    index: str,
+    query: dict[str, Any],
+    page: int,
+    keep_alive: str = "2m",
+    **request: Any,
+) -> Iterator[dict[str, Any]]:
+    """Every hit of ``query`` once, from a point-in-time snapshot paged by ``search_after`` on
+    ``_shard_doc``; ``request`` adds search options (``source``, ``docvalue_fields``, ...)."""
+    pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"]
+    try:
+        after: list[Any] | None = None
+        while True:
+            kw: dict[str, Any] = {"search_after": after} if after is not None else {}
+            resp = client.search(
+                query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=["_shard_doc"],
+                track_total_hits=False, **request, **kw,
+            )  # fmt: skip
+            hits = resp["hits"]["hits"]
+            yield from hits
+            if len(hits) < page:
+                return
+            pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
+    finally:
+        client.close_point_in_time(id=pit)
+
+
 class ElasticsearchIndex(NearDupIndex):
     """Near-duplicate lookups on an Elasticsearch index (or alias) that holds the news documents.
 
@@ -331,24 +359,9 @@ class ElasticsearchIndex(NearDupIndex):
     def _scan_candidates(
         self, query: dict[str, Any], fields: list[dict[str, str]] | None = None
     ) -> Iterator[dict[str, Any]]:
-        """Every candidate of an oversized bucket: point-in-time + search_after on ``_shard_doc``."""
-        pit = self.client.open_point_in_time(index=self.index, keep_alive="1m")["id"]
-        try:
-            after: list[Any] | None = None
-            while True:
-                kw: dict[str, Any] = {"search_after": after} if after is not None else {}
-                resp = self.client.search(
-                    query=query, source=False, docvalue_fields=fields or [{"field": FP_FIELD}],
-                    size=self.page_size, pit={"id": pit, "keep_alive": "1m"}, sort=["_shard_doc"],
-                    track_total_hits=False, **kw,
-                )  # fmt: skip
-                hits = resp["hits"]["hits"]
-                yield from hits
-                if len(hits) < self.page_size:
-                    return
-                pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
-        finally:
-            self.client.close_point_in_time(id=pit)
+        """Every candidate of an oversized bucket."""
+        return pit_scan(self.client, self.index, query, self.page_size, "1m", source=False,
+                        docvalue_fields=fields or [{"field": FP_FIELD}])
 
     def _verify(self, fingerprint: int, hits: Iterable[Mapping[str, Any]], k: int) -> list[Match]:
         """Exact Hamming distance of each candidate; keep those within ``k``, by (distance, id)."""

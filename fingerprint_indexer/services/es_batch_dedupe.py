@@ -33,6 +33,7 @@ from fingerprint_indexer.index.elasticsearch import (
     confirmed,
     hit_fingerprints,
     hit_sketch,
+    pit_scan,
 )
 from fingerprint_indexer.verify import closest
 
@@ -109,27 +110,8 @@ def _member(hit: dict[str, Any]) -> Member | None:
 
 def _bucket_members(client: Elasticsearch, index: str, fname: str, key: str, page: int) -> list[Member]:
     """All members of a bucket too large for top_hits (point-in-time scan)."""
-    hits = _scan(client, index, {"term": {fname: key}}, page)
+    hits = pit_scan(client, index, {"term": {fname: key}}, page, source=False, docvalue_fields=MEMBER_FIELDS)
     return [m for m in map(_member, hits) if m is not None]
-
-
-def _scan(client: Elasticsearch, index: str, query: dict[str, Any], page: int) -> Iterator[dict[str, Any]]:
-    pit = client.open_point_in_time(index=index, keep_alive="2m")["id"]
-    try:
-        after: list[Any] | None = None
-        while True:
-            kw: dict[str, Any] = {"search_after": after} if after is not None else {}
-            resp = client.search(
-                query=query, source=False, docvalue_fields=MEMBER_FIELDS, size=page,
-                pit={"id": pit, "keep_alive": "2m"}, sort=["_shard_doc"], **kw,
-            )  # fmt: skip
-            hits = resp["hits"]["hits"]
-            yield from hits
-            if len(hits) < page:
-                return
-            pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
-    finally:
-        client.close_point_in_time(id=pit)
 
 
 def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 2000) -> Iterator[list[Member]]:

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, pit_scan
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 
 MAX_LISTED = 1000  # ids listed in the report per kind of problem (all are counted)
@@ -101,22 +101,7 @@ def scan(
     client: Elasticsearch, index: str, query: dict[str, Any], fields: list[str], page: int
 ) -> Iterator[dict[str, Any]]:
     """Every hit of ``query`` once, from a point-in-time snapshot."""
-    pit = client.open_point_in_time(index=index, keep_alive="5m")["id"]
-    try:
-        after: list[Any] | None = None
-        while True:
-            kw: dict[str, Any] = {"search_after": after} if after is not None else {}
-            resp = client.search(
-                query=query, source_includes=fields, size=page, sort=["_shard_doc"],
-                pit={"id": pit, "keep_alive": "5m"}, track_total_hits=False, **kw,
-            )  # fmt: skip
-            hits = resp["hits"]["hits"]
-            yield from hits
-            if len(hits) < page:
-                return
-            pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
-    finally:
-        client.close_point_in_time(id=pit)
+    return pit_scan(client, index, query, page, "5m", source_includes=fields)
 
 
 def reindex(
