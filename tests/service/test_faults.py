@@ -6,6 +6,7 @@ In both cases every acknowledged document must end up in Elasticsearch exactly o
 from __future__ import annotations
 
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -103,3 +104,25 @@ def test_sigkill_mid_ingest_loses_nothing(
         r = httpx.get(f"{again.url}/v1/similar/{first}", params={"index": fault_index})
         assert r.status_code == 200, r.text
     assert_exactly_once(es_client, fault_index, driver.acked)
+
+
+def test_sigterm_finishes_requests_in_flight(
+    es_url: str, tmp_path: Path, zh_articles: list[dict[str, Any]], fault_index: str
+) -> None:
+    svc = ServiceProcess(es_url, tmp_path / "data").start()
+    docs = [{"id": f"g{i}", "content": a["content"]} for i, a in enumerate(zh_articles[:300])]
+    result: list[httpx.Response] = []
+
+    def post() -> None:
+        result.append(httpx.post(f"{svc.url}/v1/ingest", timeout=120,
+                                 json={"documents": docs, "index": True, "index_name": fault_index}))
+
+    sender = threading.Thread(target=post)
+    sender.start()
+    time.sleep(1.0)  # the batch is being fingerprinted
+    assert svc.proc is not None
+    svc.proc.send_signal(signal.SIGTERM)
+    sender.join(timeout=120)
+    assert result and result[0].status_code == 200, result
+    assert {r["index"]["status"] for r in result[0].json()["results"]} == {201}
+    assert svc.proc.wait(timeout=60) in (0, -signal.SIGTERM)

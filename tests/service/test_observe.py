@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +56,16 @@ def test_related_folds_reports_of_one_story(
     assert decisions["x2"]["duplicate_of"] == "x1" and decisions["y2"]["duplicate_of"] == "y1"
     es_client.indices.refresh(index=svc_index)
     rel = http.get(f"/v1/related/mix?index={svc_index}").json()
-    by_first = {e["id"]: e for e in rel["related"]}
-    assert set(by_first) in ({"x1", "y1"}, {"x2", "y1"}, {"x1", "y2"}, {"x2", "y2"}), rel
-    assert all(e["similar_reports"] == 1 and len(e["members"]) == 2 for e in rel["related"])
+    own_dups = {d["id"] for d in rel["duplicates"]}
+    clusters = [e["cluster_id"] for e in rel["related"]]
+    assert len(clusters) == len(set(clusters)), rel  # one entry per story
+    for e in rel["related"]:
+        assert e["similar_reports"] == len(e["members"]) - 1
+        assert not own_dups & set(e["members"]), rel  # its own near-duplicates are not "related"
+    # mix takes a part of x and of y: a topical neighbour of both stories, whose two reports each are
+    # folded into one entry (at most one story could be a near-duplicate of it instead)
+    folded = [sorted(e["members"]) for e in rel["related"] if e["similar_reports"] == 1]
+    assert folded and all(f in (["x1", "x2"], ["y1", "y2"]) for f in folded), rel
     own = http.get(f"/v1/related/x1?index={svc_index}").json()
     assert [d["id"] for d in own["duplicates"]] == ["x2"]
     assert all("x2" not in e["members"] for e in own["related"])
@@ -82,3 +91,30 @@ def test_full_spool_answers_429_with_retry_after(tmp_path: Path, zh_articles: li
         ok = httpx.post(f"{svc.url}/v1/ingest", json={"document": {"id": "n", "content": content}})
         assert ok.status_code == 200
         assert httpx.get(f"{svc.url}/readyz").status_code == 503
+
+
+def test_event_loop_stays_responsive_during_a_big_batch(
+    http: httpx.Client, service: ServiceProcess, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """Fingerprinting runs in the worker pool: probes are answered while a large batch is being decided."""
+    docs = [{"id": f"big-{i}", "content": a["content"]} for i, a in enumerate(zh_articles[:400])]
+    done = threading.Event()
+    status: list[int] = []
+
+    def big() -> None:
+        status.append(http.post("/v1/ingest", json={"documents": docs, "index_name": svc_index}).status_code)
+        done.set()
+
+    threading.Thread(target=big).start()
+    latencies = []
+    with httpx.Client(base_url=service.url, timeout=30) as probe:
+        time.sleep(0.3)
+        while not done.is_set() and len(latencies) < 50:
+            t0 = time.perf_counter()
+            assert probe.get("/healthz").status_code == 200
+            latencies.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+    done.wait(timeout=300)
+    assert status == [200]
+    assert len(latencies) >= 5, "the batch finished too quickly to observe"
+    assert max(latencies) < 0.5, f"probe latencies while ingesting: {sorted(latencies)[-5:]}"

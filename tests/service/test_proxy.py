@@ -16,7 +16,8 @@ from elasticsearch import BadRequestError, Elasticsearch, helpers
 from support.service import ServiceProcess
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.pipeline import Pipeline
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
@@ -67,16 +68,21 @@ def test_helpers_bulk_through_the_proxy(
     assert ok == len(actions) and not errors
     es_client.indices.refresh(index=svc_index)
     assert es_client.count(index=svc_index)["count"] == len(actions)
+    keys = [a.get("_id") or f"seq{a['seq']}" for a in actions]
+    docs = {k: Document.from_mapping({**a, "id": k}) for k, a in zip(keys, actions, strict=True)}
     with Pipeline(tmp_path / "ref") as pipe:  # the same documents decided in-process
-        ref = {d.id: d for d in pipe.process_many(
-            Document.from_mapping({**a, "id": a.get("_id") or f"seq{a['seq']}"}) for a in actions)}
+        ref = {d.id: d for d in pipe.process_many(docs.values())}
+    fpr, layout = Fingerprinter(), FingerprintConfig().layout
     hits = es_client.search(index=svc_index, size=200, query={"match_all": {}})["hits"]["hits"]
     assert any(r.decision == "near_duplicate" for r in ref.values())
     for h in hits:
         src = h["_source"]
-        want = ref[h["_id"] if src["seq"] < 1000 else f"seq{src['seq']}"]
+        key = h["_id"] if src["seq"] < 1000 else f"seq{src['seq']}"
+        want = ref[key]
         assert (src["decision"], src["duplicate_of"]) == (want.decision, want.duplicate_of), src["seq"]
-        assert src["fingerprint_hex"] == want.fingerprint and src["block_0"] == want.fingerprint[:4]
+        fields = result_fields(fpr.fingerprint_document(docs[key]), layout)
+        assert src["fingerprint_hex"] == want.fingerprint
+        assert {k: src.get(k) for k in fields} == fields, src["seq"]
     resp = proxied.bulk(operations=[{"delete": {"_index": svc_index, "_id": "b0"}},
                                     {"update": {"_index": svc_index, "_id": "b1"}}, {"doc": {"seq": -1}}])
     assert [next(iter(it.values()))["status"] for it in resp["items"]] == [200, 200]
