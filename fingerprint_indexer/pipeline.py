@@ -42,6 +42,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.sketch import from_bytes
 from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.store.db import CACHE_BYTES
 from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, confirms, record_now
 from fingerprint_indexer.verify import closest
 
@@ -101,6 +102,7 @@ class Pipeline:
         keep: Keep = "first",
         processes: int = 1,
         batch_size: int = 256,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
         if keep not in KEEP_POLICIES:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
@@ -108,7 +110,7 @@ class Pipeline:
         self.config.layout.check_k(k)
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = ExactStore(store_dir, self.config.layout, self.fingerprinter.version)
+        self.store = ExactStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
 
     def close(self) -> None:
         self.store.close()

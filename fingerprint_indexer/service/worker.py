@@ -130,6 +130,11 @@ class Neighbour:
                 "duplicate_of": self.duplicate_of}
 
 
+#: LevelDB block cache per open store. The service keeps up to ``max_open`` stores open, so the
+#: command line's 256 MB would let the cache alone reach gigabytes; 16 MB keeps memory flat.
+STORE_CACHE_BYTES = 16 << 20
+
+
 class StoreOwner:
     """The one thread that opens, reads and writes the embedded stores."""
 
@@ -158,7 +163,7 @@ class StoreOwner:
         path = self.root / index
         if not create and not (path / "leveldb").is_dir():
             return None
-        pipe = Pipeline(path, self.config, k=self.k, keep="first", processes=1)
+        pipe = Pipeline(path, self.config, k=self.k, keep="first", processes=1, cache_bytes=STORE_CACHE_BYTES)
         self._pipelines[index] = pipe
         while len(self._pipelines) > self.max_open:
             _, old = self._pipelines.popitem(last=False)

@@ -35,7 +35,7 @@ from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.store.bloom import load_bloom, new_bloom, save_bloom
-from fingerprint_indexer.store.db import open_db
+from fingerprint_indexer.store.db import CACHE_BYTES, open_db
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.verify import MIN_SIMILARITY, Verdict, closest
 
@@ -153,10 +153,14 @@ class ExactStore:
     """Open a store directory (created if missing); one process at a time (LevelDB's lock)."""
 
     def __init__(
-        self, directory: str | Path, layout: BlockLayout | None = None, algorithm: str | None = None
+        self,
+        directory: str | Path,
+        layout: BlockLayout | None = None,
+        algorithm: str | None = None,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
         self.directory = Path(directory)
-        self.db = open_db(self.directory / "leveldb")
+        self.db = open_db(self.directory / "leveldb", cache_bytes=cache_bytes)
         try:
             fmt = self.db.get(b"s/meta/format")
             if fmt is not None and fmt != FORMAT:
