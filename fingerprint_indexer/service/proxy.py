@@ -156,8 +156,12 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
     items = await state.delivery.submit([ops[p] for p in forward], params)
     for pos, item in zip(forward, items, strict=True):
-        if ops[pos].fingerprinted:
-            next(iter(item.values()))["fingerprint_indexer"] = ops[pos].extra
+        op = ops[pos]
+        if op.fingerprinted:
+            next(iter(item.values()))["fingerprint_indexer"] = op.extra
+        elif op.action == "delete" and op.id and valid_index_name(op.index) and not _has_error(item):
+            # deleted (or queued for deletion) in Elasticsearch: later copies must not point at it
+            await state.stores.call(state.stores.forget, op.index, op.id)
         out[pos] = item
     return [it for it in out if it is not None]
 
@@ -257,6 +261,17 @@ async def doc_without_id(index: str, request: Request) -> Response:
 async def create_with_id(index: str, doc_id: str, request: Request) -> Response:
     """As Elasticsearch's create API; the answer is Elasticsearch's."""
     return await _single(request, index, doc_id, "create")
+
+
+@router.delete("/{index}/_doc/{doc_id}", include_in_schema=False)
+async def delete_doc(index: str, doc_id: str, request: Request) -> Response:
+    """Elasticsearch's delete API, passed through; a document that is gone (or was never there) is
+    also dropped from the embedded store, so later copies are not reported as duplicates of it."""
+    resp = await passthrough(request)
+    if valid_index_name(index) and (200 <= resp.status_code < 300 or resp.status_code == 404):
+        state = svc(request)
+        await state.stores.call(state.stores.forget, index, doc_id)
+    return resp
 
 
 async def passthrough(request: Request) -> Response:

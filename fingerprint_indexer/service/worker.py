@@ -192,6 +192,11 @@ class StoreOwner:
         hits = pipe.store.neighbours(fps, sketch, digest, k, exclude)
         return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of) for rec, why in hits]
 
+    def forget(self, index: str, doc_id: str) -> bool:
+        """Remove a document deleted from Elasticsearch from the index's embedded store."""
+        pipe = self.pipeline(index, create=False)
+        return pipe is not None and pipe.store.delete(doc_id)
+
     def record(self, index: str, doc_id: str) -> Any:
         pipe = self.pipeline(index, create=False)
         return None if pipe is None else pipe.store.record(doc_id)

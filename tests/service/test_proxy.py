@@ -176,3 +176,23 @@ def test_skip_policy_through_the_proxy(
     assert items[1]["fingerprint_indexer"]["duplicate_of"] == "k1"
     es_client.indices.refresh(index=svc_index)
     assert es_client.count(index=svc_index)["count"] == 1
+
+
+def test_deletes_through_the_proxy_reach_the_embedded_store(
+    proxied: Elasticsearch, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """A copy indexed after its original was deleted is new, not a duplicate of a deleted document."""
+    a, b = zh_articles[30]["content"], zh_articles[31]["content"]
+    proxied.index(index=svc_index, id="d1", document={"content": a})
+    proxied.index(index=svc_index, id="e1", document={"content": b})
+    again = proxied.index(index=svc_index, id="d2", document={"content": a})
+    assert again["fingerprint_indexer"]["decision"] == "exact_duplicate"
+    proxied.delete(index=svc_index, id="d1")
+    proxied.delete(index=svc_index, id="d2")
+    helpers.bulk(proxied, [{"_op_type": "delete", "_index": svc_index, "_id": "e1"}])
+    es_client.indices.refresh(index=svc_index)
+    assert es_client.count(index=svc_index)["count"] == 0
+    copy_a = proxied.index(index=svc_index, id="d3", document={"content": a})
+    copy_b = proxied.index(index=svc_index, id="e2", document={"content": b})
+    assert copy_a["fingerprint_indexer"]["decision"] == "new"
+    assert copy_b["fingerprint_indexer"]["decision"] == "new"
