@@ -4,7 +4,8 @@ PAIRS is JSONL with ``a``, ``b`` (document ids) and ``label`` (1 duplicate, 0 no
 (JSONL with ``id``, ``title``, ``content`` or ``html``). The command prints, for the fingerprint settings
 given (the same options as ``fingerprint``), how many labelled duplicates and non-duplicates lie at each
 Hamming distance, the precision and recall of each threshold, and a recommendation; and the same for
-the repost-robust fingerprint set with second-stage sketch verification.
+all of a document's fingerprints (document and chunks) with second-stage sketch verification, which is
+what ``dedupe`` decides by.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ import click
 
 from fingerprint_indexer.calibration import Point, histogram, recommend, sweep
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.fingerprint.repost import RepostFingerprinter
-from fingerprint_indexer.fingerprint.sketch import similarity
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
+from fingerprint_indexer.fingerprint.hamming import hamming
+from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.io.readers import read_documents
-from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verify import closest
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
@@ -84,19 +84,18 @@ def calibrate_cmd(
         wanted = {x for a, b, _ in labelled for x in (a, b)}
         config = build_config(top_k, idf_path, synonyms, n_blocks)
         plain = Fingerprinter(config)
-        robust = RepostFingerprinter(tokenizer=plain.tokenizer, idf=plain.idf)
-        prints: dict[str, tuple[int, Any]] = {}
+        prints: dict[str, FingerprintResult] = {}
         for doc in read_documents([str(docs)]):
             if doc.id in wanted:
-                text = clean(doc.content, doc.html) or clean(doc.title)
-                prints[doc.id] = (plain.fingerprint_text(text).fingerprint, robust.fingerprint_text(text))
+                prints[doc.id] = plain.fingerprint_document(doc)
         missing = sorted(wanted - prints.keys())
         if missing:
             fail(f"{len(missing)} ids of {pairs} are not in {docs}, e.g. {missing[:3]}")
         labels = [y for _, _, y in labelled]
-        d_plain = [bin(prints[a][0] ^ prints[b][0]).count("1") for a, b, _ in labelled]
-        d_robust = [closest(prints[a][1].fingerprints, prints[b][1].fingerprints)[0] for a, b, _ in labelled]
-        sims = [similarity(prints[a][1].sketch, prints[b][1].sketch) for a, b, _ in labelled]
+        d_plain = [hamming(prints[a].fingerprint, prints[b].fingerprint) for a, b, _ in labelled]
+        d_robust = [closest(prints[a].fingerprints, prints[b].fingerprints)[0] for a, b, _ in labelled]
+        sketches = {k: from_bytes(r.sketch) for k, r in prints.items()}
+        sims = [similarity(sketches[a], sketches[b]) for a, b, _ in labelled]
         ks = list(range(max_k + 1))
         plain_points = sweep(d_plain, labels, ks)
         plain_best = recommend(plain_points, target_precision)
