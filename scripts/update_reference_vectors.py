@@ -7,10 +7,12 @@ fingerprint_indexer/fingerprint/fingerprinter.py with it: stored indexes are key
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.hamming import to_hex
 
 PATH = Path(__file__).resolve().parents[1] / "tests" / "fingerprint" / "reference_vectors.json"
 
@@ -24,6 +26,8 @@ def main() -> None:
         case["content_digest"] = r.content_digest
         case["keyword_digest"] = r.keyword_digest
         case["degenerate"] = r.degenerate
+        case["chunks"] = [to_hex(c) for c in r.chunks]
+        case["sketch_sha256"] = hashlib.sha256(r.sketch).hexdigest()
     data["version"] = fpr.version
     PATH.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {len(data['cases'])} vectors for {fpr.version}")

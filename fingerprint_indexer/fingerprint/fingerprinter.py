@@ -1,8 +1,8 @@
 """Document -> fingerprints: clean, strip page furniture, tokenise, weight, fold into SimHash, digest.
 
-One pass over the sentences of the stripped text yields the term counts of the whole document and of
-each content-defined chunk, so the document SimHash, the chunk SimHashes and the MinHash sketch come
-from one segmentation (docs/quality.md measures why each piece is there).
+One pass over the sentences of the stripped text yields the term counts of the whole document, of its
+lead (first sentences) and of each content-defined chunk, so the document, lead and chunk SimHashes and
+the MinHash sketch come from one segmentation (docs/quality.md measures why each piece is there).
 
 A :class:`Fingerprinter` holds the loaded dictionaries (stopwords, synonyms, IDF) for one
 :class:`FingerprintConfig`; its ``version`` string names everything that changes fingerprints, and is
@@ -45,6 +45,8 @@ class FingerprintConfig:
     tf_power: float = 3.0  # weight = tf ** tf_power * idf: recurring terms, which edits rarely touch, lead
     strip_boilerplate: bool = True
     chunk_every: int = 4  # mean sentences per content-defined chunk; 0 = no chunk fingerprints
+    # sentences in the lead fingerprint (0 = none): reposts and excerpts keep an article's opening
+    lead_sentences: int = 3
     max_chunks: int = 32  # per document, so a huge document cannot flood the block index
     sketch_size: int = SKETCH_SIZE
     min_features: int = 5
@@ -61,8 +63,8 @@ class FingerprintConfig:
             raise ValueError(f"top_k must be >= 0 (0 = all terms), got {self.top_k}")
         if self.min_features < 1:
             raise ValueError(f"min_features must be >= 1, got {self.min_features}")
-        if self.chunk_every < 0 or self.max_chunks < 0:
-            raise ValueError("chunk_every and max_chunks must be >= 0")
+        if self.chunk_every < 0 or self.max_chunks < 0 or self.lead_sentences < 0:
+            raise ValueError("chunk_every, max_chunks and lead_sentences must be >= 0")
         if not 1 <= self.sketch_size <= 256:
             raise ValueError(f"sketch_size must be in 1..256, got {self.sketch_size}")
 
@@ -80,7 +82,7 @@ class FingerprintResult:
     degenerate: bool
     n_tokens: int
     version: str
-    chunks: tuple[int, ...] = ()  # chunk SimHashes other than the document's, text order
+    chunks: tuple[int, ...] = ()  # lead and chunk SimHashes other than the document's, text order
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
 
     @property
@@ -119,7 +121,8 @@ class Fingerprinter:
         self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
         self.version = (
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};strip={int(cfg.strip_boilerplate)};"
-            f"chunks={cfg.chunk_every}/{cfg.max_chunks};sketch={cfg.sketch_size};"
+            f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
+            f"sketch={cfg.sketch_size};"
             f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
         )
 
@@ -133,13 +136,18 @@ class Fingerprinter:
                                    np.array([w for _, w in terms], dtype=np.float64))
 
     def _count(self, body: str) -> tuple[Counter[str], list[int]]:
-        """Document term counts and chunk fingerprints, from one segmentation of each sentence."""
+        """Document term counts, and the lead and chunk fingerprints, from one segmentation per sentence.
+
+        The lead fingerprint (first ``lead_sentences`` sentences) comes first: news reposts and excerpts
+        keep an article's opening, so it matches when edits further down changed every chunk.
+        """
         cfg = self.config
         doc: Counter[str] = Counter()
-        if not cfg.chunk_every:
+        if not cfg.chunk_every and not cfg.lead_sentences:
             return self.tokenizer.count(body), []
         chunk: Counter[str] = Counter()
-        n_sent = 0
+        lead: Counter[str] = Counter()
+        n_sent = n_total = 0
         kept: list[tuple[int, int]] = []  # (selection key, fingerprint), at most max_chunks
         order: dict[int, int] = {}
         terms = self.tokenizer.terms
@@ -160,6 +168,11 @@ class Fingerprinter:
         for sent in iter_sentences(body):
             words = terms(sent)
             doc.update(words)
+            n_total += 1
+            if n_total <= cfg.lead_sentences:
+                lead.update(words)
+            if not cfg.chunk_every:
+                continue
             chunk.update(words)
             n_sent += 1
             if closes_chunk(sent, n_sent, cfg.chunk_every):
@@ -169,6 +182,9 @@ class Fingerprinter:
         if n_sent:
             close()
         chunks = sorted((fp for _, fp in kept), key=order.__getitem__)
+        if len(lead) >= MIN_CHUNK_TERMS:
+            first = self._simhash(lead)
+            chunks = [first, *(c for c in chunks if c != first)]
         return doc, chunks
 
     def fingerprint_text(self, text: str, doc_id: str = "") -> FingerprintResult:

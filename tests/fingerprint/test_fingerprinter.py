@@ -117,3 +117,31 @@ def test_light_edit_is_closer_than_unrelated(fpr: Fingerprinter) -> None:
     b = fpr.fingerprint(TEXT.replace("本周末", "这个周末")).fingerprint
     c = fpr.fingerprint(other).fingerprint
     assert hamming(a, b) < hamming(a, c)
+
+
+LEAD_TEXT = (
+    "The city weather office issued a cold wave warning on Friday morning. "
+    "Temperatures are expected to fall sharply over the weekend as cold air moves in from the north. "
+    "Daytime highs on Saturday will reach only eight degrees, with lows of minus three at night. "
+    "Light snow is possible in some districts. "
+    "Forecasters advised residents to dress warmly and check on elderly neighbours. "
+    "The transport department said gritting lorries would treat main roads overnight. "
+    "Bus operators plan to add extra services during the morning and evening peaks. "
+    "Schools were asked to check their heating systems before Monday. "
+    "Farmers were told to secure greenhouses to protect vegetables from frost."
+)
+
+
+def test_lead_fingerprint_comes_first_and_is_shared_by_an_excerpt(fpr: Fingerprinter) -> None:
+    full = fpr.fingerprint(LEAD_TEXT)
+    excerpt = fpr.fingerprint(LEAD_TEXT[: LEAD_TEXT.index("The transport")])
+    lead = fpr.fingerprint(LEAD_TEXT[: LEAD_TEXT.index("Light snow")]).fingerprint
+    assert full.chunks[0] == lead
+    assert lead in excerpt.fingerprints
+
+
+def test_lead_sentences_zero_disables_the_lead() -> None:
+    plain = Fingerprinter(FingerprintConfig(lead_sentences=0, chunk_every=0)).fingerprint(LEAD_TEXT)
+    assert plain.chunks == ()
+    with pytest.raises(ValueError, match="lead_sentences"):
+        FingerprintConfig(lead_sentences=-1)

@@ -4,12 +4,14 @@ To change the algorithm on purpose: bump ALGORITHM in fingerprinter.py, then run
 scripts/update_reference_vectors.py and commit both.
 """
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.hamming import to_hex
 
 DATA = json.loads((Path(__file__).parent / "reference_vectors.json").read_text(encoding="utf-8"))
 
@@ -30,3 +32,5 @@ def test_reference_vector(fpr: Fingerprinter, case: dict) -> None:
     assert r.content_digest == case["content_digest"]
     assert r.keyword_digest == case["keyword_digest"]
     assert r.degenerate == case["degenerate"]
+    assert [to_hex(c) for c in r.chunks] == case["chunks"]
+    assert hashlib.sha256(r.sketch).hexdigest() == case["sketch_sha256"]
