@@ -1,14 +1,21 @@
 """The service's own connection to Elasticsearch: one pooled ``httpx.AsyncClient``.
 
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
-byte (status, headers, body) and the ingest path only needs ``_bulk``. Credentials and the CA bundle come
-from :class:`EsSettings`; the caller's own ``Authorization`` header is never passed on.
+byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates).
+Credentials and the CA bundle come from :class:`EsSettings`; the caller's own ``Authorization`` header is
+never passed on.
+
+TLS: the CA bundle (``ES_CA_CERTS``) is loaded into the client's SSL context at start. A bundle that cannot
+be read does not stop the service: every connection then fails verification, writes are spooled, and
+:attr:`EsClient.last_error` (shown by ``/readyz`` and logged) says why. Reasons never carry credentials.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+import ssl
 from typing import Any
 
 import httpx
@@ -18,6 +25,7 @@ from fingerprint_indexer.index.elasticsearch import load_index_body
 from fingerprint_indexer.service.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
+log = logging.getLogger("fingerprint_indexer.service")
 
 
 class EsUnavailable(Exception):
@@ -33,13 +41,56 @@ def auth_headers(es: EsSettings) -> dict[str, str]:
     return {}
 
 
+def ssl_context(es: EsSettings) -> tuple[ssl.SSLContext | bool, str | None]:
+    """The ``verify`` value for httpx and, when the CA bundle cannot be used, why (the context then
+    trusts no certificate at all, so nothing is sent to an unverified server)."""
+    if not es.verify_certs:
+        return False, None
+    try:
+        return ssl.create_default_context(cafile=es.ca_certs), None
+    except (OSError, ssl.SSLError) as exc:
+        reason = f"CA bundle {es.ca_certs} cannot be used ({type(exc).__name__}: {exc.strerror or exc})"
+        nothing_trusted = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, but knows no CA
+        return nothing_trusted, reason
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short, secret-free description of why a request to Elasticsearch failed."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed: {seen.verify_message or seen.reason}"
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS handshake failed: {seen.reason or type(seen).__name__}"
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer in time ({type(exc).__name__})"
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed: {exc}" if str(exc) else "connection failed"
+    return f"{type(exc).__name__} talking to Elasticsearch"
+
+
+def status_reason(status: int) -> str:
+    if status == 401:
+        return "Elasticsearch answered 401: check ES_API_KEY or ES_USERNAME/ES_PASSWORD"
+    if status == 403:
+        return "Elasticsearch answered 403: the service's credentials lack a privilege"
+    return f"Elasticsearch answered {status}"
+
+
 class EsClient:
-    """Bulk writes, index creation, health and raw relaying."""
+    """Bulk writes, multi-get, index creation, health and raw relaying."""
 
     def __init__(self, settings: EsSettings, write_timeout_s: float = 10.0) -> None:
         self.settings = settings
         self.base = settings.url
-        verify: Any = settings.ca_certs or True
+        verify, self.config_error = ssl_context(settings)
+        if self.config_error:
+            log.error("Elasticsearch TLS: %s; writes are spooled until this is fixed", self.config_error)
+        elif not settings.verify_certs and settings.url.startswith("https:"):
+            log.warning("Elasticsearch TLS certificates are not verified (ES_VERIFY_CERTS=false)")
+        #: Why the last health check failed (None after a successful one); never holds credentials.
+        self.last_error: str | None = self.config_error
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(base_url=settings.url, headers=auth_headers(settings), verify=verify,
                                       timeout=httpx.Timeout(settings.timeout_s, connect=3.0), limits=limits)
@@ -52,11 +103,42 @@ class EsClient:
         await self.http.aclose()
 
     async def ping(self, timeout_s: float = 2.0) -> bool:
+        """True when the cluster answers its health API; otherwise :attr:`last_error` says why (logged
+        once per change, so a probe every few seconds does not flood the log)."""
+        reason: str | None
         try:
             r = await self.http.get("/_cluster/health", timeout=timeout_s)
-        except httpx.HTTPError:
-            return False
-        return r.status_code == 200
+        except httpx.HTTPError as exc:
+            reason = failure_reason(exc)
+        else:
+            reason = None if r.status_code == 200 else status_reason(r.status_code)
+        if reason is not None and self.config_error:
+            reason = f"{self.config_error}; {reason}"
+        if reason != self.last_error:
+            if reason is None:
+                log.info("Elasticsearch reachable again")
+            else:
+                log.warning("Elasticsearch unreachable: %s", reason)
+        self.last_error = reason
+        return reason is None
+
+    async def mget(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """POST /_mget for ``docs`` (each with ``_index``, ``_id`` and optionally ``routing`` and
+        ``_source``); one answer per doc, in order. Raises :class:`EsUnavailable` when the cluster does not
+        answer and :class:`BulkRejected` when it refuses the request as a whole."""
+        try:
+            r = await self.http.post("/_mget", json={"docs": docs}, timeout=self.write_timeout)
+        except httpx.HTTPError as exc:
+            raise EsUnavailable(failure_reason(exc)) from exc
+        if r.status_code == 429 or r.status_code >= 500:
+            raise EsUnavailable(status_reason(r.status_code))
+        try:
+            data: dict[str, Any] = r.json()
+        except json.JSONDecodeError as exc:
+            raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
+        if r.status_code != 200 or len(data.get("docs") or []) != len(docs):
+            raise BulkRejected(r.status_code, data)
+        return list(data["docs"])
 
     async def bulk(self, body: bytes, params: dict[str, str] | None = None) -> dict[str, Any]:
         """POST /_bulk; a response that is not a per-item answer raises :class:`EsUnavailable`."""
@@ -64,9 +146,9 @@ class EsClient:
             r = await self.http.post("/_bulk", content=body, params=params or {},
                                      headers={"content-type": NDJSON}, timeout=self.write_timeout)
         except httpx.HTTPError as exc:
-            raise EsUnavailable(f"{type(exc).__name__} talking to Elasticsearch") from exc
+            raise EsUnavailable(failure_reason(exc)) from exc
         if r.status_code == 429 or r.status_code >= 500:
-            raise EsUnavailable(f"Elasticsearch answered {r.status_code}")
+            raise EsUnavailable(status_reason(r.status_code))
         try:
             data: dict[str, Any] = r.json()
         except json.JSONDecodeError as exc:

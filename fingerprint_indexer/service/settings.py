@@ -2,7 +2,8 @@
 
 Elasticsearch credentials and TLS come from explicit settings or from the same environment variables the
 rest of the project uses (``ES_API_KEY``, ``ES_USERNAME``/``ES_PASSWORD``, ``ES_CA_CERTS``), so nothing
-secret has to be written on a command line.
+secret has to be written on a command line. ``ES_VERIFY_CERTS=false`` turns certificate verification off
+(for a throw-away test cluster only: the connection is then open to interception).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class EsSettings:
     username: str | None = None
     password: str | None = None
     ca_certs: str | None = None
+    verify_certs: bool = True
     timeout_s: float = 30.0
 
     @classmethod
@@ -37,11 +39,36 @@ class EsSettings:
             username=os.environ.get("ES_USERNAME") or None,
             password=os.environ.get("ES_PASSWORD") or None,
             ca_certs=os.environ.get("ES_CA_CERTS") or None,
+            verify_certs=env_flag("ES_VERIFY_CERTS", True),
             timeout_s=timeout_s,
         )
 
     def __repr__(self) -> str:  # keep secrets out of tracebacks and logs
-        return f"EsSettings(url={self.url!r}, auth={'yes' if self.api_key or self.username else 'no'})"
+        return (f"EsSettings(url={redact_url(self.url)!r}, "
+                f"auth={'yes' if self.api_key or self.username else 'no'}, "
+                f"ca_certs={self.ca_certs!r}, verify_certs={self.verify_certs})")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """A yes/no environment variable (``1/true/yes/on`` or ``0/false/no/off``; unset or empty: default)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {raw!r}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a password in its user-info part (``https://user:***@host``)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if sep and "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    return f"{scheme}{sep}{netloc}{slash}{path}"
 
 
 @dataclass(frozen=True)
