@@ -17,6 +17,10 @@ class Metrics:
         self.registry = r = CollectorRegistry(auto_describe=True)
         self.documents = Counter("fpi_documents", "Documents decided, by decision", ["decision"], registry=r)
         self.skipped = Counter("fpi_documents_skipped", "Duplicates not forwarded (policy skip)", registry=r)
+        self.updates = Counter("fpi_update_operations",
+                               "Proxied update operations by outcome: fingerprinted, no_text (passed on), "
+                               "scripted (passed on, cannot be evaluated here), unknown_source (passed on, "
+                               "current document not readable)", ["outcome"], registry=r)
         self.requests = Histogram("fpi_request_seconds", "Request latency by route", ["route", "method"],
                                   buckets=LATENCY_BUCKETS, registry=r)
         self.fingerprint_seconds = Histogram("fpi_fingerprint_batch_seconds",

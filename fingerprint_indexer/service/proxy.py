@@ -5,17 +5,33 @@ An existing indexer only changes its URL. For each ``index``/``create`` operatio
 string ``content``, ``html`` or ``title``, the document is fingerprinted and decided, the fingerprint
 fields are added to the source, and the duplicate policy applies (``tag``: index it with
 ``duplicate_of``; ``skip``: do not send it, and answer the item with ``result: noop``). An operation
-without ``_id`` gets one here (a random UUID), so a spooled replay can never index it twice. Other
-operations (``update``, ``delete``, sources without text) go through unchanged. Answers are in
-Elasticsearch's own format, with each fingerprinted item carrying an extra ``fingerprint_indexer`` object.
-Queued items (Elasticsearch unavailable, see :mod:`delivery`) answer ``status: 202, result: queued``.
+without ``_id`` gets one here (a random UUID), so a spooled replay can never index it twice.
+
+``update`` operations (bulk, and ``POST /{index}/_update/{id}``) whose partial ``doc`` or ``upsert`` sets a
+text field are fingerprinted as the document will be after the update: the current text fields of those
+ids are read in one ``_mget`` per request, the partial doc is merged over them as Elasticsearch merges it
+(objects key by key, everything else replaced), earlier operations of the same request on the same id are
+taken into account, and the fingerprint fields go into ``doc`` (or into ``upsert`` when the document does
+not exist yet). The embedded store replaces the document's entry. Updates are always applied (the ``skip``
+policy does not drop them). Scripted updates cannot be evaluated here and pass through unchanged, as do
+updates that set no text field. When the current document cannot be read (Elasticsearch unreachable,
+writes being spooled, ``_source`` disabled), the update passes through unchanged, a warning without
+document bodies is logged, and the document is dropped from the embedded store, whose entry no longer
+describes it.
+
+Deletes and sources without text go through unchanged. Answers are in Elasticsearch's own format, with
+each fingerprinted item carrying an extra ``fingerprint_indexer`` object. Queued items (Elasticsearch
+unavailable, see :mod:`delivery`) answer ``status: 202, result: queued``.
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -24,15 +40,17 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
 from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp
 from fingerprint_indexer.service.errors import error_body
-from fingerprint_indexer.service.es import BulkRejected
+from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
 from fingerprint_indexer.service.ingest import decide, es_fields
 from fingerprint_indexer.service.state import ServiceState
 from fingerprint_indexer.service.worker import valid_index_name
 
+log = logging.getLogger("fingerprint_indexer.service")
 router = APIRouter()
 PRODUCT = {"X-Elastic-Product": "Elasticsearch"}
 ACTIONS = frozenset({"index", "create", "update", "delete"})
@@ -40,7 +58,9 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
                         "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
 #: Query parameters of a single-document write that are per-operation metadata in a bulk request.
 OP_PARAMS = frozenset({"routing", "version", "version_type", "if_seq_no", "if_primary_term", "pipeline",
-                       "require_alias"})
+                       "require_alias", "retry_on_conflict"})
+#: Source fields a fingerprint is made of (and so the only ones read back for an update).
+TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
 
@@ -118,6 +138,146 @@ def source_document(doc_id: str, source: Any) -> Document | str | None:
                     url=text["url"], published_at=text["published_at"])
 
 
+class Unknown(enum.Enum):
+    """The current source of a document could not be read."""
+
+    SOURCE = "unknown"
+
+
+#: What is known of a document's text fields: the fields (it exists), None (it does not), or Unknown.
+Known = dict[str, Any] | None | Unknown
+
+
+@dataclass
+class UpdatePlan:
+    """How one update operation is fingerprinted: the merged document, and the part of the update body
+    (``doc`` or ``upsert``) that gets the fingerprint fields."""
+
+    target: str
+    document: Document | str
+
+
+def merge_source(old: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """Elasticsearch's merge of a partial ``doc`` into a source: objects key by key, recursively; every
+    other value (strings, numbers, arrays, null) replaced."""
+    out = dict(old)
+    for key, value in changes.items():
+        cur = out.get(key)
+        out[key] = merge_source(cur, value) if isinstance(cur, dict) and isinstance(value, dict) else value
+    return out
+
+
+def _touches_text(part: Any) -> bool:
+    return isinstance(part, dict) and any(f in part for f in TEXT_FIELDS)
+
+
+def _text_part(source: Any) -> Known:
+    return {f: source[f] for f in TEXT_FIELDS if f in source} if isinstance(source, dict) else Unknown.SOURCE
+
+
+def is_scripted(op: BulkOp) -> bool:
+    return op.action == "update" and isinstance(op.source, dict) and "script" in op.source
+
+
+def update_wants_source(op: BulkOp) -> bool:
+    """An unscripted update of a store-backed index whose ``doc`` or ``upsert`` sets a text field."""
+    body = op.source
+    return (op.action == "update" and isinstance(body, dict) and "script" not in body and op.id is not None
+            and valid_index_name(op.index)
+            and (_touches_text(body.get("doc")) or _touches_text(body.get("upsert"))))
+
+
+def _routing(op: BulkOp) -> Any:
+    return op.meta.get("routing", op.meta.get("_routing"))
+
+
+async def current_sources(state: ServiceState, ops: list[BulkOp]) -> tuple[dict[tuple[str, str], Known], str]:
+    """The text fields of every document an update in ``ops`` needs, as they are before the request (one
+    ``_mget``); with the reason why they are Unknown when they cannot be read."""
+    assert state.es is not None and state.delivery is not None
+    specs: dict[tuple[str, str], dict[str, Any]] = {}
+    for op in ops:
+        if update_wants_source(op):
+            spec: dict[str, Any] = {"_index": op.index, "_id": op.id, "_source": list(TEXT_FIELDS)}
+            if _routing(op) is not None:
+                spec["routing"] = _routing(op)
+            specs.setdefault((op.index, str(op.id)), spec)
+    if not specs:
+        return {}, ""
+    unknown: dict[tuple[str, str], Known] = dict.fromkeys(specs, Unknown.SOURCE)
+    if state.spool.depth > 0 or state.delivery.es_down:
+        # writes are queued in the spool: Elasticsearch's copy may be older than what was acknowledged
+        return unknown, "writes are being spooled"
+    try:
+        answers = await state.es.mget(list(specs.values()))
+    except EsUnavailable as exc:
+        return unknown, f"_mget failed: {exc}"
+    except BulkRejected as exc:
+        return unknown, f"_mget refused with {exc.status}"
+    out: dict[tuple[str, str], Known] = {}
+    for key, ans in zip(specs, answers, strict=True):
+        error = ans.get("error")
+        if error is not None:
+            missing = isinstance(error, dict) and error.get("type") == "index_not_found_exception"
+            out[key] = None if missing else Unknown.SOURCE
+        elif ans.get("found"):
+            out[key] = _text_part(ans.get("_source"))  # no _source (disabled in the mapping): Unknown
+        else:
+            out[key] = None
+    return out, "some documents could not be read"
+
+
+def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]) -> tuple[dict[int, UpdatePlan],
+                                                                                      dict[int, str]]:
+    """Replay ``ops`` in order over the documents' current text fields: a plan per update to fingerprint,
+    and the metric outcome of every update operation (by position)."""
+    known = dict(current)
+    plans: dict[int, UpdatePlan] = {}
+    outcomes: dict[int, str] = {}
+    for pos, op in enumerate(ops):
+        if op.action == "update":
+            outcomes[pos] = "scripted" if is_scripted(op) else "no_text"
+        key = (op.index, str(op.id))
+        if op.id is None or key not in known:
+            continue
+        prev = known[key]
+        if op.action == "index":
+            known[key] = _text_part(op.source)
+        elif op.action == "create":
+            known[key] = _text_part(op.source) if prev is None else prev  # on an existing id: 409
+        elif op.action == "delete":
+            known[key] = None
+        elif not isinstance(op.source, dict) or "script" in op.source or isinstance(prev, Unknown):
+            if update_wants_source(op):
+                outcomes[pos] = "unknown_source"
+            known[key] = Unknown.SOURCE
+        else:
+            body = op.source
+            doc, upsert = body.get("doc"), body.get("upsert")
+            target, after = "", prev
+            if prev is not None and isinstance(doc, dict):
+                target, after = "doc", merge_source(prev, doc)
+            elif prev is None and body.get("doc_as_upsert") is True and isinstance(doc, dict):
+                target, after = "doc", doc
+            elif prev is None and isinstance(upsert, dict):
+                target, after = "upsert", upsert
+            # otherwise Elasticsearch answers the item with an error and nothing changes
+            known[key] = _text_part(after)
+            applied = body[target] if target else None
+            if target and _touches_text(applied):
+                document = source_document(str(op.id), after)
+                if document is not None:
+                    plans[pos] = UpdatePlan(target, document)
+                    outcomes[pos] = "fingerprinted"
+    return plans, outcomes
+
+
+def _fingerprint_nulls(layout: Any) -> dict[str, None]:
+    """Fingerprint fields a result may leave out (block keys of degenerate documents, the sketch): set to
+    null in a partial doc, so no stale value of the previous text survives the merge."""
+    return dict.fromkeys([*block_fields(layout), SKETCH_FIELD])
+
+
 def _item(op: BulkOp, status: int, **fields: Any) -> dict[str, Any]:
     return {op.action: {"_index": op.index, "_id": op.id, "status": status, **fields}}
 
@@ -127,16 +287,28 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     assert state.pool is not None and state.delivery is not None
     out: list[dict[str, Any] | None] = [None] * len(ops)
     todo: list[tuple[int, str, Document]] = []
-    for pos, op in enumerate(ops):
-        if op.action not in ("index", "create") or not valid_index_name(op.index):
-            continue
-        if op.meta.get("_id") is None:
+    for op in ops:
+        if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None:
             op.meta["_id"] = uuid.uuid4().hex
-        doc = source_document(str(op.meta["_id"]), op.source)
+    current, why = await current_sources(state, ops)
+    plans, outcomes = plan_updates(ops, current)
+    for pos, op in enumerate(ops):
+        if op.action in ("index", "create") and valid_index_name(op.index):
+            doc = source_document(str(op.meta["_id"]), op.source)
+        elif pos in plans:
+            doc = plans[pos].document
+        else:
+            continue
         if isinstance(doc, str):
             out[pos] = _item(op, 400, error={"type": "illegal_argument_exception", "reason": doc})
         elif doc is not None:
             todo.append((pos, op.index, doc))
+    for outcome in outcomes.values():
+        state.metrics.updates.labels(outcome).inc()
+    stale = [pos for pos, outcome in outcomes.items() if outcome == "unknown_source"]
+    if stale:
+        log.warning("%d update(s) passed on without fingerprints (%s); their entries leave the embedded "
+                    "store", len(stale), why)
     t0 = time.perf_counter()
     decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
     if todo:
@@ -146,11 +318,17 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        if policy == "skip" and d.is_duplicate:
+        fields = es_fields(d.result, d.decision, state.layout)
+        plan = plans.get(pos)
+        if plan is not None:  # an update: the fields go into the part of the body that gets applied
+            extra = _fingerprint_nulls(state.layout) if plan.target == "doc" else {}
+            op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **fields}}
+        elif policy == "skip" and d.is_duplicate:
             state.metrics.skipped.inc()
             out[pos] = _item(op, 200, result="noop", fingerprint_indexer=summary)
             continue
-        op.source = {**op.source, **es_fields(d.result, d.decision, state.layout)}
+        else:
+            op.source = {**op.source, **fields}
         op.fingerprinted = True
         op.extra = summary
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
@@ -159,8 +337,10 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         op = ops[pos]
         if op.fingerprinted:
             next(iter(item.values()))["fingerprint_indexer"] = op.extra
-        elif op.action == "delete" and op.id and valid_index_name(op.index) and not _has_error(item):
-            # deleted (or queued for deletion) in Elasticsearch: later copies must not point at it
+        elif (op.action == "delete" or outcomes.get(pos) == "unknown_source") and op.id \
+                and valid_index_name(op.index) and not _has_error(item):
+            # deleted (or queued for deletion) in Elasticsearch, or its text changed in a way we could not
+            # follow: later copies must not point at it
             await state.stores.call(state.stores.forget, op.index, op.id)
         out[pos] = item
     return [it for it in out if it is not None]
@@ -261,6 +441,21 @@ async def doc_without_id(index: str, request: Request) -> Response:
 async def create_with_id(index: str, doc_id: str, request: Request) -> Response:
     """As Elasticsearch's create API; the answer is Elasticsearch's."""
     return await _single(request, index, doc_id, "create")
+
+
+@router.post("/{index}/_update/{doc_id}", tags=["proxy"], summary="Update one document (fingerprints follow)")
+async def update_doc(index: str, doc_id: str, request: Request) -> Response:
+    """As Elasticsearch's update API. A partial ``doc`` (or ``upsert``) that sets a text field is
+    fingerprinted as merged over the current document; every other update is passed through unchanged."""
+    try:
+        body = json.loads((await request.body()).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        body = None
+    op = BulkOp("update", {"_index": index, "_id": doc_id}, body)
+    if not update_wants_source(op):
+        svc(request).metrics.updates.labels("scripted" if is_scripted(op) else "no_text").inc()
+        return await passthrough(request)
+    return await _single(request, index, doc_id, "update")
 
 
 @router.delete("/{index}/_doc/{doc_id}", include_in_schema=False)

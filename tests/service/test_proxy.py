@@ -9,16 +9,21 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlparse
 
 import httpx
 import pytest
 from elasticsearch import BadRequestError, Elasticsearch, helpers
+from support.ingest_driver import wait_spool_empty
 from support.service import ServiceProcess
+from support.tcp_forwarder import TcpForwarder
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
-from fingerprint_indexer.index.elasticsearch import result_fields
+from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields, result_fields
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.service.delivery import BulkOp
+from fingerprint_indexer.service.proxy import Unknown, merge_source, plan_updates
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 
@@ -196,3 +201,229 @@ def test_deletes_through_the_proxy_reach_the_embedded_store(
     copy_b = proxied.index(index=svc_index, id="e2", document={"content": b})
     assert copy_a["fingerprint_indexer"]["decision"] == "new"
     assert copy_b["fingerprint_indexer"]["decision"] == "new"
+
+
+# ------------------------------------------------------------------------------------------ updates
+FP_KEYS = ("fingerprint", "fingerprint_hex", "fingerprints", "content_digest", "fp_version", "decision",
+           "duplicate_of", "cluster_id", SKETCH_FIELD, *block_fields(FingerprintConfig().layout))
+
+
+def _fp_fields(src: dict[str, Any]) -> dict[str, Any]:
+    return {k: src.get(k) for k in FP_KEYS}
+
+
+def _expected(title: str, content: str) -> dict[str, Any]:
+    """The fingerprint fields of a document with this title and content (absent ones as None)."""
+    res = Fingerprinter().fingerprint_document(Document(id="x", title=title, content=content))
+    fields = result_fields(res, FingerprintConfig().layout)
+    return {k: fields.get(k) for k in ("fingerprint", "fingerprint_hex", "fingerprints", SKETCH_FIELD,
+                                       *block_fields(FingerprintConfig().layout))}
+
+
+def _metric(service: ServiceProcess, outcome: str) -> float:
+    text = httpx.get(f"{service.url}/metrics").text
+    for line in text.splitlines():
+        if line.startswith(f'fpi_update_operations_total{{outcome="{outcome}"}}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_merge_follows_elasticsearch() -> None:
+    old = {"title": "t", "meta": {"a": 1, "b": {"c": 2}}, "tags": ["x", "y"]}
+    new = merge_source(old, {"meta": {"b": {"d": 3}}, "tags": ["z"], "title": None})
+    assert new == {"title": None, "meta": {"a": 1, "b": {"c": 2, "d": 3}}, "tags": ["z"]}
+    assert old["meta"] == {"a": 1, "b": {"c": 2}}  # the current source is not changed in place
+
+
+def test_update_plan_follows_earlier_operations_of_the_request() -> None:
+    def op(action: str, doc_id: str, source: Any = None) -> BulkOp:
+        return BulkOp(action, {"_index": "news", "_id": doc_id}, source)
+
+    ops = [op("update", "a", {"doc": {"content": "A2"}}),  # over the stored a
+           op("index", "b", {"title": "T", "content": "B1"}),
+           op("update", "b", {"doc": {"content": "B2"}}),                     # over the b just indexed
+           op("delete", "c"), op("update", "c", {"doc": {"content": "C"}}),  # deleted: 404, nothing
+           op("update", "d", {"doc": {"content": "D"}, "upsert": {"content": "D0"}}),  # missing: upsert
+           op("update", "e", {"doc": {"content": "E"}, "doc_as_upsert": True}),
+           op("update", "f", {"doc": {"n": 1}}),                              # no text field
+           op("update", "a", {"script": {"source": "x"}}),                    # scripted
+           op("update", "a", {"doc": {"title": "A3"}}),                       # after a script: unknown
+           op("update", "g", {"doc": {"content": "G"}})]
+    current: dict[tuple[str, str], Any] = {
+        ("news", "a"): {"title": "TA", "content": "A1"}, ("news", "b"): None,
+        ("news", "c"): {"content": "C0"}, ("news", "d"): None, ("news", "e"): None,
+        ("news", "g"): Unknown.SOURCE}
+    plans, outcomes = plan_updates(ops, current)
+    got = {pos: (p.target, getattr(p.document, "title", None), getattr(p.document, "content", None))
+           for pos, p in plans.items()}
+    assert got == {0: ("doc", "TA", "A2"), 2: ("doc", "T", "B2"), 5: ("upsert", "", "D0"),
+                   6: ("doc", "", "E")}
+    assert outcomes == {0: "fingerprinted", 2: "fingerprinted", 4: "no_text", 5: "fingerprinted",
+                        6: "fingerprinted", 7: "no_text", 8: "scripted", 9: "unknown_source",
+                        10: "unknown_source"}
+
+
+def test_update_of_content_refingerprints_the_merged_document(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    a, b, c = zh_articles[40], zh_articles[41], zh_articles[42]
+    proxied.index(index=svc_index, id="u1", document={"title": a["title"], "content": a["content"], "n": 1})
+    before = _metric(service, "fingerprinted")
+    r = proxied.update(index=svc_index, id="u1", doc={"content": b["content"]}, refresh=True)
+    assert r["result"] == "updated" and r["fingerprint_indexer"]["decision"] == "new"
+    src = es_client.get(index=svc_index, id="u1")["_source"]
+    assert (src["title"], src["content"], src["n"]) == (a["title"], b["content"], 1)
+    want = _expected(a["title"], b["content"])  # the merged document: old title, new content
+    assert {k: src.get(k) for k in want} == want
+    assert want != _expected(a["title"], a["content"])
+    assert _metric(service, "fingerprinted") == before + 1
+    # the embedded store replaced u1's entry: the old text is new again, the new text is u1's
+    http = httpx.Client(base_url=service.url, headers=service.headers(), timeout=60)
+    stored = http.get(f"/v1/similar/u1?index={svc_index}").json()
+    assert stored["fingerprint"] == want["fingerprint_hex"]
+    old_copy = proxied.index(index=svc_index, id="u2", document={"content": a["content"]})
+    assert old_copy["fingerprint_indexer"]["decision"] == "new"
+    new_copy = proxied.index(index=svc_index, id="u3", document={"content": b["content"]})
+    assert new_copy["fingerprint_indexer"]["duplicate_of"] == "u1"
+    # a new title alone: the body still decides the fingerprint (the partial doc by itself would not)
+    r = proxied.update(index=svc_index, id="u1", doc={"title": "新的标题"}, refresh=True)
+    assert r["fingerprint_indexer"]["decision"] == "new"
+    src = es_client.get(index=svc_index, id="u1")["_source"]
+    assert src["title"] == "新的标题" and {k: src.get(k) for k in want} == want
+    assert want != _expected("新的标题", "")
+    # degenerate text keeps no block keys or sketch of the previous text
+    proxied.update(index=svc_index, id="u1", doc={"title": "", "content": "短"}, refresh=True)
+    src = es_client.get(index=svc_index, id="u1")["_source"]
+    assert src["degenerate"] is True
+    assert {k: src.get(k) for k in want} == _expected("", "短")
+    # an upsert of a missing document is fingerprinted as the upsert document
+    r = proxied.update(index=svc_index, id="u4", doc={"content": "无关"}, upsert={"content": c["content"]},
+                       refresh=True)
+    assert r["result"] == "created"
+    src = es_client.get(index=svc_index, id="u4")["_source"]
+    assert src["content"] == c["content"] and src["fingerprint_hex"] == _expected("", c["content"])[
+        "fingerprint_hex"]
+    http.close()
+
+
+def test_update_of_other_fields_keeps_the_fingerprint(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    a = zh_articles[43]
+    proxied.index(index=svc_index, id="v1", document={"title": a["title"], "content": a["content"]},
+                  refresh=True)
+    stored = _fp_fields(es_client.get(index=svc_index, id="v1")["_source"])
+    before = _metric(service, "no_text")
+    r = proxied.update(index=svc_index, id="v1", doc={"views": 7, "tags": ["a"]}, refresh=True)
+    assert r["result"] == "updated" and "fingerprint_indexer" not in r
+    assert _metric(service, "no_text") == before + 1
+    src = es_client.get(index=svc_index, id="v1")["_source"]
+    assert src["views"] == 7 and _fp_fields(src) == stored
+    again = proxied.update(index=svc_index, id="v1", doc={"views": 7})
+    assert again["result"] == "noop"  # Elasticsearch's own noop detection still works
+
+
+def test_scripted_update_passes_through_unchanged(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    """The test node has no script engine, so Elasticsearch's own error shows the script reached it as
+    sent; a scripted upsert of a missing document is stored exactly as sent (no fingerprint fields)."""
+    a = zh_articles[44]
+    proxied.index(index=svc_index, id="s1", document={"content": a["content"]}, refresh=True)
+    script = {"source": "ctx._source.content = params.c", "params": {"c": "新"}}
+    before = _metric(service, "scripted")
+    for client in (proxied, es_client):
+        with pytest.raises(BadRequestError) as exc:
+            client.update(index=svc_index, id="s1", script=script)
+        assert "painless" in json.dumps(exc.value.body)
+    assert _metric(service, "scripted") == before + 1
+    ops = [{"update": {"_index": svc_index, "_id": "s2"}},
+           {"script": script, "upsert": {"content": a["content"], "n": 1}}]
+    resp = proxied.bulk(operations=ops, refresh=True)
+    item = resp["items"][0]["update"]
+    assert item["status"] == 201 and "fingerprint_indexer" not in item
+    assert es_client.get(index=svc_index, id="s2")["_source"] == {"content": a["content"], "n": 1}
+    assert _metric(service, "scripted") == before + 2
+
+
+def _summary(resp: Any) -> list[tuple[str, int, str | None, str | None]]:
+    out = []
+    for it in resp["items"]:
+        action, body = next(iter(it.items()))
+        out.append((action, body["status"], body.get("result"), (body.get("error") or {}).get("type")))
+    return out
+
+
+def test_bulk_mixing_index_update_delete_answers_like_elasticsearch(
+    proxied: Elasticsearch, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    a, b, c, d = (zh_articles[i] for i in (45, 46, 47, 48))
+
+    def ops(index: str) -> list[dict[str, Any]]:
+        return [{"index": {"_index": index, "_id": "m1"}}, {"title": a["title"], "content": a["content"]},
+                {"index": {"_index": index, "_id": "m2"}}, {"content": b["content"], "n": 1},
+                {"update": {"_index": index, "_id": "m1"}}, {"doc": {"content": c["content"]}},
+                {"update": {"_index": index, "_id": "m1"}}, {"doc": {"title": "新标题"}},
+                {"update": {"_index": index, "_id": "m2"}}, {"doc": {"n": 2}},
+                {"delete": {"_index": index, "_id": "m2"}},
+                {"update": {"_index": index, "_id": "m3"}}, {"doc": {"content": d["content"]}},
+                {"update": {"_index": index, "_id": "m4"}},
+                {"doc": {"content": "x"}, "upsert": {"content": d["content"]}},
+                {"update": {"_index": index, "_id": "m1"}}, {"script": {"source": "ctx._source.n = 1"}},
+                {"create": {"_index": index, "_id": "m1"}}, {"content": b["content"]},
+                {"delete": {"_index": index, "_id": "nothing"}}]
+
+    direct_index = svc_index + "-direct"
+    try:
+        direct = es_client.bulk(operations=ops(direct_index), refresh=True)
+    finally:
+        es_client.indices.delete(index=direct_index, ignore_unavailable=True)
+    via = proxied.bulk(operations=ops(svc_index), refresh=True)
+    assert via["errors"] is direct["errors"] is True
+    assert _summary(via) == _summary(direct)
+    assert [s for _, s, _, _ in _summary(via)] == [201, 201, 200, 200, 200, 200, 404, 201, 400, 409, 404]
+    m1 = es_client.get(index=svc_index, id="m1")["_source"]
+    want = _expected("新标题", c["content"])  # m1 after the request: indexed, new content, new title
+    assert {k: m1.get(k) for k in want} == want and m1["decision"] == "new"
+    assert (m1["title"], m1["content"]) == ("新标题", c["content"])
+    m4 = es_client.get(index=svc_index, id="m4")["_source"]
+    assert m4["content"] == d["content"] and m4["fingerprint_hex"] == _expected("", d["content"])[
+        "fingerprint_hex"]
+    assert not es_client.exists(index=svc_index, id="m2")
+    fi = [next(iter(it.values())).get("fingerprint_indexer") for it in via["items"]]
+    assert [x is not None for x in fi] == [True, True, True, True, False, False, False, True, False, True,
+                                           False]
+
+
+def test_update_while_elasticsearch_is_away_is_spooled_not_lost(
+    es_url: str, es_client: Elasticsearch, tmp_path: Path, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """The _mget fails (a real TCP cut): the update is queued unchanged, applied on replay, and the stale
+    entry leaves the embedded store."""
+    u = urlparse(es_url)
+    fwd = TcpForwarder(u.hostname or "127.0.0.1", u.port or 9200)
+    a, b = zh_articles[50]["content"], zh_articles[51]["content"]
+    try:
+        with ServiceProcess(fwd.url, tmp_path / "data") as svc:
+            client = Elasticsearch(svc.url, request_timeout=60)
+            client.index(index=svc_index, id="w1", document={"content": a, "n": 1})
+            assert httpx.get(f"{svc.url}/v1/similar/w1?index={svc_index}").status_code == 200
+            fwd.cut()
+            resp = client.bulk(operations=[{"update": {"_index": svc_index, "_id": "w1"}},
+                                           {"doc": {"content": b}}])
+            assert resp["items"][0]["update"]["status"] == 202
+            assert resp["items"][0]["update"]["result"] == "queued"
+            assert _metric(svc, "unknown_source") == 1
+            assert httpx.get(f"{svc.url}/v1/similar/w1?index={svc_index}").status_code == 404
+            assert b[:40] not in svc.log_text()  # no document bodies in the log
+            fwd.restore()
+            wait_spool_empty(svc.url, {}, timeout=120)
+            client.close()
+    finally:
+        fwd.cut()
+    es_client.indices.refresh(index=svc_index)
+    src = es_client.get(index=svc_index, id="w1")["_source"]
+    assert (src["content"], src["n"]) == (b, 1)
