@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, Query, Request
@@ -24,9 +25,16 @@ from fingerprint_indexer.service.models import (
     SimilarRequest,
     SimilarResponse,
 )
-from fingerprint_indexer.service.related import related_articles
 from fingerprint_indexer.service.state import ServiceState
 from fingerprint_indexer.service.worker import valid_index_name
+from fingerprint_indexer.services.related import (
+    SOURCE_FIELDS,
+    RelatedEntry,
+    cluster_sizes_query,
+    fold_hits,
+    related_query,
+    with_cluster_sizes,
+)
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -147,6 +155,27 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
     return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches}
 
 
+async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, size: int,
+                           exclude: set[str]) -> list[RelatedEntry] | None:
+    """The related-articles requests over the service's client; None when the document does not exist."""
+    r = await http.get(f"/{index}/_doc/{quote(doc_id, safe='')}",
+                       params={"_source_includes": ",".join(SOURCE_FIELDS)})
+    if r.status_code == 404:
+        return None
+    r.raise_for_status()
+    doc = r.json()
+    body = related_query(doc["_index"], doc_id, doc.get("_source") or {}, exclude, size)
+    r = await http.post(f"/{index}/_search", json=body)
+    r.raise_for_status()
+    entries = fold_hits(r.json(), size)
+    sizes = None
+    if (count := cluster_sizes_query(entries)) is not None:
+        r = await http.post(f"/{index}/_search", json=count)
+        r.raise_for_status()
+        sizes = r.json()
+    return with_cluster_sizes(entries, sizes)
+
+
 @router.get("/v1/related/{doc_id}", response_model=RelatedResponse, responses={**ERRORS, 404: {
     "description": "No such document"}, 503: {"description": "Elasticsearch unavailable"}}, tags=["v1"])
 async def related(doc_id: str, request: Request, index: str | None = None,
@@ -162,13 +191,14 @@ async def related(doc_id: str, request: Request, index: str | None = None,
         dups = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest,
                               state.settings.k, doc_id)
     try:
-        entries = await related_articles(state.es.http, name, doc_id, size,
-                                          exclude={d["id"] for d in dups})
+        entries = await _related_entries(state.es.http, name, doc_id, size, exclude={d["id"] for d in dups})
     except httpx.HTTPError as exc:
         raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if entries is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
-    return {"index": name, "id": doc_id, "related": entries, "duplicates": dups}
+    shown = [{"id": e.id, "title": e.title, "score": e.score, "cluster_id": e.cluster_id,
+              "similar_reports": e.similar_reports, "members": e.members} for e in entries]  # fmt: skip
+    return {"index": name, "id": doc_id, "related": shown, "duplicates": dups}
 
 
 @router.get("/healthz", response_model=Probe, tags=["probes"])

@@ -179,8 +179,9 @@ class RelatedEntry(BaseModel):
     title: str | None = None
     score: float
     cluster_id: str | None = None
-    similar_reports: int = Field(description="Other reports of the same story folded into this entry.")
-    members: list[str]
+    similar_reports: int = Field(description="Other reports of the same story in the index (its cluster); "
+                                             "those among the neighbours found are listed in members.")
+    members: list[str] = Field(description="This story's reports among the neighbours found, best first.")
 
 
 class RelatedResponse(BaseModel):

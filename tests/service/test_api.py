@@ -15,6 +15,7 @@ from support.service import ServiceProcess
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.services.related import related
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 
@@ -95,6 +96,34 @@ def test_ingest_skip_policy_leaves_duplicates_out(
     es_client.indices.refresh(index=svc_index)
     ids = {h["_id"] for h in es_client.search(index=svc_index, size=10)["hits"]["hits"]}
     assert ids == {"orig", "other"}
+
+
+def test_related_answers_as_the_library_does(
+    http: httpx.Client, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """The route and ``es related`` share one query and one folding: same stories, scores and counts
+    wherever they leave out the same near-duplicates (the route takes them from the embedded store, the
+    command from Elasticsearch)."""
+    x, y = zh_articles[340]["content"], zh_articles[343]["content"]
+    # every third article has a repost; "mix" takes a quarter of two: a topical neighbour of both
+    mix = {"id": "mix", "title": "mix", "content": x[: len(x) // 4] + y[: len(y) // 4]}
+    docs = [*_docs(zh_articles[340:], 40), mix]
+    r = http.post("/v1/ingest", json={"documents": docs, "index": True, "index_name": svc_index})
+    assert r.status_code == 200 and not r.json()["errors"], r.text
+    es_client.indices.refresh(index=svc_index)
+    compared: dict[str, list[dict[str, Any]]] = {}
+    for doc_id in ["mix", *(d["id"] for d in docs[:20])]:
+        got = http.get(f"/v1/related/{doc_id}", params={"index": svc_index, "size": 5}).json()
+        want = related(es_client, svc_index, doc_id, size=5)
+        if {d["id"] for d in got["duplicates"]} != {n["id"] for n in want.near_duplicates}:
+            continue
+        assert [(e["id"], e["members"], e["similar_reports"]) for e in got["related"]] == [
+            (e.id, e.members, e.similar_reports) for e in want.related], doc_id
+        assert [e["score"] for e in got["related"]] == pytest.approx([e.score for e in want.related])
+        compared[doc_id] = got["related"]
+    assert len(compared) >= 10, sorted(compared)
+    folded = [e for entries in compared.values() for e in entries if e["similar_reports"]]
+    assert folded and all(len(e["members"]) >= 2 for e in folded), compared  # copies were folded
 
 
 def test_api_key_is_required_and_accepted_both_ways(service: ServiceProcess) -> None:
