@@ -2,13 +2,17 @@
 """Load benchmark of the HTTP service on loopback, beside the in-process pipeline on the same documents.
 
 1. In-process baseline: ``Pipeline.process_many`` (fresh store) over the same ``--docs`` documents, with one
-   process and with as many worker processes as the service gets.
+   process and with as many worker processes as the service gets. With ``--index`` also the same pipeline
+   writing every document with the service's fields into a fresh Elasticsearch index (one ``_bulk`` per
+   committed batch, on a writer thread so writes overlap fingerprinting, as the service's do): the reference
+   for the service with Elasticsearch writes.
 2. Service: ``fingerprint-indexer serve`` as a subprocess on a free loopback port (fresh data directory), then
    for ``--seconds`` (default 120) ``--clients`` threads post ``/v1/ingest`` batches of ``--batch`` documents
    while one thread posts ``/v1/similar`` look-ups. Documents cycle through the corpus; each pass uses new
    ids, so later passes are exact duplicates (still fingerprinted and decided in full).
-3. Reports sustained documents/s, p50/p99 latency per ``/v1/ingest`` batch and per ``/v1/similar``, and the
-   service's resident memory (main process and workers) after warm-up and at the end.
+3. Reports sustained documents/s and its ratio to each in-process baseline, p50/p99 latency per
+   ``/v1/ingest`` batch and per ``/v1/similar``, and the service's resident memory (main process and
+   workers) after warm-up and at the end.
 
 Usage:
     python scripts/bench_service.py [--seconds 120] [--es URL] [--processes 2] [--batch 50] [--index]
@@ -23,8 +27,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import itertools
 import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
@@ -32,14 +38,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
+from elasticsearch import helpers
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import fingerprint_many
+from fingerprint_indexer.index.elasticsearch import connect, load_index_body
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.service.ingest import es_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -63,6 +75,57 @@ def baseline(records: list[dict[str, Any]], processes: int) -> dict[str, float]:
         n = sum(1 for _ in pipe.process_many(Document.from_mapping(r) for r in records))
         dt = time.perf_counter() - t0
     return {"docs": n, "seconds": round(dt, 2), "docs_per_s": round(n / dt, 1)}
+
+
+def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: str) -> dict[str, float]:
+    """The in-process pipeline plus Elasticsearch writes of each document with the fields the service adds
+    (one ``_bulk`` per committed batch, on a writer thread), into a fresh ``index`` created as the service
+    creates its indices."""
+    client = connect(es)
+    body = load_index_body()
+    body["mappings"]["dynamic"] = True
+    client.indices.create(index=index, **body)
+    pending: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)
+    failed: list[int] = []
+
+    def writer() -> None:
+        while (actions := pending.get()) is not None:
+            _, errors = helpers.bulk(client, actions, chunk_size=len(actions), raise_on_error=False)
+            failed.append(len(errors) if isinstance(errors, list) else int(errors))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp, Pipeline(Path(tmp) / "store", processes=processes) as pipe:
+            t0 = time.perf_counter()
+            seen: deque[tuple[dict[str, Any], Document]] = deque()  # as Pipeline.process_many hands over
+
+            def feed() -> Iterator[Document]:
+                for rec in records:
+                    doc = Document.from_mapping(rec)
+                    seen.append((rec, doc))
+                    yield doc
+
+            results = fingerprint_many(feed(), processes=processes, fingerprinter=pipe.fingerprinter)
+            triples = ((*seen.popleft(), res) for res in results)
+            n = 0
+            while chunk := list(itertools.islice(triples, pipe.batch_size)):
+                decisions = pipe.decide_batch([(doc, res) for _, doc, res in chunk])
+                pending.put([{"_index": index, "_id": doc.id,
+                              "_source": {**{k: v for k, v in rec.items() if k != "id"},
+                                          **es_fields(res, dec, pipe.config.layout)}}
+                             for (rec, doc, res), dec in zip(chunk, decisions, strict=True)])
+                n += len(chunk)
+            pending.put(None)
+            thread.join()
+            dt = time.perf_counter() - t0
+    finally:
+        if thread.is_alive():
+            pending.put(None)
+            thread.join()
+        client.indices.delete(index=index, ignore_unavailable=True)
+        client.close()
+    return {"docs": n, "seconds": round(dt, 2), "docs_per_s": round(n / dt, 1), "write_errors": sum(failed)}
 
 
 def free_port() -> int:
@@ -113,6 +176,7 @@ class Load:
         self.similar_lat: list[float] = []
         self.docs = 0
         self.errors = 0
+        self.write_errors = 0  # documents the service answered for but Elasticsearch did not take
 
     def next_batch(self) -> bytes:
         with self.lock:
@@ -131,10 +195,15 @@ class Load:
                 t0 = time.perf_counter()
                 r = c.post("/v1/ingest", content=body, headers={"content-type": "application/json"})
                 dt = time.perf_counter() - t0
+                failed = 0
+                if r.status_code == 200 and self.index:
+                    failed = sum(1 for res in r.json()["results"]
+                                 if (res.get("index") or {}).get("status", 500) >= 300)
                 with self.lock:
                     if r.status_code == 200:
                         self.ingest_lat.append(dt)
                         self.docs += self.batch
+                        self.write_errors += failed
                     else:
                         self.errors += 1
 
@@ -184,10 +253,14 @@ def main() -> None:
     es = es or "http://127.0.0.1:9"
     records = load_records(args.docs)
     out: dict[str, Any] = {"documents_in_corpus_sample": len(records), "batch": args.batch,
-                           "clients": args.clients, "processes": args.processes, "index": args.index}
+                           "clients": args.clients, "processes": args.processes, "index": args.index,
+                           "load_average_start": [round(x, 2) for x in os.getloadavg()]}
     base = records[: args.baseline_docs] if args.baseline_docs else records
     out["in_process_1"] = baseline(base, 1)
     out[f"in_process_{args.processes}"] = baseline(base, args.processes)
+    if args.index:
+        out[f"in_process_{args.processes}_es"] = baseline_es(base, args.processes, es,
+                                                              f"bench-service-baseline-{os.getpid()}")
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-service-"))
     port = free_port()
@@ -238,7 +311,7 @@ def main() -> None:
             "ingest_batches": len(ingest_lat), "ingest_p50_ms": pct(ingest_lat, 50),
             "ingest_p99_ms": pct(ingest_lat, 99), "similar_requests": len(similar_lat),
             "similar_per_s": round(len(similar_lat) / elapsed, 1), "similar_p50_ms": pct(similar_lat, 50),
-            "similar_p99_ms": pct(similar_lat, 99), "errors": load.errors,
+            "similar_p99_ms": pct(similar_lat, 99), "errors": load.errors, "write_errors": load.write_errors,
             "memory_start": mem_start, "memory_end": mem_end,
             "memory_growth": round(mem_end["total_mb"] / mem_start["total_mb"] - 1, 3),
             "memory_total_mb_every_10s": samples,
@@ -248,6 +321,12 @@ def main() -> None:
             f"processes_{args.processes}": round(docs / elapsed / ref, 2),
             "processes_1": round(docs / elapsed / out["in_process_1"]["docs_per_s"], 2),
         }
+        if args.index:
+            httpx.post(f"{es}/{index}/_refresh", timeout=60)
+            count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
+            out["service"]["documents_in_elasticsearch"] = count  # warm-up and the last requests included
+            ref_es = out[f"in_process_{args.processes}_es"]["docs_per_s"]
+            out["service_vs_in_process"][f"processes_{args.processes}_es"] = round(docs / elapsed / ref_es, 2)
     finally:
         proc.terminate()
         try:
@@ -258,6 +337,7 @@ def main() -> None:
         if args.index:
             httpx.delete(f"{es}/{index}", timeout=60)
         shutil.rmtree(tmp, ignore_errors=True)
+    out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 
 
