@@ -41,7 +41,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from fingerprint_indexer.fingerprint.chunks import chunk_fingerprints, weighted_simhash  # noqa: E402
+from fingerprint_indexer.fingerprint.chunks import (  # noqa: E402
+    MIN_CHUNK_TERMS,
+    chunk_fingerprints,
+    iter_sentences,
+    weighted_simhash,
+)
 from fingerprint_indexer.fingerprint.hamming import hamming  # noqa: E402
 from fingerprint_indexer.text.clean import clean  # noqa: E402
 from fingerprint_indexer.text.tokenize import Tokenizer  # noqa: E402
@@ -196,6 +201,7 @@ class OursOptions:
     drop_numbers: bool = False
     verify: float | None = None  # second stage: sketch similarity needed on top of the Hamming test
     chunks: int = 0  # > 0: also one SimHash per content-defined chunk of ~this many sentences (min distance)
+    lead: int = 0  # > 0: also one SimHash of the first this many sentences (the article's lead)
     weight: str = "tf"  # "tf" (tf-idf), "log" ((1 + ln tf) * idf), "idf" (idf only) for the selected top-K
 
     def label(self) -> str:
@@ -212,6 +218,8 @@ class OursOptions:
             parts.append(f"w={self.weight}")
         if self.chunks:
             parts.append(f"chunks{self.chunks}")
+        if self.lead:
+            parts.append(f"lead{self.lead}")
         return "ours:" + ",".join(parts)
 
 
@@ -297,6 +305,10 @@ def ours_signatures(cache: OursCache, opts: OursOptions) -> dict[str, Any]:
         fps = [weighted_simhash(weigh(counts))]
         if opts.chunks:
             fps += chunk_fingerprints(texts[k], cache.tokenizer.count, weigh, every=opts.chunks)
+        if opts.lead:
+            lead = cache.tokenizer.count(" ".join(itertools.islice(iter_sentences(texts[k]), opts.lead)))
+            if len(lead) >= MIN_CHUNK_TERMS:
+                fps.append(weighted_simhash(weigh(lead)))
         out[k] = (fps, sketches[k] if sketches is not None else None)
     return out
 
@@ -605,7 +617,7 @@ def parse_variant(spec: str) -> OursOptions:
     kw: dict[str, Any] = {}
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
-        if key in ("top_k", "shingle", "chunks"):
+        if key in ("top_k", "shingle", "chunks", "lead"):
             kw[key] = int(value)
         elif key in ("boilerplate", "drop_numbers"):
             kw[key] = value not in ("0", "false", "")
@@ -619,7 +631,7 @@ def parse_variant(spec: str) -> OursOptions:
 
 
 CURRENT = "top_k=64"
-RECOMMENDED = "top_k=0,boilerplate=1,weight=p3,chunks=4,verify=0.3"
+RECOMMENDED = "top_k=0,boilerplate=1,weight=p3,chunks=4,lead=3,verify=0.3"
 PRODUCT = "ours:default"  # the shipped FingerprintConfig() with the pipeline's sketch verification
 DEFAULT_VARIANTS = [
     CURRENT,
