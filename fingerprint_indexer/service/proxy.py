@@ -403,7 +403,7 @@ async def _single(request: Request, index: str, doc_id: str | None, action: str)
         meta["_id"] = doc_id
     params: dict[str, str] = {}
     for k, v in request.query_params.items():
-        if k == "op_type":
+        if k == "op_type" and action != "update":
             action = "create" if v == "create" else action
         elif k in OP_PARAMS:
             meta[k] = v
