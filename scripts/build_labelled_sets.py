@@ -28,7 +28,9 @@ Sets (each a ``<name>.docs.jsonl`` with ``id``, ``title``, ``content`` and a ``<
     deletion), ``medium_edit`` (boilerplate, two ad lines, ~20 % of sentences edited or deleted),
     ``excerpt`` (the first ~60 % of the sentences plus boilerplate). Negatives: a different article of the
     same category, the topically nearest one (``same_category``), and two different articles wrapped in
-    the very same site template (``same_template``).
+    the very same site template (``same_template``). Each document of these sets also carries ``story``,
+    the id of the real article it was made from, so cluster evaluation knows that a template-wrapped
+    article belongs with its original even though no labelled pair joins them.
 
 Run: ``python scripts/build_labelled_sets.py [--data ../shared/data] [--out out/labelled] [--limit N]``.
 """
@@ -429,8 +431,12 @@ class LabelledSet:
     pairs: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
 
-    def add_doc(self, doc_id: str, title: str, content: str) -> None:
-        self.docs.setdefault(doc_id, {"id": doc_id, "title": title, "content": content})
+    def add_doc(self, doc_id: str, title: str, content: str, story: str | None = None) -> None:
+        """``story``: the id of the real article a generated document was made from (cluster truth)."""
+        doc = {"id": doc_id, "title": title, "content": content}
+        if story is not None:
+            doc["story"] = story
+        self.docs.setdefault(doc_id, doc)
 
     def add_pair(self, a: str, b: str, label: int, level: str, **extra: Any) -> None:
         self.pairs.append({"a": a, "b": b, "label": label, "level": level, **extra})
@@ -602,12 +608,12 @@ def build_reposts(
 
     for orig in originals:
         sents = sentences(orig["content"], zh)
-        ls.add_doc(oid(orig), orig["title"], orig["content"])
+        ls.add_doc(oid(orig), orig["title"], orig["content"], story=oid(orig))
         related = [d["title"] for d in rng.sample(by_cat[orig["category"]], 3)]
         for level in LEVELS:
             tpl = make_template(rng, zh, orig["title"], related)
             vid = f"{oid(orig)}-{level}"
-            ls.add_doc(vid, orig["title"], make_variant(sents, level, tpl, rng, zh))
+            ls.add_doc(vid, orig["title"], make_variant(sents, level, tpl, rng, zh), story=oid(orig))
             ls.add_pair(oid(orig), vid, 1, level)
         # Hard negatives: the topically nearest other article of the category (not among the chosen originals
         # so that every negative is a distinct article pair) ...
@@ -618,19 +624,19 @@ def build_reposts(
         neg = nearest_topical(orig, sample, feats, shing, chosen)
         if neg is None:
             continue
-        ls.add_doc(oid(neg), neg["title"], neg["content"])
+        ls.add_doc(oid(neg), neg["title"], neg["content"], story=oid(neg))
         ls.add_pair(oid(orig), oid(neg), 0, "same_category")
         # ... and the two different articles wrapped in one identical site template (boilerplate level).
         tpl = make_template(rng, zh, orig["title"], [neg["title"]])
         a_id, b_id = f"{oid(orig)}-tplA", f"{oid(neg)}-tplB"
-        ls.add_doc(a_id, orig["title"], render(sents, tpl, random.Random(rng.random()), zh))
+        ls.add_doc(a_id, orig["title"], render(sents, tpl, random.Random(rng.random()), zh), story=oid(orig))
         tpl_b = Template(
             header=[h.replace(orig["title"], neg["title"]) for h in tpl.header], footer=tpl.footer,
             ads=tpl.ads, indent=tpl.indent, sentences_per_para=tpl.sentences_per_para,
             fullwidth_punct=tpl.fullwidth_punct,
         )
         body_b = render(sentences(neg["content"], zh), tpl_b, random.Random(rng.random()), zh)
-        ls.add_doc(b_id, neg["title"], body_b)
+        ls.add_doc(b_id, neg["title"], body_b, story=oid(neg))
         ls.add_pair(a_id, b_id, 0, "same_template")
     ls.notes = {"originals": len(originals), "eligible_articles": len(pool)}
     return ls
