@@ -7,6 +7,13 @@ fields are added to the source, and the duplicate policy applies (``tag``: index
 ``duplicate_of``; ``skip``: do not send it, and answer the item with ``result: noop``). An operation
 without ``_id`` gets one here (a random UUID), so a spooled replay can never index it twice.
 
+A ``create`` only enters the embedded store when Elasticsearch will accept it: for creates of ids the store
+already holds, the same ``_mget`` as for updates asks whether they exist (earlier operations of the request
+followed), and a create of an existing id is passed on unchanged, so Elasticsearch answers its own 409 and
+the stored entry keeps describing the text Elasticsearch has. When Elasticsearch cannot be asked, such a
+create is passed on unchanged too (the entry is kept; the id almost surely exists). A fingerprinted create
+that Elasticsearch still refuses with 409 (a document written behind the proxy's back) leaves the store.
+
 ``update`` operations (bulk, and ``POST /{index}/_update/{id}``) whose partial ``doc`` or ``upsert`` sets a
 text field are fingerprinted as the document will be after the update: the current text fields of those
 ids are read in one ``_mget`` per request, the partial doc is merged over them as Elasticsearch merges it
@@ -43,12 +50,12 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
-from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp
+from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, item_status
 from fingerprint_indexer.service.errors import error_body
 from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
 from fingerprint_indexer.service.ingest import decide, es_fields
 from fingerprint_indexer.service.state import ServiceState
-from fingerprint_indexer.service.worker import valid_index_name
+from fingerprint_indexer.service.worker import StoreOwner, valid_index_name
 
 log = logging.getLogger("fingerprint_indexer.service")
 router = APIRouter()
@@ -191,13 +198,21 @@ def _routing(op: BulkOp) -> Any:
     return op.meta.get("routing", op.meta.get("_routing"))
 
 
-async def current_sources(state: ServiceState, ops: list[BulkOp]) -> tuple[dict[tuple[str, str], Known], str]:
-    """The text fields of every document an update in ``ops`` needs, as they are before the request (one
-    ``_mget``); with the reason why they are Unknown when they cannot be read."""
+def _stored_ids(stores: StoreOwner, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The ``(index, id)`` pairs the embedded stores hold an entry for (runs on the store thread)."""
+    return {key for key in keys if stores.record(*key) is not None}
+
+
+async def current_sources(state: ServiceState, ops: list[BulkOp],
+                          creates: frozenset[tuple[str, str]] = frozenset(),
+                          ) -> tuple[dict[tuple[str, str], Known], str]:
+    """The text fields of every document an update in ``ops`` needs, and whether the ``creates`` ids
+    exist, as they are before the request (one ``_mget``); with the reason why they are Unknown when they
+    cannot be read."""
     assert state.es is not None and state.delivery is not None
     specs: dict[tuple[str, str], dict[str, Any]] = {}
     for op in ops:
-        if update_wants_source(op):
+        if update_wants_source(op) or (op.action == "create" and (op.index, str(op.id)) in creates):
             spec: dict[str, Any] = {"_index": op.index, "_id": op.id, "_source": list(TEXT_FIELDS)}
             if _routing(op) is not None:
                 spec["routing"] = _routing(op)
@@ -227,13 +242,19 @@ async def current_sources(state: ServiceState, ops: list[BulkOp]) -> tuple[dict[
     return out, "some documents could not be read"
 
 
-def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]) -> tuple[dict[int, UpdatePlan],
-                                                                                      dict[int, str]]:
+def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]
+                 ) -> tuple[dict[int, UpdatePlan], dict[int, str], dict[int, str]]:
     """Replay ``ops`` in order over the documents' current text fields: a plan per update to fingerprint,
-    and the metric outcome of every update operation (by position)."""
+    the metric outcome of every update operation, and the ``create`` operations to pass on unchanged (by
+    position): ``"exists"`` when Elasticsearch will refuse them with 409, ``"unknown"`` when it is not
+    known whether the id exists. A create whose id is not in ``current`` is taken as a new id."""
     known = dict(current)
+    for op in ops:
+        if op.action == "create" and op.id is not None:
+            known.setdefault((op.index, op.id), None)
     plans: dict[int, UpdatePlan] = {}
     outcomes: dict[int, str] = {}
+    held: dict[int, str] = {}
     for pos, op in enumerate(ops):
         if op.action == "update":
             outcomes[pos] = "scripted" if is_scripted(op) else "no_text"
@@ -244,7 +265,10 @@ def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]) -> tu
         if op.action == "index":
             known[key] = _text_part(op.source)
         elif op.action == "create":
-            known[key] = _text_part(op.source) if prev is None else prev  # on an existing id: 409
+            if prev is None:
+                known[key] = _text_part(op.source)
+            else:  # on an existing id: 409, nothing changes (or, when unknown, nothing is known)
+                held[pos] = "unknown" if isinstance(prev, Unknown) else "exists"
         elif op.action == "delete":
             known[key] = None
         elif not isinstance(op.source, dict) or "script" in op.source or isinstance(prev, Unknown):
@@ -269,7 +293,7 @@ def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]) -> tu
                 if document is not None:
                     plans[pos] = UpdatePlan(target, document)
                     outcomes[pos] = "fingerprinted"
-    return plans, outcomes
+    return plans, outcomes, held
 
 
 def _fingerprint_nulls(layout: Any) -> dict[str, None]:
@@ -287,11 +311,22 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     assert state.pool is not None and state.delivery is not None
     out: list[dict[str, Any] | None] = [None] * len(ops)
     todo: list[tuple[int, str, Document]] = []
+    named: list[tuple[str, str]] = []  # creates with the caller's own id (an assigned one is new)
     for op in ops:
         if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None:
             op.meta["_id"] = uuid.uuid4().hex
-    current, why = await current_sources(state, ops)
-    plans, outcomes = plan_updates(ops, current)
+        elif op.action == "create" and valid_index_name(op.index):
+            named.append((op.index, str(op.id)))
+    # A create of an id the embedded store holds would replace that entry before Elasticsearch answers,
+    # and Elasticsearch refuses a create of an existing id (409): so whether those ids exist is asked in
+    # the same _mget as the updates' sources, and a create of an existing id is passed on unchanged.
+    # When Elasticsearch cannot be asked (unreachable, writes being spooled), such a create is passed on
+    # unchanged too and the stored entry is kept: it describes a document written through the proxy, so
+    # the create almost surely meets that document and is refused (on replay, a 409 counts as applied).
+    # Were the document in fact gone, it is created without fingerprint fields; index it again.
+    stored = await state.stores.call(_stored_ids, state.stores, named) if named else set()
+    current, why = await current_sources(state, ops, frozenset(stored))
+    plans, outcomes, held = plan_updates(ops, current)
     for pos, op in enumerate(ops):
         if op.action in ("index", "create") and valid_index_name(op.index):
             doc = source_document(str(op.meta["_id"]), op.source)
@@ -301,7 +336,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             continue
         if isinstance(doc, str):
             out[pos] = _item(op, 400, error={"type": "illegal_argument_exception", "reason": doc})
-        elif doc is not None:
+        elif doc is not None and pos not in held:
             todo.append((pos, op.index, doc))
     for outcome in outcomes.values():
         state.metrics.updates.labels(outcome).inc()
@@ -309,6 +344,10 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     if stale:
         log.warning("%d update(s) passed on without fingerprints (%s); their entries leave the embedded "
                     "store", len(stale), why)
+    unsure = sum(1 for reason in held.values() if reason == "unknown")
+    if unsure:
+        log.warning("%d create(s) of ids in the embedded store passed on without fingerprints (%s); their "
+                    "entries are kept", unsure, why)
     t0 = time.perf_counter()
     decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
     if todo:
@@ -331,14 +370,26 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             op.source = {**op.source, **fields}
         op.fingerprinted = True
         op.extra = summary
+    # the last operation of the request decided into the store, per id: an entry it wrote is not
+    # forgotten because of an earlier operation on the same id (delete X, then create X again)
+    last_decided = {(idx, doc.id): pos for pos, idx, doc in todo}
+
+    def superseded(pos: int, op: BulkOp) -> bool:
+        return last_decided.get((op.index, str(op.id)), -1) > pos
+
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
     items = await state.delivery.submit([ops[p] for p in forward], params)
     for pos, item in zip(forward, items, strict=True):
         op = ops[pos]
-        if op.fingerprinted:
+        if op.fingerprinted and op.action == "create" and item_status(item) == 409:
+            # the id existed after all (written straight into Elasticsearch, or a concurrent create): the
+            # entry just decided describes text Elasticsearch refused
+            if not superseded(pos, op):
+                await state.stores.call(state.stores.forget, op.index, str(op.id))
+        elif op.fingerprinted:
             next(iter(item.values()))["fingerprint_indexer"] = op.extra
         elif (op.action == "delete" or outcomes.get(pos) == "unknown_source") and op.id \
-                and valid_index_name(op.index) and not _has_error(item):
+                and valid_index_name(op.index) and not _has_error(item) and not superseded(pos, op):
             # deleted (or queued for deletion) in Elasticsearch, or its text changed in a way we could not
             # follow: later copies must not point at it
             await state.stores.call(state.stores.forget, op.index, op.id)

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from elasticsearch import BadRequestError, Elasticsearch, helpers
+from elasticsearch import BadRequestError, ConflictError, Elasticsearch, helpers
 from support.ingest_driver import wait_spool_empty
 from support.service import ServiceProcess
 from support.tcp_forwarder import TcpForwarder
@@ -253,7 +253,7 @@ def test_update_plan_follows_earlier_operations_of_the_request() -> None:
         ("news", "a"): {"title": "TA", "content": "A1"}, ("news", "b"): None,
         ("news", "c"): {"content": "C0"}, ("news", "d"): None, ("news", "e"): None,
         ("news", "g"): Unknown.SOURCE}
-    plans, outcomes = plan_updates(ops, current)
+    plans, outcomes, held = plan_updates(ops, current)
     got = {pos: (p.target, getattr(p.document, "title", None), getattr(p.document, "content", None))
            for pos, p in plans.items()}
     assert got == {0: ("doc", "TA", "A2"), 2: ("doc", "T", "B2"), 5: ("upsert", "", "D0"),
@@ -261,6 +261,29 @@ def test_update_plan_follows_earlier_operations_of_the_request() -> None:
     assert outcomes == {0: "fingerprinted", 2: "fingerprinted", 4: "no_text", 5: "fingerprinted",
                         6: "fingerprinted", 7: "no_text", 8: "scripted", 9: "unknown_source",
                         10: "unknown_source"}
+    assert held == {}
+
+
+def test_create_plan_holds_creates_of_existing_ids() -> None:
+    """Creates Elasticsearch will refuse (the id exists before the request or after an earlier operation of
+    it) or that cannot be judged are held back from the store; creates of absent ids are not."""
+    def op(action: str, doc_id: str, source: Any = None) -> BulkOp:
+        return BulkOp(action, {"_index": "news", "_id": doc_id}, source)
+
+    ops = [op("create", "a", {"content": "A2"}),                        # exists: 409
+           op("create", "b", {"content": "B"}),                         # looked up, absent
+           op("create", "b", {"content": "B2"}),                        # just created: 409
+           op("create", "c", {"content": "C"}),                         # never stored: taken as new
+           op("index", "d", {"content": "D"}), op("create", "d", {"content": "D2"}),
+           op("delete", "a"), op("create", "a", {"content": "A3"}),    # deleted first: created
+           op("create", "u", {"content": "U"}),                         # could not be asked
+           op("update", "e", {"doc": {"n": 1}, "doc_as_upsert": True}),
+           op("create", "e", {"content": "E"})]                         # upserted just now: 409
+    current: dict[tuple[str, str], Any] = {("news", "a"): {"content": "A1"}, ("news", "b"): None,
+                                           ("news", "u"): Unknown.SOURCE}
+    plans, _, held = plan_updates(ops, current)
+    assert held == {0: "exists", 2: "exists", 5: "exists", 8: "unknown", 10: "exists"}
+    assert plans == {}
 
 
 def test_update_of_content_refingerprints_the_merged_document(
@@ -394,7 +417,8 @@ def test_bulk_mixing_index_update_delete_answers_like_elasticsearch(
         "fingerprint_hex"]
     assert not es_client.exists(index=svc_index, id="m2")
     fi = [next(iter(it.values())).get("fingerprint_indexer") for it in via["items"]]
-    assert [x is not None for x in fi] == [True, True, True, True, False, False, False, True, False, True,
+    # the create of m1 (which the request has just indexed) is left to Elasticsearch's 409, unfingerprinted
+    assert [x is not None for x in fi] == [True, True, True, True, False, False, False, True, False, False,
                                            False]
 
 
@@ -427,3 +451,114 @@ def test_update_while_elasticsearch_is_away_is_spooled_not_lost(
     es_client.indices.refresh(index=svc_index)
     src = es_client.get(index=svc_index, id="w1")["_source"]
     assert (src["content"], src["n"]) == (b, 1)
+
+
+# ------------------------------------------------------------------------------------------ creates
+def _stored_hex(service: ServiceProcess, index: str, doc_id: str) -> str | None:
+    """The fingerprint the embedded store holds for ``doc_id`` (None when it holds no entry)."""
+    r = httpx.get(f"{service.url}/v1/similar/{doc_id}?index={index}", headers=service.headers(), timeout=60)
+    return str(r.json()["fingerprint"]) if r.status_code == 200 else None
+
+
+def test_create_of_an_existing_id_keeps_the_stored_text(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    """Elasticsearch refuses the second create with its own 409, and the embedded store still describes
+    the text Elasticsearch holds: a copy of it is a duplicate of the id, a copy of the refused text is new."""
+    a, b = zh_articles[60]["content"], zh_articles[61]["content"]
+    assert proxied.create(index=svc_index, id="c1", document={"content": a})["result"] == "created"
+    with pytest.raises(ConflictError) as via:
+        proxied.create(index=svc_index, id="c1", document={"content": b})
+    with pytest.raises(ConflictError) as direct:
+        es_client.create(index=svc_index, id="c1", document={"content": b})
+    assert via.value.meta.status == direct.value.meta.status == 409
+    assert via.value.body["error"]["type"] == direct.value.body["error"]["type"] \
+        == "version_conflict_engine_exception"
+    with pytest.raises(ConflictError):  # the index API with op_type=create takes the same path
+        proxied.index(index=svc_index, id="c1", document={"content": b}, op_type="create")
+    assert es_client.get(index=svc_index, id="c1")["_source"]["content"] == a
+    assert _stored_hex(service, svc_index, "c1") == Fingerprinter().fingerprint(text=a).hex
+    copy_a = proxied.index(index=svc_index, id="c2", document={"content": a})["fingerprint_indexer"]
+    assert (copy_a["decision"], copy_a["duplicate_of"]) == ("exact_duplicate", "c1")
+    copy_b = proxied.index(index=svc_index, id="c3", document={"content": b})["fingerprint_indexer"]
+    assert copy_b["decision"] == "new"
+
+
+def test_create_refused_for_a_document_the_store_never_saw_leaves_no_entry(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    """A document written straight into Elasticsearch: a create of its id through the proxy is refused,
+    and the refused text does not stay in the embedded store."""
+    a, b = zh_articles[62]["content"], zh_articles[63]["content"]
+    es_client.index(index=svc_index, id="x1", document={"content": a}, refresh=True)
+    with pytest.raises(ConflictError):
+        proxied.create(index=svc_index, id="x1", document={"content": b})
+    assert _stored_hex(service, svc_index, "x1") is None
+    copy_b = proxied.index(index=svc_index, id="x2", document={"content": b})["fingerprint_indexer"]
+    assert copy_b["decision"] == "new"
+
+
+def test_bulk_with_create_conflicts_answers_like_elasticsearch(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    a, b, c, d = (zh_articles[i]["content"] for i in (64, 65, 66, 67))
+
+    def ops(index: str) -> list[dict[str, Any]]:
+        return [{"create": {"_index": index, "_id": "n0"}}, {"content": b},       # exists: 409
+                {"create": {"_index": index, "_id": "n1"}}, {"content": c},       # 201
+                {"create": {"_index": index, "_id": "n1"}}, {"content": d},       # created just now: 409
+                {"index": {"_index": index, "_id": "n2"}}, {"content": d},        # 201
+                {"create": {"_index": index, "_id": "n2"}}, {"content": a},       # 409
+                {"delete": {"_index": index, "_id": "n0"}},                       # 200
+                {"create": {"_index": index, "_id": "n0"}}, {"content": a + "。"}]  # gone again: 201
+
+    direct_index = svc_index + "-direct"
+    try:
+        es_client.index(index=direct_index, id="n0", document={"content": a})
+        direct = es_client.bulk(operations=ops(direct_index), refresh=True)
+    finally:
+        es_client.indices.delete(index=direct_index, ignore_unavailable=True)
+    proxied.create(index=svc_index, id="n0", document={"content": a})
+    via = proxied.bulk(operations=ops(svc_index), refresh=True)
+    assert via["errors"] is direct["errors"] is True
+    assert _summary(via) == _summary(direct)
+    assert [s for _, s, _, _ in _summary(via)] == [409, 201, 409, 201, 409, 200, 201]
+    fi = [next(iter(it.values())).get("fingerprint_indexer") for it in via["items"]]
+    assert [x is not None for x in fi] == [False, True, False, True, False, False, True]
+    fpr = Fingerprinter()
+    for doc_id, text in (("n0", a + "。"), ("n1", c), ("n2", d)):
+        assert es_client.get(index=svc_index, id=doc_id)["_source"]["content"] == text
+        assert _stored_hex(service, svc_index, doc_id) == fpr.fingerprint(text=text).hex, doc_id
+
+
+def test_create_while_elasticsearch_is_away_keeps_the_stored_entry(
+    es_url: str, es_client: Elasticsearch, tmp_path: Path, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """Whether the id exists cannot be asked (a real TCP cut): the create of a stored id is queued
+    unchanged, the stored entry stays, and the replay meets Elasticsearch's 409."""
+    u = urlparse(es_url)
+    fwd = TcpForwarder(u.hostname or "127.0.0.1", u.port or 9200)
+    a, b = zh_articles[68]["content"], zh_articles[69]["content"]
+    want = Fingerprinter().fingerprint(text=a).hex
+    try:
+        with ServiceProcess(fwd.url, tmp_path / "data") as svc:
+            client = Elasticsearch(svc.url, request_timeout=60)
+            client.create(index=svc_index, id="q1", document={"content": a})
+            fwd.cut()
+            resp = client.bulk(operations=[{"create": {"_index": svc_index, "_id": "q1"}}, {"content": b}])
+            item = resp["items"][0]["create"]
+            assert (item["status"], item["result"]) == (202, "queued")
+            assert _stored_hex(svc, svc_index, "q1") == want
+            assert b[:40] not in svc.log_text()
+            fwd.restore()
+            wait_spool_empty(svc.url, {}, timeout=120)
+            assert _stored_hex(svc, svc_index, "q1") == want
+            copy_a = client.index(index=svc_index, id="q2", document={"content": a})["fingerprint_indexer"]
+            assert copy_a["duplicate_of"] == "q1"
+            client.close()
+    finally:
+        fwd.cut()
+    assert es_client.get(index=svc_index, id="q1")["_source"]["content"] == a
