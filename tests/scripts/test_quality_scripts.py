@@ -41,7 +41,13 @@ def test_labelled_sets_format(labelled: Path) -> None:
         docs = _read(labelled / f"{name}.docs.jsonl")
         pairs = _read(labelled / f"{name}.pairs.jsonl")
         assert docs and pairs
-        assert all(set(d) == {"id", "title", "content"} for d in docs)
+        # the format; reposts sets also name each document's source article (cluster truth)
+        extra = {"story"} if name.endswith("_reposts") else set()
+        assert all(set(d) == {"id", "title", "content"} | extra for d in docs)
+        if extra:  # every generated document points at a real article of the set
+            ids = {d["id"] for d in docs}
+            assert all(d["story"] in ids for d in docs)
+            assert any(d["story"] != d["id"] for d in docs)
         ids = {d["id"] for d in docs}
         assert len(ids) == len(docs)
         for p in pairs:
