@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 import platformdirs
@@ -19,10 +20,29 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "service"
 
 
+def es_settings(es_url: str, timeout_s: float) -> EsSettings:
+    """The Elasticsearch settings from ``--es`` and the ``ES_*`` environment; an invalid one is a usage
+    error (one line, exit code 2) rather than a traceback."""
+    try:
+        parts = urlsplit(es_url)
+        valid_url = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # e.g. a port that is not a number
+        valid_url = False
+    if not valid_url:
+        raise click.BadParameter("expected an http:// or https:// URL with a host, e.g. https://es:9200",
+                                 param_hint="'--es' / ES_URL")
+    if os.environ.get("ES_PASSWORD") and not os.environ.get("ES_USERNAME"):
+        raise click.UsageError("ES_PASSWORD is set but ES_USERNAME is not")
+    try:
+        return EsSettings.from_env(es_url, timeout_s=timeout_s)
+    except ValueError as exc:  # ES_VERIFY_CERTS that is neither true nor false
+        raise click.UsageError(str(exc)) from None
+
+
 @click.command("serve")
 @click.option("--es", "es_url", default=lambda: os.environ.get("ES_URL"), required=True,
-              help="Elasticsearch URL (default: ES_URL). Credentials: ES_API_KEY or ES_USERNAME/ES_PASSWORD; "
-                   "CA bundle: ES_CA_CERTS.")
+              help="Elasticsearch URL, http:// or https:// (default: ES_URL). Credentials and TLS come from "
+                   "the environment only (listed above).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs an API key.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9280, show_default=True)
@@ -55,12 +75,24 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
     an Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds fingerprints, /healthz, /readyz
-    and /metrics. Writes that Elasticsearch cannot take now are spooled on disk and replayed."""
+    and /metrics. Writes that Elasticsearch cannot take now are spooled on disk and replayed.
+
+    \b
+    Environment (Elasticsearch credentials and TLS, never on the command line):
+      ES_URL           default for --es
+      ES_API_KEY       API key for Elasticsearch (used first), or
+      ES_USERNAME      with ES_PASSWORD: basic authentication
+      ES_CA_CERTS      PEM bundle of the CAs to trust for https:// (only these)
+      ES_VERIFY_CERTS  true (default) or false; false: certificates unchecked,
+                       for throw-away clusters only
+      FPI_API_KEY      key callers of this service present (or --api-key-file)
+    """
     import uvicorn
 
     from fingerprint_indexer.service.app import create_app
     from fingerprint_indexer.service.state import ServiceState
 
+    es = es_settings(es_url, es_timeout)
     try:
         api_key = load_api_key(api_key_file)
         check_bind(host, api_key)
@@ -69,7 +101,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
         return
     config = build_config(top_k, idf_path, synonyms, n_blocks)
     settings = ServiceSettings(
-        es=EsSettings.from_env(es_url, timeout_s=es_timeout), data_dir=Path(data_dir or default_data_dir()),
+        es=es, data_dir=Path(data_dir or default_data_dir()),
         host=host, port=port, api_key=api_key, default_index=default_index,
         on_duplicate=on_duplicate,  # type: ignore[arg-type]
         k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
