@@ -11,8 +11,9 @@ A ``create`` only enters the embedded store when Elasticsearch will accept it: f
 already holds, the same ``_mget`` as for updates asks whether they exist (earlier operations of the request
 followed), and a create of an existing id is passed on unchanged, so Elasticsearch answers its own 409 and
 the stored entry keeps describing the text Elasticsearch has. When Elasticsearch cannot be asked, such a
-create is passed on unchanged too (the entry is kept; the id almost surely exists). A fingerprinted create
-that Elasticsearch still refuses with 409 (a document written behind the proxy's back) leaves the store.
+create is passed on unchanged too (the entry is kept; the id almost surely exists). Any fingerprinted
+operation that Elasticsearch still refuses (a 409 for a document written behind the proxy's back, a
+mapping error, an update of a missing document) leaves the store.
 
 ``update`` operations (bulk, and ``POST /{index}/_update/{id}``) whose partial ``doc`` or ``upsert`` sets a
 text field are fingerprinted as the document will be after the update: the current text fields of those
@@ -50,7 +51,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
-from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, item_status
+from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp
 from fingerprint_indexer.service.errors import error_body
 from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
 from fingerprint_indexer.service.ingest import decide, es_fields
@@ -381,9 +382,9 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     items = await state.delivery.submit([ops[p] for p in forward], params)
     for pos, item in zip(forward, items, strict=True):
         op = ops[pos]
-        if op.fingerprinted and op.action == "create" and item_status(item) == 409:
-            # the id existed after all (written straight into Elasticsearch, or a concurrent create): the
-            # entry just decided describes text Elasticsearch refused
+        if op.fingerprinted and _has_error(item):
+            # Elasticsearch refused the operation (a create whose id existed after all, a mapping error, an
+            # update of a missing document): the entry just decided describes text it does not hold
             if not superseded(pos, op):
                 await state.stores.call(state.stores.forget, op.index, str(op.id))
         elif op.fingerprinted:

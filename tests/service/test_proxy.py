@@ -500,6 +500,25 @@ def test_create_refused_for_a_document_the_store_never_saw_leaves_no_entry(
     assert copy_b["decision"] == "new"
 
 
+def test_document_refused_by_the_mapping_leaves_no_entry(
+    proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
+    zh_articles: list[dict[str, Any]], svc_index: str,
+) -> None:
+    """Elasticsearch refuses a source its mapping cannot parse (text for an integer field): the answer
+    is its own 400, and the refused text does not stay in the embedded store to be matched later."""
+    es_client.indices.create(index=svc_index, mappings={"properties": {"views": {"type": "integer"}}})
+    a = zh_articles[64]["content"]
+    bad = {"content": a, "views": "many"}
+    with pytest.raises(BadRequestError) as via:
+        proxied.index(index=svc_index, id="m1", document=bad)
+    with pytest.raises(BadRequestError) as direct:
+        es_client.index(index=svc_index, id="m1", document=bad)
+    assert via.value.body["error"]["type"] == direct.value.body["error"]["type"]
+    assert _stored_hex(service, svc_index, "m1") is None
+    copy = proxied.index(index=svc_index, id="m2", document={"content": a})["fingerprint_indexer"]
+    assert copy["decision"] == "new"
+
+
 def test_bulk_with_create_conflicts_answers_like_elasticsearch(
     proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
     zh_articles: list[dict[str, Any]], svc_index: str,
