@@ -214,8 +214,10 @@ async def readyz(request: Request) -> Response:
     assert state.es is not None
     store_ok = await state.stores.call(state.stores.pipeline, state.settings.default_index) is not None
     es_ok = await state.es.ping()
-    checks = {"store": store_ok, "workers": state.pool is not None, "elasticsearch": es_ok,
-              "spool_depth": state.spool.depth}
+    checks: dict[str, Any] = {"store": store_ok, "workers": state.pool is not None, "elasticsearch": es_ok,
+                              "spool_depth": state.spool.depth}
+    if not es_ok:  # why, without credentials or URLs: what an operator needs first
+        checks["elasticsearch_reason"] = state.es.last_error
     ok = store_ok and es_ok and state.pool is not None
     return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks},
                         status_code=200 if ok else 503)

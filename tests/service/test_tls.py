@@ -129,6 +129,7 @@ def test_untrusted_certificate_reports_unreachable_and_spools(
             ready = httpx.get(f"{svc.url}/readyz")
             assert ready.status_code == 503
             assert ready.json()["checks"]["elasticsearch"] is False
+            assert reason in ready.json()["checks"]["elasticsearch_reason"]
             _assert_no_secret(ready.text)
             r = httpx.post(f"{svc.url}/v1/ingest", json={"documents": docs, "index": True},
                            headers=svc.headers(), timeout=60)
