@@ -240,7 +240,8 @@ def main() -> int:
     args = ap.parse_args()
     client = connect(args.es, request_timeout=600)
     nodes = client.nodes.info(node_id="_local")["nodes"]
-    out: dict[str, Any] = {"server": next(iter(nodes.values()))["version"], "cpus": os.cpu_count()}
+    out: dict[str, Any] = {"server": next(iter(nodes.values()))["version"], "cpus": os.cpu_count(),
+                           "load_average_start": [round(x, 2) for x in os.getloadavg()]}
     parts = args.only or ["ingest", "query", "reindex"]
     docs = load_docs(args.docs or None) if {"ingest", "reindex"} & set(parts) else []
     if "ingest" in parts:
@@ -251,6 +252,7 @@ def main() -> int:
         print(json.dumps(out["query"]), file=sys.stderr)
     if "reindex" in parts:
         out["reindex"] = bench_reindex(client, docs, args.processes, args.batch_size)
+    out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]  # shared machines: note the load
     print(json.dumps(out, indent=1, ensure_ascii=False))
     return 0
 
