@@ -11,6 +11,12 @@ versions reach Elasticsearch in the order they were acknowledged.
 overwrites; a ``create`` answered 409 on replay is taken as already applied). Items Elasticsearch rejects
 for good (a mapping error, say) are listed with id and reason in ``rejected.ndjson`` beside the spool,
 never dropped silently, and never with document bodies.
+
+A *relink* operation (:attr:`BulkOp.relink`) is an update the service adds itself: under ``keep=longest``
+or ``newest`` it points the previous canonical of a group at the document that replaced it. It travels with
+the write that caused it (the same request, or the same spool frame, whose head lists its position), and
+an answer of 404 (the previous canonical is not in Elasticsearch, e.g. it was only decided, never indexed)
+is no lost write: a warning without document bodies is logged, and nothing goes to ``rejected.ndjson``.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class BulkOp:
     source: Any = None
     fingerprinted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    relink: bool = False  # added by the service (see the module docstring), never answered to a client
 
     @property
     def index(self) -> str:
@@ -97,8 +104,37 @@ def _same_params(recs: list[tuple[Position, bytes]]) -> list[tuple[Position, byt
 
 
 def _spool_payload(ops: Sequence[BulkOp], params: dict[str, str], ensure: list[str]) -> bytes:
-    head = json.dumps({"params": params, "ensure": ensure, "n": len(ops)}).encode()
-    return head + b"\n" + encode_ops(ops)
+    head: dict[str, Any] = {"params": params, "ensure": ensure, "n": len(ops)}
+    relinks = [i for i, op in enumerate(ops) if op.relink]
+    if relinks:
+        head["relink"] = relinks
+    return json.dumps(head).encode() + b"\n" + encode_ops(ops)
+
+
+def _relink_flags(heads: Sequence[dict[str, Any]]) -> list[bool]:
+    """Per operation of the spooled frames (in order): whether it is a relink."""
+    flags: list[bool] = []
+    for head in heads:
+        mine = [False] * int(head.get("n", 0))
+        for i in head.get("relink", []):
+            mine[i] = True
+        flags.extend(mine)
+    return flags
+
+
+def relink_missing(item: dict[str, Any]) -> bool:
+    """A relink answered 404: the previous canonical is not in Elasticsearch (nothing to update)."""
+    return item_status(item) == 404
+
+
+def log_relinks(relinks: Sequence[tuple[bool, dict[str, Any]]]) -> list[int]:
+    """Log the relinks answered 404 (ids only, no bodies); their positions."""
+    missing = [i for i, (flag, it) in enumerate(relinks) if flag and relink_missing(it)]
+    if missing:
+        ids = [next(iter(relinks[i][1].values())).get("_id") for i in missing]
+        log.warning("%d replaced canonical(s) not in Elasticsearch, left as they are: %s", len(missing),
+                    ", ".join(map(str, ids[:10])))
+    return missing
 
 
 class Delivery:
@@ -154,6 +190,10 @@ class Delivery:
             else:
                 for i, q in zip(again, queued, strict=True):
                     items[i] = q
+        log_relinks([(op.relink, it) for op, it in zip(ops, items, strict=True)])
+        for op, it in zip(ops, items, strict=True):
+            if op.relink and "error" in next(iter(it.values())) and not relink_missing(it):
+                log.error("the relink of replaced canonical %s failed with status %d", op.id, item_status(it))
         return items
 
 
@@ -231,17 +271,23 @@ class Replayer:
         items = data["items"]
         if any(retryable(item_status(it)) for it in items):
             return False
+        flags = _relink_flags(heads)
+        if len(flags) != len(items):
+            flags = [False] * len(items)
+        missing = set(log_relinks(list(zip(flags, items, strict=True))))
         bad = []
-        for it in items:
+        for i, it in enumerate(items):
             action, body_ = next(iter(it.items()))
             status = int(body_.get("status", 500))
+            if i in missing:
+                continue
             if status >= 400 and not (action == "create" and status == 409):
                 bad.append({"index": body_.get("_index"), "id": body_.get("_id"), "status": status,
                             "error": body_.get("error")})
         if bad:
             self._reject(bad)
         if self._on_replayed:
-            self._on_replayed(len(items) - len(bad))
+            self._on_replayed(len(items) - len(bad) - len(missing))
         return True
 
     def _reject(self, rows: list[dict[str, Any]]) -> None:
