@@ -10,6 +10,7 @@ import click
 import platformdirs
 
 from fingerprint_indexer.cli.common import build_config, config_options, fail
+from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.service.auth import AuthConfigError, check_bind, load_api_key
 from fingerprint_indexer.service.settings import ON_DUPLICATE, EsSettings, ServiceSettings
 from fingerprint_indexer.service.spool import SpoolLocked
@@ -53,6 +54,9 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
               help="Index used by /v1 requests that name none.")
 @click.option("--on-duplicate", type=click.Choice(ON_DUPLICATE), default="tag", show_default=True,
               help="tag: index duplicates with duplicate_of; skip: do not index them.")
+@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
+              help="Which copy stays the canonical of a duplicate group; longest/newest make a later copy "
+                   "the canonical and re-point the earlier one (also in Elasticsearch).")
 @click.option("--k", type=click.IntRange(0, 63), default=3, show_default=True,
               help="Largest Hamming distance counted as near-duplicate.")
 @click.option("--processes", type=click.IntRange(1, 256), default=2, show_default=True,
@@ -70,7 +74,7 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
 @click.option("--no-access-log", is_flag=True, help="Do not log one line per request.")
 @config_options
 def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_index: str, on_duplicate: str,
-              k: int, processes: int, api_key_file: str | None, max_body_mb: int, max_batch: int,
+              keep: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int, max_batch: int,
               spool_limit_mb: int, es_timeout: float, log_level: str, no_access_log: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
@@ -103,7 +107,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     settings = ServiceSettings(
         es=es, data_dir=Path(data_dir or default_data_dir()),
         host=host, port=port, api_key=api_key, default_index=default_index,
-        on_duplicate=on_duplicate,  # type: ignore[arg-type]
+        on_duplicate=on_duplicate, keep=keep,  # type: ignore[arg-type]
         k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
         spool_limit_bytes=spool_limit_mb << 20,
     )

@@ -14,7 +14,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.service.delivery import BulkOp
 from fingerprint_indexer.service.errors import ApiError
-from fingerprint_indexer.service.ingest import decide, es_fields
+from fingerprint_indexer.service.ingest import decide, es_fields, relink_op
 from fingerprint_indexer.service.models import (
     FingerprintRequest,
     FingerprintResponse,
@@ -80,7 +80,9 @@ async def fingerprint(body: FingerprintRequest, request: Request) -> dict[str, A
 async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     """The ingest hook: decide new / exact / near duplicate for one document or a batch and return the
     fields to add; with ``index: true`` also write the documents into Elasticsearch (queued in the
-    durable spool while Elasticsearch is unavailable)."""
+    durable spool while Elasticsearch is unavailable). Under ``keep=longest|newest`` a document that
+    becomes its group's canonical is reported with ``replaces``; with ``index: true`` the replaced
+    document's ``duplicate_of`` and ``distance`` are updated in Elasticsearch as well."""
     state = svc(request)
     assert state.pool is not None and state.delivery is not None
     started = time.perf_counter()
@@ -91,7 +93,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     index = _index(state, body.index_name)
     policy = body.on_duplicate or state.settings.on_duplicate
     t0 = time.perf_counter()
-    decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs])
+    decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs],
+                           state.settings.keep)
     state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     results: list[dict[str, Any]] = []
     ops: list[BulkOp] = []
@@ -110,6 +113,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
                 op_of[i] = len(ops)
                 ops.append(BulkOp("index", {"_index": index, "_id": d.doc.id}, {**doc_in.source(), **fields},
                                   fingerprinted=True))
+                if (relink := relink_op(index, d.decision)) is not None:
+                    ops.append(relink)  # right after its write, in the same request (or spool frame)
     errors = False
     if ops:
         items = await state.delivery.submit(ops, {})

@@ -4,6 +4,11 @@ Documents are fingerprinted in the worker pool, decided (and committed) by the s
 into the fields added to the Elasticsearch document. A decision is committed to the embedded store before
 the Elasticsearch write; a retry of the same document repeats the stored decision (see
 :mod:`fingerprint_indexer.pipeline`), so a request that failed half-way is safe to send again.
+
+Under ``keep=longest|newest`` a decision may make the document the group's new canonical
+(``Decision.replaces``); :func:`relink_op` is the update that makes the previous canonical's Elasticsearch
+document say what its stored record now says (``duplicate_of`` the new canonical, and its ``distance``;
+its ``decision`` is unchanged in the store and so left alone).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.index.elasticsearch import result_fields
-from fingerprint_indexer.pipeline import Decision
+from fingerprint_indexer.pipeline import Decision, Keep
+from fingerprint_indexer.service.delivery import BulkOp
 from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
 
 DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
@@ -31,7 +37,9 @@ class Decided:
 
     @property
     def is_duplicate(self) -> bool:
-        return self.decision.decision in DUPLICATES
+        """A copy of another kept document (what ``skip`` leaves out). A copy that replaced the group's
+        canonical (``keep=longest|newest``) is the kept document now, so it is not one."""
+        return self.decision.decision in DUPLICATES and self.decision.replaces is None
 
 
 def es_fields(result: FingerprintResult, decision: Decision, layout: BlockLayout) -> dict[str, Any]:
@@ -51,10 +59,19 @@ def es_fields(result: FingerprintResult, decision: Decision, layout: BlockLayout
     return out
 
 
+def relink_op(index: str, decision: Decision) -> BulkOp | None:
+    """The update of the canonical ``decision`` replaced (None when it replaced none)."""
+    if decision.replaces is None:
+        return None
+    return BulkOp("update", {"_index": index, "_id": decision.replaces},
+                  {"doc": {"duplicate_of": decision.id, "distance": decision.distance}}, relink=True)
+
+
 async def decide(
-    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]]
+    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]], keep: Keep = "first"
 ) -> list[Decided]:
-    """Fingerprint and decide ``(index, document)`` pairs; results in input order."""
+    """Fingerprint and decide ``(index, document)`` pairs under the ``keep`` policy; results in input
+    order."""
     results = await pool.documents([doc for _, doc in items])
     by_index: dict[str, list[int]] = defaultdict(list)
     for i, (index, _) in enumerate(items):
@@ -62,7 +79,7 @@ async def decide(
     out: list[Decided | None] = [None] * len(items)
     for index, positions in by_index.items():
         pairs = [(items[i][1], results[i]) for i in positions]
-        decisions = await stores.call(stores.decide, index, pairs)
+        decisions = await stores.call(stores.decide, index, pairs, keep)
         for i, (doc, res), dec in zip(positions, pairs, decisions, strict=True):
             out[i] = Decided(doc, res, dec)
     return [d for d in out if d is not None]

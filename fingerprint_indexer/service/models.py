@@ -114,6 +114,8 @@ class IngestResult(BaseModel):
     duplicate_of: str | None
     distance: int | None
     cluster_id: str
+    replaces: str | None = Field(None, description="The group's previous canonical, when this document "
+                                 "replaced it (keep=longest|newest); that document now points at this one.")
     degenerate: bool
     fields: dict[str, Any] = Field(description="Fields to add to the document in Elasticsearch.")
     index: IndexOutcome | None = Field(None, description="Outcome of the Elasticsearch write (index: true).")

@@ -27,6 +27,12 @@ writes being spooled, ``_source`` disabled), the update passes through unchanged
 document bodies is logged, and the document is dropped from the embedded store, whose entry no longer
 describes it.
 
+Under ``keep=longest|newest`` a document that becomes its group's canonical (``replaces`` in its
+``fingerprint_indexer`` summary) is followed, in the same bulk request to Elasticsearch (or the same spool
+frame), by an update that points the previous canonical at it; that update's item is not part of the
+answer, which keeps one item per operation of the request. Under ``skip`` such a document is indexed (it
+is the one kept), and the replaced canonical stays in Elasticsearch, tagged.
+
 Deletes and sources without text go through unchanged. Answers are in Elasticsearch's own format, with
 each fingerprinted item carrying an extra ``fingerprint_indexer`` object. Queued items (Elasticsearch
 unavailable, see :mod:`delivery`) answer ``status: 202, result: queued``.
@@ -54,7 +60,7 @@ from fingerprint_indexer.service.auth import KEY_HEADERS
 from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp
 from fingerprint_indexer.service.errors import error_body
 from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
-from fingerprint_indexer.service.ingest import decide, es_fields
+from fingerprint_indexer.service.ingest import decide, es_fields, relink_op
 from fingerprint_indexer.service.state import ServiceState
 from fingerprint_indexer.service.worker import StoreOwner, valid_index_name
 
@@ -350,10 +356,12 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         log.warning("%d create(s) of ids in the embedded store passed on without fingerprints (%s); their "
                     "entries are kept", unsure, why)
     t0 = time.perf_counter()
-    decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
+    decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo],
+                           state.settings.keep)
     if todo:
         state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     policy = state.settings.on_duplicate
+    relinks: dict[int, BulkOp] = {}  # updates of replaced canonicals, sent right after their operation
     for (pos, _, _), d in zip(todo, decided, strict=True):
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
@@ -371,6 +379,8 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             op.source = {**op.source, **fields}
         op.fingerprinted = True
         op.extra = summary
+        if (relink := relink_op(op.index, d.decision)) is not None:
+            relinks[pos] = relink
     # the last operation of the request decided into the store, per id: an entry it wrote is not
     # forgotten because of an earlier operation on the same id (delete X, then create X again)
     last_decided = {(idx, doc.id): pos for pos, idx, doc in todo}
@@ -379,7 +389,11 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         return last_decided.get((op.index, str(op.id)), -1) > pos
 
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
-    items = await state.delivery.submit([ops[p] for p in forward], params)
+    sent = [o for pos in forward for o in (ops[pos], relinks.get(pos)) if o is not None]
+    answered = await state.delivery.submit(sent, params)
+    # the client sees one item per operation it sent: the relinks' items are left out (their failures
+    # are logged by the delivery)
+    items = [it for o, it in zip(sent, answered, strict=True) if not o.relink]
     for pos, item in zip(forward, items, strict=True):
         op = ops[pos]
         if op.fingerprinted and _has_error(item):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.pipeline import Keep
 
 OnDuplicate = Literal["tag", "skip"]
 ON_DUPLICATE: tuple[OnDuplicate, ...] = ("tag", "skip")
@@ -82,6 +83,8 @@ class ServiceSettings:
     api_key: str | None = field(default=None, repr=False)
     default_index: str = "news"
     on_duplicate: OnDuplicate = "tag"
+    #: which copy of a duplicate group is the canonical (``longest``/``newest`` re-point the earlier one)
+    keep: Keep = "first"
     k: int = 3
     processes: int = 2
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)

@@ -4,7 +4,8 @@
   whose workers each build one :class:`Fingerprinter` at start; jieba never runs on the event loop.
 - :class:`StoreOwner`: the embedded stores (one per Elasticsearch index, opened on first use) are touched by
   exactly one thread of this one process. LevelDB allows one process per database, and one thread makes the
-  read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking.
+  read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking. The keep
+  policy (``first | longest | newest``) is given with each batch, so one open store serves any policy.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
-from fingerprint_indexer.pipeline import Decision, Pipeline
+from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
 from fingerprint_indexer.store.exact import ExactStore
 
 T = TypeVar("T")
@@ -170,9 +171,14 @@ class StoreOwner:
             old.close()
         return pipe
 
-    def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
+    def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]],
+               keep: Keep = "first") -> list[Decision]:
+        """Decide and commit one batch under the ``keep`` policy (see :mod:`fingerprint_indexer.pipeline`)."""
+        if keep not in KEEP_POLICIES:
+            raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
         pipe = self.pipeline(index)
         assert pipe is not None
+        pipe.keep = keep
         out = pipe.decide_batch(pairs)
         self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
         return out

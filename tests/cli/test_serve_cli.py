@@ -28,6 +28,7 @@ def run_serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedPro
     ([], {"ES_URL": "localhost:9200"}, ["ES_URL", "http://"]),
     (["--es", "https://es.example:port"], {}, ["--es"]),
     (["--es", "https://127.0.0.1:9200"], {"ES_PASSWORD": "secret-password"}, ["ES_USERNAME"]),
+    (["--es", "http://127.0.0.1:9200", "--keep", "biggest"], {}, ["--keep", "'biggest'", "longest"]),
 ])
 def test_invalid_setting_is_one_clean_line(
     tmp_path: Path, args: list[str], env: dict[str, str], names: list[str]
@@ -46,5 +47,6 @@ def test_invalid_setting_is_one_clean_line(
 def test_help_names_the_tls_and_credential_variables(tmp_path: Path) -> None:
     res = subprocess.run([*SERVE, "--help"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0
-    for name in ("ES_URL", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_CA_CERTS", "ES_VERIFY_CERTS"):
+    for name in ("ES_URL", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_CA_CERTS", "ES_VERIFY_CERTS",
+                 "--keep [first|longest|newest]"):
         assert name in res.stdout, name
