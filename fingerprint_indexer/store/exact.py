@@ -234,18 +234,24 @@ class ExactStore:
         self, fps: Sequence[int], sketch: bytes, digest: str, k: int, exclude: str | None = None
     ) -> list[tuple[DocRecord, Verdict]]:
         """Stored near-duplicates with why they match, nearest first: verified block-index matches,
-        plus exact copies (same content digest or document fingerprint), degenerate ones included."""
+        exact copies (same content digest), and documents with the same document fingerprint (degenerate
+        ones are in no block bucket) whose sketch confirms them.
+
+        A shared document fingerprint alone proves little: under ``tf^3`` weighting one dominant term
+        (a person's name) can decide all 64 bits, so different articles about that person collide.
+        """
         ids = {m.doc_id for m in self.near_docs(fps, sketch, k)}
         exact = self.doc_with_digest(digest)
         if exact is not None:
             ids.add(exact)
-        ids.update(self.ids_with_fingerprint(fps[0]))
+        same_fp = set(self.ids_with_fingerprint(fps[0])) - ids
         ids.discard(exclude or "")
+        same_fp.discard(exclude or "")
         mine = from_bytes(sketch) if sketch else None
         out = []
-        for other in ids:
+        for other in ids | same_fp:
             rec = self.record(other)
-            if rec is None:
+            if rec is None or (other in same_fp and not confirms(mine, rec)):
                 continue
             theirs = rec.sketch_array() if rec.sketch else None
             d, where = closest(fps, rec.fingerprints)

@@ -125,3 +125,25 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
         p.communicate("\n", timeout=30)
     with ExactStore(tmp_path, algorithm=ALGO) as store:  # released when the holder closed it
         assert store.n_docs == 2
+
+
+def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
+    """Different articles can share a document fingerprint (one dominant term decides every bit): only
+    those whose sketch agrees are neighbours; a document without a sketch is judged by the fingerprint."""
+    from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
+
+    text = "the same article text about one person, told at some length so shingles exist " * 3
+    other = "a different story about that person, on another day and with other details entirely " * 3
+    fp = 0x0123_4567_89AB_CDEF
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        tx = store.batch()
+        for doc_id, body, deg in (("copy", text, False), ("other", other, False), ("short", "", True)):
+            rec = record_now(id=doc_id, fingerprint=fp, content_digest=f"digest-{doc_id}",
+                             keyword_digest="kw", cluster_id=doc_id, decision="new", duplicate_of=None,
+                             distance=None, degenerate=deg, length=10, published_at=None, version=ALGO,
+                             sketch=to_bytes(sketch(body)).hex() if body else "")
+            tx.put_record(rec, index=not deg)
+        tx.commit()
+        mine = to_bytes(sketch(text))
+        hits = {rec.id for rec, _ in store.neighbours([fp], mine, "digest-query", 3)}
+    assert hits == {"copy", "short"}
