@@ -53,6 +53,28 @@ def closest(fps_a: Sequence[int], fps_b: Sequence[int]) -> tuple[int, tuple[int,
     return int(dist[i, j]), (int(i), int(j))
 
 
+def closest_many(
+    fps_a: Sequence[int] | npt.NDArray[np.uint64], theirs: npt.NDArray[np.uint64], lengths: npt.ArrayLike
+) -> npt.NDArray[np.int64]:
+    """:func:`closest` distance of ``a`` to each of several candidates at once.
+
+    ``theirs`` holds the candidates' fingerprints back to back, candidate ``c`` owning the next
+    ``lengths[c]`` (at least one each); one XOR + popcount over the whole matrix, then a minimum per owner.
+    """
+    a = np.asarray(fps_a, dtype=np.uint64)
+    counts = np.asarray(lengths, dtype=np.int64)
+    if not a.size or (counts.size and int(counts.min()) < 1):
+        raise ValueError("each side needs at least one fingerprint")
+    b = np.asarray(theirs, dtype=np.uint64)
+    if int(counts.sum()) != b.size:
+        raise ValueError(f"lengths add up to {int(counts.sum())}, not {b.size} fingerprints")
+    if not counts.size:
+        return np.zeros(0, dtype=np.int64)
+    per_value = np.bitwise_count(b[:, None] ^ a[None, :]).min(axis=1)
+    starts = np.cumsum(counts) - counts
+    return np.minimum.reduceat(per_value, starts).astype(np.int64)
+
+
 def verify(
     fps_a: Sequence[int],
     fps_b: Sequence[int],

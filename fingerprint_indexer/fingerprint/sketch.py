@@ -15,7 +15,7 @@ processes and machines (no use of Python's ``hash``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,16 @@ def similarity(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32]) -> float:
     return float(np.count_nonzero(a == b)) / a.size
 
 
+def similarities(q: npt.NDArray[np.uint32], rows: npt.NDArray[np.uint32]) -> npt.NDArray[np.float64]:
+    """:func:`similarity` of ``q`` with each row of the ``n x size`` matrix ``rows``, in one pass."""
+    rows = np.asarray(rows, dtype=np.uint32)
+    if rows.ndim != 2 or rows.shape[1] != q.size:
+        raise ValueError(f"sketch sizes differ: {q.shape} vs rows of {rows.shape[1:]}")
+    if q.size == 0:
+        return np.zeros(len(rows), dtype=np.float64)
+    return np.count_nonzero(rows == q[None, :], axis=1) / q.size
+
+
 def to_bytes(s: npt.NDArray[np.uint32]) -> bytes:
     """Storage form (little-endian uint32s)."""
     return s.astype("<u4").tobytes()
@@ -106,3 +116,10 @@ def from_bytes(data: bytes) -> npt.NDArray[np.uint32]:
     if len(data) % 4:
         raise ValueError(f"sketch bytes must be a multiple of 4, got {len(data)}")
     return np.frombuffer(data, dtype="<u4").astype(np.uint32)
+
+
+def from_bytes_many(blobs: Sequence[bytes], size: int = SKETCH_SIZE) -> npt.NDArray[np.uint32]:
+    """:func:`from_bytes` of several sketches of ``size`` minima each, as one ``n x size`` matrix."""
+    if any(len(b) != 4 * size for b in blobs):
+        raise ValueError(f"every sketch must hold {size} minima ({4 * size} bytes)")
+    return np.frombuffer(b"".join(blobs), dtype="<u4").astype(np.uint32).reshape(len(blobs), size)

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from fingerprint_indexer.fingerprint.sketch import (
     SKETCH_SIZE,
     from_bytes,
+    from_bytes_many,
     shingle_hashes,
+    similarities,
     similarity,
     sketch,
     to_bytes,
@@ -80,3 +82,30 @@ def test_stable_across_processes() -> None:
 @given(st.text(min_size=0, max_size=200))
 def test_self_similarity_is_one(text: str) -> None:
     assert similarity(sketch(text), sketch(text)) == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_similarities_equal_per_row_similarity(data: st.DataObject) -> None:
+    """The matrix form gives exactly the per-candidate figure (same float, so the same threshold verdicts),
+    also when rows share many minima with the query."""
+    size = data.draw(st.integers(1, 64))
+    n = data.draw(st.integers(0, 20))
+    values = st.integers(0, 3) if data.draw(st.booleans()) else st.integers(0, 2**32 - 1)
+    q = np.array(data.draw(st.lists(values, min_size=size, max_size=size)), dtype=np.uint32)
+    rows = np.array(data.draw(st.lists(st.lists(values, min_size=size, max_size=size), min_size=n,
+                                       max_size=n)), dtype=np.uint32).reshape(n, size)  # fmt: skip
+    got = similarities(q, rows)
+    assert got.tolist() == [similarity(q, r) for r in rows]
+    blobs = [to_bytes(r) for r in rows]
+    matrix = from_bytes_many(blobs, size)
+    assert np.array_equal(matrix, rows)
+    assert all(np.array_equal(from_bytes(b), r) for b, r in zip(blobs, matrix, strict=True))
+
+
+def test_similarities_and_from_bytes_many_reject_other_sizes() -> None:
+    s = sketch(TEXT)
+    with pytest.raises(ValueError):
+        similarities(s, np.zeros((2, 10), dtype=np.uint32))
+    with pytest.raises(ValueError):
+        from_bytes_many([to_bytes(s), to_bytes(s[:10])])
