@@ -18,6 +18,7 @@ an index is always queried with the layout it was written with.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,14 +26,15 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
-from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
+from fingerprint_indexer.fingerprint.sketch import from_bytes, from_bytes_many, similarities, similarity
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
-from fingerprint_indexer.verify import MIN_SIMILARITY, closest
+from fingerprint_indexer.verify import MIN_SIMILARITY, closest_many
 
 MAPPING_FILE = "news.json"
 META_KEY = "fingerprint_indexer"
@@ -193,6 +195,25 @@ def confirmed(mine: bytes, theirs: bytes, min_similarity: float = MIN_SIMILARITY
     return similarity(from_bytes(mine), from_bytes(theirs)) >= min_similarity
 
 
+def sketches_confirm(mine: bytes, theirs: Sequence[str | bytes | None],
+                     min_similarity: float = MIN_SIMILARITY) -> npt.NDArray[np.bool_]:  # fmt: skip
+    """:func:`confirmed` of ``mine`` against several sketches at once (base64 doc values or raw bytes;
+    ``None`` or empty for a document without a sketch); one matrix comparison for those of ``mine``'s size."""
+    ok = np.ones(len(theirs), dtype=bool)
+    if not mine or not len(theirs):
+        return ok
+    q = from_bytes(mine)
+    raw = [base64.b64decode(t) if isinstance(t, str) else (t or b"") for t in theirs]
+    same = [i for i, b in enumerate(raw) if len(b) == len(mine)]
+    if same:
+        sims = similarities(q, from_bytes_many([raw[i] for i in same], q.size))
+        ok[same] = sims >= min_similarity
+    for i, b in enumerate(raw):
+        if b and len(b) != len(mine):  # another sketch size: the scalar rule (which refuses it)
+            ok[i] = confirmed(mine, b, min_similarity)
+    return ok
+
+
 def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(doc id, reason) of each failed item of a bulk response."""
     out = []
@@ -211,11 +232,14 @@ def pit_scan(
     query: dict[str, Any],
     page: int,
     keep_alive: str = "2m",
+    pit_id: str | None = None,
     **request: Any,
 ) -> Iterator[dict[str, Any]]:
     """Every hit of ``query`` once, from a point-in-time snapshot paged by ``search_after`` on
-    ``_shard_doc``; ``request`` adds search options (``source``, ``docvalue_fields``, ...)."""
-    pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"]
+    ``_shard_doc``; ``request`` adds search options (``source``, ``docvalue_fields``, ...). With ``pit_id``
+    that snapshot is searched (and left open), else one is opened on ``index`` and closed."""
+    own = pit_id is None
+    pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"] if own else pit_id
     try:
         after: list[Any] | None = None
         while True:
@@ -230,7 +254,8 @@ def pit_scan(
                 return
             pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
     finally:
-        client.close_point_in_time(id=pit)
+        if own:
+            client.close_point_in_time(id=pit)
 
 
 class ElasticsearchIndex(NearDupIndex):
@@ -257,6 +282,8 @@ class ElasticsearchIndex(NearDupIndex):
         self.read_your_writes, self.page_size = read_your_writes, page_size
         self.msearch_batch, self.chunk_size = msearch_batch, chunk_size
         self._own_client, self._dirty = own_client, False
+        self._pit: str | None = None
+        self._pit_keep_alive = "10m"
         if client.indices.exists(index=index):
             stored = stored_layout(client, index)
             if stored is None:
@@ -357,11 +384,13 @@ class ElasticsearchIndex(NearDupIndex):
         }
 
     def _scan_candidates(
-        self, query: dict[str, Any], fields: list[dict[str, str]] | None = None
+        self, query: dict[str, Any], fields: list[dict[str, str]] | None = None, pinned: bool = False
     ) -> Iterator[dict[str, Any]]:
-        """Every candidate of an oversized bucket."""
-        return pit_scan(self.client, self.index, query, self.page_size, "1m", source=False,
-                        docvalue_fields=fields or [{"field": FP_FIELD}])
+        """Every candidate of an oversized bucket (from the pinned snapshot when ``pinned``)."""
+        pit = self._pit if pinned else None
+        keep_alive = self._pit_keep_alive if pit else "1m"
+        return pit_scan(self.client, self.index, query, self.page_size, keep_alive, pit_id=pit, source=False,
+                        docvalue_fields=fields or [{"field": FP_FIELD}])  # fmt: skip
 
     def _verify(self, fingerprint: int, hits: Iterable[Mapping[str, Any]], k: int) -> list[Match]:
         """Exact Hamming distance of each candidate; keep those within ``k``, by (distance, id)."""
@@ -437,24 +466,38 @@ class ElasticsearchIndex(NearDupIndex):
         k: int,
         exclude: str | None = None,
     ) -> list[Match]:
-        """Candidates with a fingerprint pair within ``k`` whose sketch confirms them, nearest first."""
+        """Candidates with a fingerprint pair within ``k`` whose sketch confirms them, nearest first.
+
+        Vectorised: all candidates' fingerprints are checked in one XOR + popcount pass, and the sketches
+        of those within ``k`` are compared as one matrix (see :func:`closest_many`, :func:`similarities`).
+        """
         mine = [f & MASK64 for f in fingerprints]
-        mine_sketch = from_bytes(sketch) if sketch else None
-        out = []
+        ids: list[str] = []
+        flat: list[int] = []
+        lengths: list[int] = []
+        sketches: list[str | None] = []
         for h in hits:
-            doc_id = str(h["_id"])
             fields = h.get("fields") or {}
-            theirs = hit_fingerprints(fields)
-            if doc_id == exclude or not theirs:
+            values = fields.get(FPS_FIELD) or fields.get(FP_FIELD)
+            if not values:
                 continue
-            d, _ = closest(mine, theirs)
-            if d > k:
+            doc_id = str(h["_id"])
+            if doc_id == exclude:
                 continue
-            their_sketch = hit_sketch(fields)
-            if mine_sketch is not None and their_sketch and \
-                    similarity(mine_sketch, from_bytes(their_sketch)) < MIN_SIMILARITY:
-                continue
-            out.append(Match(doc_id, d))
+            ids.append(doc_id)
+            flat.extend(values)
+            lengths.append(len(values))
+            sk = fields.get(SKETCH_FIELD)
+            sketches.append(sk[0] if sk else None)
+        if not ids:
+            return []
+        theirs = np.array(flat, dtype=np.int64).view(np.uint64)  # longs are two's complement
+        dist = closest_many(mine, theirs, lengths)
+        keep = np.flatnonzero(dist <= k)
+        if sketch:
+            ok = sketches_confirm(sketch, [sketches[i] for i in keep.tolist()])
+            keep = keep[ok]
+        out = [Match(ids[i], int(dist[i])) for i in keep.tolist()]
         out.sort(key=lambda m: (m.distance, m.doc_id))
         return out
 
@@ -463,7 +506,7 @@ class ElasticsearchIndex(NearDupIndex):
         exclude: str | None,
     ) -> list[Match]:  # fmt: skip
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
-            scan = self._scan_candidates(self.candidates_query(fingerprints), VERIFY_FIELDS)
+            scan = self._scan_candidates(self.candidates_query(fingerprints), VERIFY_FIELDS, self.pinned)
             return self.verify_hits(fingerprints, sketch, scan, k, exclude)
         return self.verify_hits(fingerprints, sketch, hits, k, exclude)
 
@@ -481,26 +524,69 @@ class ElasticsearchIndex(NearDupIndex):
         k: int = 3,
         exclude: Sequence[str | None] | None = None,
     ) -> list[list[Match]]:
-        """:meth:`query_verified` of each (fingerprints, sketch), one ``msearch`` per ``msearch_batch``."""
+        """:meth:`query_verified` of each (fingerprints, sketch), one ``msearch`` per ``msearch_batch``;
+        against the pinned snapshot while there is one (:meth:`pin`)."""
         self.layout.check_k(k)
         self._before_read()
         excl = list(exclude) if exclude is not None else [None] * len(queries)
         out: list[list[Match]] = []
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
-            searches: list[dict[str, Any]] = []
+            bodies = []
             for fps, _ in chunk:
                 if not fps:
                     raise ValueError("a verified lookup needs at least one fingerprint")
-                searches += [{"index": self.index}, self._verified_body(fps)]
-            responses = self.client.msearch(searches=searches)["responses"]
+                bodies.append(self._verified_body(fps))
+            responses = self._msearch(bodies)
             for n, ((fps, sk), resp) in enumerate(zip(chunk, responses, strict=True)):
-                if "error" in resp:
-                    raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
                 out.append(self._finish_verified(fps, sk, resp["hits"]["hits"], k, excl[start + n]))
         return out
 
+    def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Responses of one ``msearch`` (on the pinned snapshot when there is one; an expired snapshot is
+        replaced by a fresh one once)."""
+        for attempt in (0, 1):
+            pit = self._pit
+            searches: list[dict[str, Any]] = []
+            for body in bodies:
+                if pit is None:
+                    searches += [{"index": self.index}, body]
+                else:
+                    searches += [{}, {**body, "pit": {"id": pit, "keep_alive": self._pit_keep_alive}}]
+            responses: list[dict[str, Any]] = self.client.msearch(searches=searches)["responses"]
+            errors = [r["error"] for r in responses if "error" in r]
+            if not errors:
+                if pit is not None:
+                    self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)
+                return responses
+            if pit is None or attempt:
+                raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {errors[0]}")
+            self.pin(self._pit_keep_alive)  # the snapshot expired (e.g. a long pause between batches)
+        raise AssertionError("unreachable")
+
+    # ---------------------------------------------------------------------------------- snapshots
+    @property
+    def pinned(self) -> bool:
+        """Whether verified look-ups search a point-in-time snapshot (see :meth:`pin`)."""
+        return self._pit is not None
+
+    def pin(self, keep_alive: str = "10m") -> None:
+        """Make verified look-ups search a point-in-time snapshot of the index as it is now, until
+        :meth:`unpin` (or the next ``pin``). For a writer that keeps what it wrote since in memory (the
+        ``index`` command's pending set), so its own unrefreshed writes are not fetched again and again."""
+        self.unpin()
+        self._pit = str(self.client.open_point_in_time(index=self.index, keep_alive=keep_alive)["id"])
+        self._pit_keep_alive = keep_alive
+
+    def unpin(self) -> None:
+        """Search the live index again (closing the snapshot; an already expired one is fine)."""
+        pit, self._pit = self._pit, None
+        if pit is not None:
+            with contextlib.suppress(ApiError, TransportError):
+                self.client.close_point_in_time(id=pit)
+
     def close(self) -> None:
+        self.unpin()
         if self._own_client:
             self.client.close()
             self._own_client = False

@@ -18,25 +18,27 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
-from fingerprint_indexer.fingerprint.hamming import to_hex
+from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
-    confirmed,
     fingerprint_fields,
+    sketches_confirm,
     source_fingerprints,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verify import closest
@@ -167,9 +169,12 @@ class EsDecider:
         self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
 
     def refresh(self) -> None:
-        """Make every write so far searchable and drop the pending set (call with no write in flight)."""
+        """Make every write so far searchable and drop the pending set (call with no write in flight); a
+        pinned snapshot is taken again, so it holds every write that left the pending set."""
         self.index.refresh()
         self._clear_pending()
+        if self.index.pinned:
+            self.index.pin()
 
     # ------------------------------------------------------------------------------------ lookups
     def _mget(self, ids: Iterable[str]) -> dict[str, _Rec]:
@@ -204,20 +209,25 @@ class EsDecider:
         """Decisions in batch order, and the records to write (none for unchanged or skipped documents)."""
         if not batch:
             return [], []
-        existing = self._mget(doc.id for doc, _ in batch if doc.id not in self._pending)
+        start = dict(self._pending)  # pending before this batch; within a batch the set only grows
+        batch_ids = {doc.id for doc, _ in batch}
+        existing = self._mget(doc.id for doc, _ in batch if doc.id not in start)
         exact = self._by_digest(res.content_digest for _, res in batch)
         near_q = [(res.fingerprints, res.sketch) for _, res in batch if not res.degenerate]
         near_x = [doc.id for doc, res in batch if not res.degenerate]
         found = self.index.query_verified_many(near_q, self.k, near_x) if near_q else []
         near_iter: Iterator[list[Match]] = iter(found)
         near = {i: next(near_iter) if not res.degenerate else [] for i, (_, res) in enumerate(batch)}
-        # records of every match and of their canonical documents, in two round trips at most
+        before, within = self._pending_pairs(batch)
+        # records of the matches that can win (the nearest indexed one per document) and of their canonicals
         known: dict[str, _Rec] = {r.id: r for recs in exact.values() for r in recs}
-        known.update(self._mget(m.doc_id for ms in near.values() for m in ms if m.doc_id not in known))
-        known.update(self._mget(r.root for r in list(known.values()) if r.root not in known))
+        self._fetch_winners(batch, near, known, start, batch_ids)
+        roots = {r.root for r in known.values()} | {start[d].root for cands in before for d in cands}
+        known.update(self._mget(r for r in roots if r not in known and r not in start))
 
         decisions: list[EsDecision] = []
         writes: list[_Rec] = []
+        written_at: list[_Rec | None] = [None] * len(batch)
         for i, (doc, res) in enumerate(batch):
             old = self._pending.get(doc.id) or existing.get(doc.id)
             if old is not None and old.content_digest == res.content_digest and old.fp_version == res.version:
@@ -225,7 +235,8 @@ class EsDecider:
                                             old.distance, old.cluster_id, old.degenerate,
                                             written=False))  # fmt: skip
                 continue
-            match = self._match(doc.id, res, exact, near[i], known)
+            pend = self._pending_matches(doc.id, res, before[i], within[i], start, written_at)
+            match = self._match(doc.id, res, exact, near[i], known, pend)
             kind, rec = match if match else ("new", None)
             root = None if rec is None else self._pending.get(rec.root) or known.get(rec.root) or rec
             new = _Rec(
@@ -246,34 +257,108 @@ class EsDecider:
                                         new.distance, new.cluster_id, new.degenerate, written))  # fmt: skip
             if written:
                 writes.append(new)
-                self._remember(new)
+                written_at[i] = new
+                self._pending[new.id] = new
+                self._pending_digest.setdefault(new.content_digest, new)
+        self._index_pending(start, writes)
         return decisions, writes
 
-    def _remember(self, rec: _Rec) -> None:
-        old = self._pending.get(rec.id)
-        if old is not None:
-            for n in range(len(old.fingerprints)):
-                self._pending_near.remove(entry_id(rec.id, n))
-        self._pending[rec.id] = rec
-        self._pending_digest.setdefault(rec.content_digest, rec)
-        if not rec.degenerate:
-            entries = [(entry_id(rec.id, n), fp, None) for n, fp in enumerate(rec.fingerprints)]
-            self._pending_near.add_many(entries)
+    def _fetch_winners(
+        self, batch: list[tuple[Document, FingerprintResult]], near: Mapping[int, list[Match]],
+        known: dict[str, _Rec], start: Mapping[str, _Rec], batch_ids: set[str],
+    ) -> None:  # fmt: skip
+        """Add to ``known`` the records of the indexed matches that can be chosen: per document, its
+        matches (nearest first) up to the first one that is neither itself nor pending (an id of this
+        batch may become pending, so the walk goes on past it); a match that is gone from the index is
+        skipped, as :meth:`_match` skips it."""
+        gone: set[str] = set()
+        while True:
+            need: set[str] = set()
+            for i, matches in near.items():
+                doc_id = batch[i][0].id
+                for m in matches:
+                    d = m.doc_id
+                    if d == doc_id or d in start or d in gone:
+                        continue
+                    if d not in known:
+                        need.add(d)
+                    if d not in batch_ids:
+                        break
+            if not need:
+                return
+            fetched = self._mget(need)
+            known.update(fetched)
+            gone |= need - fetched.keys()
 
-    def _pending_verified(self, doc_id: str, res: FingerprintResult) -> list[Match]:
-        """Documents decided since the last refresh with any fingerprint within k of any of ``res``'s,
-        confirmed by their sketch (the rule of :meth:`ElasticsearchIndex.query_verified`)."""
-        best: dict[str, int] = {}
-        for fp in res.fingerprints:
-            for m in self._pending_near.query(fp, self.k):
-                d = doc_of(m.doc_id)
-                if d != doc_id and m.distance < best.get(d, self.k + 1):
-                    best[d] = m.distance
-        return [Match(d, dist) for d, dist in best.items() if confirmed(res.sketch, self._pending[d].sketch)]
+    def _pending_pairs(
+        self, batch: list[tuple[Document, FingerprintResult]]
+    ) -> tuple[list[dict[str, int]], list[dict[int, int]]]:
+        """Per batch position, the smallest Hamming distance (when within k) to each document pending
+        before the batch, and to each earlier position of the batch: one block-table query for all the
+        batch's fingerprints and one all-pairs pass over them, instead of a query per fingerprint. Only
+        candidates: :meth:`_pending_matches` keeps those still pending when the document is decided."""
+        before: list[dict[str, int]] = [{} for _ in batch]
+        within: list[dict[int, int]] = [{} for _ in batch]
+        pos = [i for i, (_, res) in enumerate(batch) if not res.degenerate]
+        if not pos:
+            return before, within
+        owner = [i for i in pos for _ in batch[i][1].fingerprints]
+        flat = np.array([f & MASK64 for i in pos for f in batch[i][1].fingerprints], dtype=np.uint64)
+        limit = self.k + 1
+        if len(self._pending_near):
+            for q, matches in enumerate(self._pending_near.query_many(flat, self.k)):
+                if matches:
+                    best = before[owner[q]]
+                    for m in matches:
+                        d = doc_of(m.doc_id)
+                        if m.distance < best.get(d, limit):
+                            best[d] = m.distance
+        ii, jj, dd = near_pairs(flat, self.k, self.index.layout)
+        own = np.array(owner, dtype=np.int64)
+        oi, oj = own[ii], own[jj]
+        other = oi != oj
+        for a, b, d in zip(oi[other].tolist(), oj[other].tolist(), dd[other].tolist(), strict=True):
+            later, earlier = (a, b) if a > b else (b, a)
+            best_j = within[later]
+            if d < best_j.get(earlier, limit):
+                best_j[earlier] = d
+        return before, within
+
+    def _pending_matches(
+        self, doc_id: str, res: FingerprintResult, before: Mapping[str, int], within: Mapping[int, int],
+        start: Mapping[str, _Rec], written_at: Sequence[_Rec | None],
+    ) -> list[tuple[int, str, _Rec]]:  # fmt: skip
+        """Documents pending now (decided since the last refresh) with any fingerprint within k of any of
+        ``res``'s, confirmed by their sketch (the rule of :meth:`ElasticsearchIndex.query_verified`), as
+        (distance, id, record); the sketches are compared as one matrix."""
+        pending = self._pending
+        cands: list[tuple[int, str, _Rec]] = []
+        for d, dist in before.items():
+            old = start[d]
+            if d != doc_id and pending.get(d) is old:  # not replaced earlier in this batch
+                cands.append((dist, d, old))
+        for j, dist in within.items():
+            rec = written_at[j]
+            if rec is not None and rec.id != doc_id and pending.get(rec.id) is rec:
+                cands.append((dist, rec.id, rec))
+        if not cands or not res.sketch:
+            return cands
+        ok = sketches_confirm(res.sketch, [c[2].sketch for c in cands])
+        return [c for c, keep in zip(cands, ok.tolist(), strict=True) if keep]
+
+    def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec]) -> None:
+        """Put the batch's written records into the pending block tables (last version of each id)."""
+        final = {rec.id: rec for rec in writes}
+        for doc_id in final.keys() & start.keys():
+            for n in range(len(start[doc_id].fingerprints)):
+                self._pending_near.remove(entry_id(doc_id, n))
+        entries = [(entry_id(rec.id, n), fp, None) for rec in final.values() if not rec.degenerate
+                   for n, fp in enumerate(rec.fingerprints)]  # fmt: skip
+        self._pending_near.add_many(entries)
 
     def _match(
         self, doc_id: str, res: FingerprintResult, exact: dict[str, list[_Rec]], near: list[Match],
-        known: dict[str, _Rec],
+        known: dict[str, _Rec], pending_matches: list[tuple[int, str, _Rec]],
     ) -> tuple[str, _Rec] | None:  # fmt: skip
         """The document this one duplicates: an exact copy first, else the nearest verified candidate."""
         pending = self._pending
@@ -285,10 +370,11 @@ class EsDecider:
             return "exact_duplicate", hit
         if res.degenerate:
             return None
-        candidates = [(m.distance, m.doc_id, known[m.doc_id]) for m in near
-                      if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in pending]  # fmt: skip
-        for m in self._pending_verified(doc_id, res):
-            candidates.append((m.distance, m.doc_id, pending[m.doc_id]))
+        candidates = list(pending_matches)
+        for m in near:  # nearest first: the first that is neither itself nor pending is the indexed winner
+            if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in pending:
+                candidates.append((m.distance, m.doc_id, known[m.doc_id]))
+                break
         if not candidates:
             return None
         return "near_duplicate", min(candidates, key=lambda c: (c[0], c[1]))[2]
@@ -350,21 +436,28 @@ def pipelined(
     """Decide batch n+1 while batch n is being written (one bulk request in flight, on a thread).
 
     Results come in batch order, each after its write finished; the index is refreshed every
-    ``refresh_every`` batches and at the end.
+    ``refresh_every`` batches and at the end. Between refreshes the verified look-ups search a snapshot
+    taken at the last refresh (:meth:`ElasticsearchIndex.pin`): what was written since is in the decider's
+    pending set and matched there, so Elasticsearch does not return (and the client does not parse and
+    drop) those documents on every query. Documents other writers add become visible at the next refresh.
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="es-bulk") as pool:
-        inflight: tuple[list[EsDecision], Future[list[tuple[str, str]]]] | None = None
-        for n, batch in enumerate(batches, 1):
-            decisions, actions = decider.prepare(batch, mode)
+    decider.index.pin()
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="es-bulk") as pool:
+            inflight: tuple[list[EsDecision], Future[list[tuple[str, str]]]] | None = None
+            for n, batch in enumerate(batches, 1):
+                decisions, actions = decider.prepare(batch, mode)
+                if inflight is not None:
+                    yield BatchResult(inflight[0], inflight[1].result())
+                inflight = (decisions, pool.submit(decider.write, actions))
+                if n % refresh_every == 0:
+                    yield BatchResult(inflight[0], inflight[1].result())
+                    inflight = None
+                    decider.refresh()
             if inflight is not None:
                 yield BatchResult(inflight[0], inflight[1].result())
-            inflight = (decisions, pool.submit(decider.write, actions))
-            if n % refresh_every == 0:
-                yield BatchResult(inflight[0], inflight[1].result())
-                inflight = None
-                decider.refresh()
-        if inflight is not None:
-            yield BatchResult(inflight[0], inflight[1].result())
+    finally:
+        decider.index.unpin()
     decider.refresh()
 
 
