@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -45,6 +46,9 @@ SKETCH_FIELD = "sketch"
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD})
 #: Doc values a verified lookup needs of each candidate.
 VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}]
+#: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
+MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
+                  "responses.pit_id", "responses.status"]  # fmt: skip
 
 
 class ElasticsearchUnavailable(RuntimeError):
@@ -129,6 +133,31 @@ def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:
     return layouts.pop() if layouts else None
 
 
+#: Per block, one stored key per fingerprint (see :func:`block_keys`).
+BlockKeys = list[list[str]]
+
+
+@functools.cache
+def _hex_table(width: int) -> tuple[str, ...]:
+    """Every key of a block of ``width`` bits (<= 16) in its stored form, by value."""
+    return tuple(f"{v:0{(width + 3) // 4}x}" for v in range(1 << width))
+
+
+def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
+    """Per block, the stored key of each fingerprint (as :meth:`BlockLayout.keys`, column-wise): one
+    NumPy split for all of them and a table look-up per key instead of string formatting."""
+    fps = np.fromiter((f & MASK64 for f in fingerprints), dtype=np.uint64, count=len(fingerprints))
+    cols = layout.split_many(fps).T.tolist()
+    out = []
+    for w, col in zip(layout.widths, cols, strict=True):
+        if w <= 16:
+            table = _hex_table(w)
+            out.append([table[v] for v in col])
+        else:
+            out.append([f"{v:0{(w + 3) // 4}x}" for v in col])
+    return out
+
+
 def fingerprint_fields(
     fingerprint: int,
     layout: BlockLayout,
@@ -144,11 +173,7 @@ def fingerprint_fields(
     out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
                            FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
     if with_blocks:
-        per_field: list[list[str]] = [[] for _ in range(layout.n_blocks)]
-        for f in fps:
-            for keys, key in zip(per_field, layout.keys(f), strict=True):
-                if key not in keys:
-                    keys.append(key)
+        per_field = [list(dict.fromkeys(col)) for col in block_keys(layout, fps)]  # first-seen order
         out.update((name, keys[0] if len(keys) == 1 else keys)
                    for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
     if sketch:
@@ -440,18 +465,16 @@ class ElasticsearchIndex(NearDupIndex):
         return out
 
     # ---------------------------------------------------------------------------- verified lookups
-    def candidates_query(self, fingerprints: Sequence[int]) -> dict[str, Any]:
-        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field)."""
-        per_field: list[set[str]] = [set() for _ in self._fields]
-        for fp in fingerprints:
-            for keys, key in zip(per_field, self.layout.keys(fp & MASK64), strict=True):
-                keys.add(key)
-        should = [{"terms": {f: sorted(keys)}} for f, keys in zip(self._fields, per_field, strict=True)]
+    def candidates_query(self, fingerprints: Sequence[int], keys: BlockKeys | None = None) -> dict[str, Any]:
+        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field);
+        ``keys`` may give their :func:`block_keys` already."""
+        per_field = block_keys(self.layout, fingerprints) if keys is None else keys
+        should = [{"terms": {f: sorted(set(keys))}} for f, keys in zip(self._fields, per_field, strict=True)]
         return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
 
-    def _verified_body(self, fingerprints: Sequence[int]) -> dict[str, Any]:
+    def _verified_body(self, fingerprints: Sequence[int], keys: BlockKeys | None = None) -> dict[str, Any]:
         return {
-            "query": self.candidates_query(fingerprints),
+            "query": self.candidates_query(fingerprints, keys),
             "_source": False,
             "docvalue_fields": VERIFY_FIELDS,
             "size": self.page_size,
@@ -532,14 +555,18 @@ class ElasticsearchIndex(NearDupIndex):
         out: list[list[Match]] = []
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
+            if not all(fps for fps, _ in chunk):
+                raise ValueError("a verified lookup needs at least one fingerprint")
+            cols = block_keys(self.layout, [f for fps, _ in chunk for f in fps])  # one pass for the chunk
             bodies = []
+            at = 0
             for fps, _ in chunk:
-                if not fps:
-                    raise ValueError("a verified lookup needs at least one fingerprint")
-                bodies.append(self._verified_body(fps))
+                bodies.append(self._verified_body(fps, [col[at : at + len(fps)] for col in cols]))
+                at += len(fps)
             responses = self._msearch(bodies)
             for n, ((fps, sk), resp) in enumerate(zip(chunk, responses, strict=True)):
-                out.append(self._finish_verified(fps, sk, resp["hits"]["hits"], k, excl[start + n]))
+                hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
+                out.append(self._finish_verified(fps, sk, hits, k, excl[start + n]))
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -553,8 +580,12 @@ class ElasticsearchIndex(NearDupIndex):
                     searches += [{"index": self.index}, body]
                 else:
                     searches += [{}, {**body, "pit": {"id": pit, "keep_alive": self._pit_keep_alive}}]
-            responses: list[dict[str, Any]] = self.client.msearch(searches=searches)["responses"]
+            resp = self.client.msearch(searches=searches, filter_path=MSEARCH_FILTER)
+            responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
+            if len(responses) != len(bodies):
+                raise ElasticsearchUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
+                                               f"{len(bodies)} searches")  # fmt: skip
             if not errors:
                 if pit is not None:
                     self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)

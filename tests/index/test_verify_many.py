@@ -1,13 +1,28 @@
-"""The vectorised candidate check equals the per-candidate :func:`closest` on random data."""
+"""The vectorised helpers of the verified look-up equal their per-candidate forms on random data."""
 
 from __future__ import annotations
+
+import base64
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint_indexer.verify import closest, closest_many
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import to_signed
+from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity, to_bytes
+from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.index.elasticsearch import (
+    FP_FIELD,
+    FPS_FIELD,
+    SKETCH_FIELD,
+    ElasticsearchIndex,
+    block_keys,
+    hit_fingerprints,
+    hit_sketch,
+)
+from fingerprint_indexer.verify import MIN_SIMILARITY, closest, closest_many
 
 U64 = st.integers(0, 2**64 - 1)
 
@@ -43,3 +58,60 @@ def test_closest_many_rejects_empty_sides_and_wrong_lengths() -> None:
     with pytest.raises(ValueError):
         closest_many([1], np.array([1, 2], dtype=np.uint64), [1])
     assert closest_many([1], np.zeros(0, dtype=np.uint64), []).tolist() == []
+
+
+LAYOUTS = [(16, 16, 16, 16), (13, 13, 13, 13, 12), (20, 22, 22), (8,) * 8]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(U64, max_size=40), st.sampled_from(LAYOUTS))
+def test_block_keys_equal_layout_keys_per_fingerprint(fps: list[int], widths: tuple[int, ...]) -> None:
+    layout = BlockLayout(widths)
+    got = block_keys(layout, fps)
+    assert len(got) == len(widths)
+    for b, col in enumerate(got):
+        assert col == [layout.keys(f)[b] for f in fps]
+
+
+def _scalar_verify(
+    mine: list[int], sketch_bytes: bytes, hits: list[dict], k: int, exclude: str | None
+) -> list:
+    """The per-candidate rule, written out one hit at a time (the form verify_hits replaced)."""
+    mine_sketch = from_bytes(sketch_bytes) if sketch_bytes else None
+    out = []
+    for h in hits:
+        fields = h.get("fields") or {}
+        theirs = hit_fingerprints(fields)
+        if h["_id"] == exclude or not theirs:
+            continue
+        d, _ = closest(mine, theirs)
+        if d > k:
+            continue
+        their = hit_sketch(fields)
+        if mine_sketch is not None and their and similarity(mine_sketch, from_bytes(their)) < MIN_SIMILARITY:
+            continue
+        out.append(Match(h["_id"], d))
+    return sorted(out, key=lambda m: (m.distance, m.doc_id))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_verify_hits_equals_the_per_candidate_rule(data: st.DataObject) -> None:
+    mine = data.draw(st.lists(U64, min_size=1, max_size=6))
+    base = np.array(data.draw(st.lists(st.integers(0, 7), min_size=16, max_size=16)), dtype=np.uint32)
+    mutate = st.lists(st.integers(0, 7), min_size=16, max_size=16).map(lambda v: np.array(v, dtype=np.uint32))
+    own_sketch = data.draw(st.sampled_from([b"", to_bytes(base)]))
+    hits = []
+    for n in range(data.draw(st.integers(0, 25))):
+        fps = data.draw(st.lists(st.one_of(U64, _near(mine)), min_size=0, max_size=6))
+        fields: dict = {}
+        key = data.draw(st.sampled_from([FPS_FIELD, FP_FIELD]))
+        if fps:
+            fields[key] = [to_signed(f) for f in fps]
+        if data.draw(st.booleans()):  # a sketch sharing many minima with ours, or none at all
+            fields[SKETCH_FIELD] = [base64.b64encode(to_bytes(data.draw(mutate))).decode("ascii")]
+        hits.append({"_id": f"d{n % 20}", "fields": fields})
+    exclude = data.draw(st.sampled_from([None, "d1", "d2"]))
+    k = data.draw(st.integers(0, 3))
+    want = _scalar_verify(mine, own_sketch, hits, k, exclude)
+    assert ElasticsearchIndex.verify_hits(mine, own_sketch, hits, k, exclude) == want
