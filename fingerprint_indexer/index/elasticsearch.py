@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
+from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
@@ -77,8 +78,9 @@ def connect(
     check: bool = True,
 ) -> Elasticsearch:
     """A client for ``url`` (default ``ES_URL``); credentials default to ES_API_KEY, ES_USERNAME/ES_PASSWORD
-    and ES_CA_CERTS.  With ``check`` the cluster is contacted once so that a wrong URL fails here, with one
-    error naming it, rather than deep inside a command."""
+    and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate checks off (throw-away clusters only),
+    as for the service.  With ``check`` the cluster is contacted once so that a wrong URL fails here, with
+    one error naming it, rather than deep inside a command."""
     url = url or os.environ.get("ES_URL")
     if not url:
         raise ElasticsearchUnavailable("no Elasticsearch URL given (pass --es URL or set ES_URL)")
@@ -92,6 +94,12 @@ def connect(
     ca_certs = ca_certs or os.environ.get("ES_CA_CERTS")
     if ca_certs:
         kwargs["ca_certs"] = ca_certs
+    try:
+        verify = env_flag("ES_VERIFY_CERTS", True)
+    except ValueError as exc:
+        raise ElasticsearchUnavailable(str(exc)) from exc
+    if not verify:
+        kwargs.update(verify_certs=False, ssl_show_warn=False)
     client = Elasticsearch(url, **kwargs)
     if check:
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 from fingerprint_indexer.pipeline import Keep
 
@@ -48,18 +49,6 @@ class EsSettings:
         return (f"EsSettings(url={redact_url(self.url)!r}, "
                 f"auth={'yes' if self.api_key or self.username else 'no'}, "
                 f"ca_certs={self.ca_certs!r}, verify_certs={self.verify_certs})")
-
-
-def env_flag(name: str, default: bool) -> bool:
-    """A yes/no environment variable (``1/true/yes/on`` or ``0/false/no/off``; unset or empty: default)."""
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, not {raw!r}")
 
 
 def redact_url(url: str) -> str:
