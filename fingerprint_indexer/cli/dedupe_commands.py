@@ -108,7 +108,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 f"{counts['near_duplicate']} near duplicates ({(dups / total if total else 0):.1%} duplicate "
                 f"rate); {len(clusters)} clusters; {len(errors)} input errors; {elapsed:.1f} s "
                 f"({total / elapsed if elapsed else 0:.0f} docs/s); store {store}: "
-                f"{pipe.store.n_docs} documents, {pipe.store.n_clusters} clusters",
+                f"{pipe.store.n_docs} documents, {pipe.store.n_clusters} clusters with a centre (degenerate "
+                f"documents without a copy stand alone)",
                 err=True,
             )
     _guard_store(body)
