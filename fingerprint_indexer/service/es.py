@@ -126,25 +126,24 @@ class EsClient:
         """POST /_mget for ``docs`` (each with ``_index``, ``_id`` and optionally ``routing`` and
         ``_source``); one answer per doc, in order. Raises :class:`EsUnavailable` when the cluster does not
         answer and :class:`BulkRejected` when it refuses the request as a whole."""
-        try:
-            r = await self.http.post("/_mget", json={"docs": docs}, timeout=self.write_timeout)
-        except httpx.HTTPError as exc:
-            raise EsUnavailable(failure_reason(exc)) from exc
-        if r.status_code == 429 or r.status_code >= 500:
-            raise EsUnavailable(status_reason(r.status_code))
-        try:
-            data: dict[str, Any] = r.json()
-        except json.JSONDecodeError as exc:
-            raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
-        if r.status_code != 200 or len(data.get("docs") or []) != len(docs):
-            raise BulkRejected(r.status_code, data)
+        status, data = await self._post_json("/_mget", json={"docs": docs})
+        if status != 200 or len(data.get("docs") or []) != len(docs):
+            raise BulkRejected(status, data)
         return list(data["docs"])
 
     async def bulk(self, body: bytes, params: dict[str, str] | None = None) -> dict[str, Any]:
         """POST /_bulk; a response that is not a per-item answer raises :class:`EsUnavailable`."""
+        status, data = await self._post_json("/_bulk", content=body, params=params or {},
+                                             headers={"content-type": NDJSON})
+        if status != 200 or "items" not in data:
+            raise BulkRejected(status, data)
+        return data
+
+    async def _post_json(self, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+        """POST a write-path request; (status, JSON body). No answer, 429, 5xx or a body that is not JSON
+        raise :class:`EsUnavailable` (retry later); other statuses are the caller's to judge."""
         try:
-            r = await self.http.post("/_bulk", content=body, params=params or {},
-                                     headers={"content-type": NDJSON}, timeout=self.write_timeout)
+            r = await self.http.post(path, timeout=self.write_timeout, **kwargs)
         except httpx.HTTPError as exc:
             raise EsUnavailable(failure_reason(exc)) from exc
         if r.status_code == 429 or r.status_code >= 500:
@@ -153,9 +152,7 @@ class EsClient:
             data: dict[str, Any] = r.json()
         except json.JSONDecodeError as exc:
             raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
-        if r.status_code != 200 or "items" not in data:
-            raise BulkRejected(r.status_code, data)
-        return data
+        return r.status_code, data
 
     async def ensure_index(self, index: str, layout: BlockLayout) -> None:
         """Create ``index`` with the fingerprint mapping when it does not exist (once per process).
