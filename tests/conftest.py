@@ -19,4 +19,4 @@ def en_articles() -> list[dict]:
 
 
 # A real Elasticsearch node for the tests that ask for it (started once per session).
-from support.es_node import es_client, es_client_kwargs, es_index, es_url  # noqa: E402,F401
+from support.es_node import es_client, es_client_kwargs, es_env, es_index, es_url  # noqa: E402,F401

@@ -7,34 +7,25 @@ from pathlib import Path
 
 import pytest
 import trustme
-from elasticsearch import Elasticsearch
 from support.tls_forwarder import TlsForwarder
 
 from fingerprint_indexer.index.elasticsearch import ElasticsearchUnavailable, connect
 
 pytestmark = pytest.mark.elasticsearch
-ES_ENV = ("ES_CA_CERTS", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_VERIFY_CERTS")
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, es_client: Elasticsearch) -> pytest.MonkeyPatch:
-    for name in ES_ENV:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-def test_verify_certs_setting_over_tls(env: pytest.MonkeyPatch, es_url: str, tmp_path: Path) -> None:
+def test_verify_certs_setting_over_tls(es_env: pytest.MonkeyPatch, es_url: str, tmp_path: Path) -> None:
     ca = trustme.CA()
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     with TlsForwarder(es_url, ca) as tls:
         with pytest.raises(ElasticsearchUnavailable):  # the test CA is not trusted by default
             connect(tls.url)
-        env.setenv("ES_CA_CERTS", str(ca_file))
+        es_env.setenv("ES_CA_CERTS", str(ca_file))
         connect(tls.url).close()
-        env.delenv("ES_CA_CERTS")
-        env.setenv("ES_VERIFY_CERTS", "false")
+        es_env.delenv("ES_CA_CERTS")
+        es_env.setenv("ES_VERIFY_CERTS", "false")
         connect(tls.url).close()
-        env.setenv("ES_VERIFY_CERTS", "maybe")
+        es_env.setenv("ES_VERIFY_CERTS", "maybe")
         with pytest.raises(ElasticsearchUnavailable, match="ES_VERIFY_CERTS must be true or false"):
             connect(tls.url)

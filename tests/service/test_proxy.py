@@ -460,6 +460,15 @@ def _stored_hex(service: ServiceProcess, index: str, doc_id: str) -> str | None:
     return str(r.json()["fingerprint"]) if r.status_code == 200 else None
 
 
+def _assert_not_stored(
+    proxied: Elasticsearch, service: ServiceProcess, index: str, doc_id: str, text: str, copy_id: str
+) -> None:
+    """The embedded store holds no entry for ``doc_id``, so ``text`` indexed again as ``copy_id`` is new."""
+    assert _stored_hex(service, index, doc_id) is None
+    copy = proxied.index(index=index, id=copy_id, document={"content": text})["fingerprint_indexer"]
+    assert copy["decision"] == "new"
+
+
 def test_create_of_an_existing_id_keeps_the_stored_text(
     proxied: Elasticsearch, es_client: Elasticsearch, service: ServiceProcess,
     zh_articles: list[dict[str, Any]], svc_index: str,
@@ -495,9 +504,7 @@ def test_create_refused_for_a_document_the_store_never_saw_leaves_no_entry(
     es_client.index(index=svc_index, id="x1", document={"content": a}, refresh=True)
     with pytest.raises(ConflictError):
         proxied.create(index=svc_index, id="x1", document={"content": b})
-    assert _stored_hex(service, svc_index, "x1") is None
-    copy_b = proxied.index(index=svc_index, id="x2", document={"content": b})["fingerprint_indexer"]
-    assert copy_b["decision"] == "new"
+    _assert_not_stored(proxied, service, svc_index, "x1", b, copy_id="x2")
 
 
 def test_document_refused_by_the_mapping_leaves_no_entry(
@@ -514,9 +521,7 @@ def test_document_refused_by_the_mapping_leaves_no_entry(
     with pytest.raises(BadRequestError) as direct:
         es_client.index(index=svc_index, id="m1", document=bad)
     assert via.value.body["error"]["type"] == direct.value.body["error"]["type"]
-    assert _stored_hex(service, svc_index, "m1") is None
-    copy = proxied.index(index=svc_index, id="m2", document={"content": a})["fingerprint_indexer"]
-    assert copy["decision"] == "new"
+    _assert_not_stored(proxied, service, svc_index, "m1", a, copy_id="m2")
 
 
 def test_bulk_with_create_conflicts_answers_like_elasticsearch(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus, pytest.mark.timeout
 SIDECAR_KEY = "sidecar-key-" + uuid.uuid4().hex
 ES_KEY = "es-cluster-credential-" + uuid.uuid4().hex
 ES_AUTH = f"ApiKey {ES_KEY}"
-ES_ENV = ("ES_CA_CERTS", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_VERIFY_CERTS")
 
 
 @pytest.fixture(scope="module")
@@ -43,21 +41,6 @@ def ca_file(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-@pytest.fixture
-def es_env(monkeypatch: pytest.MonkeyPatch, es_client: Elasticsearch) -> pytest.MonkeyPatch:
-    """A clean slate of the ES_* variables the service reads (the test's own client is made already)."""
-    for name in ES_ENV:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-@pytest.fixture
-def tls_index(es_client: Elasticsearch) -> Iterator[str]:
-    name = f"fpi-test-tls-{uuid.uuid4().hex[:10]}"
-    yield name
-    es_client.indices.delete(index=name, ignore_unavailable=True)
-
-
 def _docs(articles: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     return [{"id": f"{prefix}{i}", "title": a["title"], "content": a["content"]}
             for i, a in enumerate(articles)]
@@ -69,12 +52,12 @@ def _assert_no_secret(text: str) -> None:
 
 def test_ingest_and_proxy_over_tls_with_es_credentials(
     es_url: str, es_client: Elasticsearch, es_env: pytest.MonkeyPatch, ca: trustme.CA, ca_file: str,
-    tmp_path: Path, tls_index: str, zh_articles: list[dict[str, Any]],
+    tmp_path: Path, svc_index: str, zh_articles: list[dict[str, Any]],
 ) -> None:
     es_env.setenv("ES_CA_CERTS", ca_file)
     es_env.setenv("ES_API_KEY", ES_KEY)
     with TlsForwarder(es_url, ca, require_auth={ES_AUTH}) as tls, \
-            ServiceProcess(tls.url, tmp_path / "data", "--index", tls_index, api_key=SIDECAR_KEY) as svc:
+            ServiceProcess(tls.url, tmp_path / "data", "--index", svc_index, api_key=SIDECAR_KEY) as svc:
         headers = svc.headers()
         ready = httpx.get(f"{svc.url}/readyz")
         assert ready.status_code == 200 and ready.json()["checks"]["elasticsearch"] is True
@@ -85,18 +68,18 @@ def test_ingest_and_proxy_over_tls_with_es_credentials(
         assert [x["index"]["status"] for x in r.json()["results"]] == [201, 201, 201]
         # the proxy, with the official client holding the sidecar's key
         client = Elasticsearch(svc.url, api_key=SIDECAR_KEY, request_timeout=60)
-        created = client.index(index=tls_index, id="p1", document={"content": zh_articles[64]["content"]})
+        created = client.index(index=svc_index, id="p1", document={"content": zh_articles[64]["content"]})
         assert created["result"] == "created" and created["fingerprint_indexer"]["decision"] == "new"
-        updated = client.update(index=tls_index, id="p1", doc={"content": zh_articles[65]["content"]},
+        updated = client.update(index=svc_index, id="p1", doc={"content": zh_articles[65]["content"]},
                                 refresh=True)  # reads the current source with _mget, over TLS
         assert updated["result"] == "updated"
-        assert client.get(index=tls_index, id="t0")["_source"]["title"] == docs[0]["title"]  # pass-through
-        assert client.count(index=tls_index)["count"] == 4
+        assert client.get(index=svc_index, id="t0")["_source"]["title"] == docs[0]["title"]  # pass-through
+        assert client.count(index=svc_index)["count"] == 4
         client.close()
     for doc_id in ("t0", "t1", "t2", "p1"):
-        assert es_client.get(index=tls_index, id=doc_id)["_source"]["fingerprint_hex"]
+        assert es_client.get(index=svc_index, id=doc_id)["_source"]["fingerprint_hex"]
     paths = {s.path.split("?")[0] for s in tls.seen}
-    assert {"/_bulk", "/_mget", "/_cluster/health", f"/{tls_index}/_doc/t0", f"/{tls_index}/_count"} <= paths
+    assert {"/_bulk", "/_mget", "/_cluster/health", f"/{svc_index}/_doc/t0", f"/{svc_index}/_count"} <= paths
     assert tls.failed_handshakes == 0
     for seen in tls.seen:  # the cluster credential on every request, the sidecar's key on none
         assert seen.headers.get("authorization") == ES_AUTH, (seen.method, seen.path)
@@ -107,7 +90,7 @@ def test_ingest_and_proxy_over_tls_with_es_credentials(
 @pytest.mark.parametrize("case", ["wrong_ca", "no_ca", "unreadable_ca"])
 def test_untrusted_certificate_reports_unreachable_and_spools(
     case: str, es_url: str, es_client: Elasticsearch, es_env: pytest.MonkeyPatch, ca: trustme.CA,
-    ca_file: str, tmp_path: Path, tls_index: str, zh_articles: list[dict[str, Any]],
+    ca_file: str, tmp_path: Path, svc_index: str, zh_articles: list[dict[str, Any]],
 ) -> None:
     """A certificate the service cannot verify: not ready with the reason logged, no request reaches the
     cluster, writes are spooled; with the right CA the spool is replayed and nothing is lost."""
@@ -125,7 +108,7 @@ def test_untrusted_certificate_reports_unreachable_and_spools(
     data = tmp_path / "data"
     docs = _docs(zh_articles[70:72], "q")
     with TlsForwarder(es_url, ca, require_auth={ES_AUTH}) as tls:
-        with ServiceProcess(tls.url, data, "--index", tls_index, api_key=SIDECAR_KEY) as svc:
+        with ServiceProcess(tls.url, data, "--index", svc_index, api_key=SIDECAR_KEY) as svc:
             ready = httpx.get(f"{svc.url}/readyz")
             assert ready.status_code == 503
             assert ready.json()["checks"]["elasticsearch"] is False
@@ -136,7 +119,7 @@ def test_untrusted_certificate_reports_unreachable_and_spools(
             assert r.status_code == 200, r.text
             assert [x["index"]["status"] for x in r.json()["results"]] == [202, 202]
             client = Elasticsearch(svc.url, api_key=SIDECAR_KEY, request_timeout=60)
-            via_proxy = client.index(index=tls_index, id="q9",
+            via_proxy = client.index(index=svc_index, id="q9",
                                      document={"content": zh_articles[73]["content"]})
             assert via_proxy["result"] == "queued"
             client.close()
@@ -149,11 +132,11 @@ def test_untrusted_certificate_reports_unreachable_and_spools(
             assert tls.failed_handshakes > 0
         # the same data directory, now trusting the right CA: the spool is replayed
         es_env.setenv("ES_CA_CERTS", ca_file)
-        with ServiceProcess(tls.url, data, "--index", tls_index, api_key=SIDECAR_KEY) as svc:
+        with ServiceProcess(tls.url, data, "--index", svc_index, api_key=SIDECAR_KEY) as svc:
             wait_spool_empty(svc.url, {}, timeout=120)
-    es_client.indices.refresh(index=tls_index)
+    es_client.indices.refresh(index=svc_index)
     for doc_id in ("q0", "q1", "q9"):
-        src = es_client.get(index=tls_index, id=doc_id)["_source"]
+        src = es_client.get(index=svc_index, id=doc_id)["_source"]
         assert src["fingerprint_hex"] and src["decision"] == "new"
 
 

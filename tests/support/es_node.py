@@ -20,11 +20,13 @@ from typing import Any, NoReturn
 import pytest
 from elasticsearch import Elasticsearch
 
-__all__ = ["ES_LOCAL", "es_client", "es_client_kwargs", "es_index", "es_url"]
+__all__ = ["ES_ENV", "ES_LOCAL", "es_client", "es_client_kwargs", "es_env", "es_index", "es_url"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ES_LOCAL = REPO_ROOT / "scripts" / "es-local"
 START_TIMEOUT_S = 1200  # first run downloads ~130 MB and may install Maven
+#: The variables through which the CLI and the service take Elasticsearch credentials and TLS settings.
+ES_ENV = ("ES_CA_CERTS", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_VERIFY_CERTS")
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -106,3 +108,11 @@ def es_index(es_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterat
     concrete = list(es_client.indices.get(index=pattern, ignore_unavailable=True, allow_no_indices=True))
     if concrete:
         es_client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
+
+
+@pytest.fixture
+def es_env(monkeypatch: pytest.MonkeyPatch, es_client: Elasticsearch) -> pytest.MonkeyPatch:
+    """A clean slate of the ES_* credential/TLS variables (the test's own client is made already)."""
+    for name in ES_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
