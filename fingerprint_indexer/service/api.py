@@ -93,8 +93,7 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     index = _index(state, body.index_name)
     policy = body.on_duplicate or state.settings.on_duplicate
     t0 = time.perf_counter()
-    decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs],
-                           state.settings.keep)
+    decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs])
     state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     results: list[dict[str, Any]] = []
     ops: list[BulkOp] = []

@@ -22,7 +22,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.index.elasticsearch import result_fields
-from fingerprint_indexer.pipeline import Decision, Keep
+from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.service.delivery import BulkOp
 from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
 
@@ -68,9 +68,9 @@ def relink_op(index: str, decision: Decision) -> BulkOp | None:
 
 
 async def decide(
-    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]], keep: Keep = "first"
+    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]]
 ) -> list[Decided]:
-    """Fingerprint and decide ``(index, document)`` pairs under the ``keep`` policy; results in input
+    """Fingerprint and decide ``(index, document)`` pairs under the stores' keep policy; results in input
     order."""
     results = await pool.documents([doc for _, doc in items])
     by_index: dict[str, list[int]] = defaultdict(list)
@@ -79,7 +79,7 @@ async def decide(
     out: list[Decided | None] = [None] * len(items)
     for index, positions in by_index.items():
         pairs = [(items[i][1], results[i]) for i in positions]
-        decisions = await stores.call(stores.decide, index, pairs, keep)
+        decisions = await stores.call(stores.decide, index, pairs)
         for i, (doc, res), dec in zip(positions, pairs, decisions, strict=True):
             out[i] = Decided(doc, res, dec)
     return [d for d in out if d is not None]

@@ -356,8 +356,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         log.warning("%d create(s) of ids in the embedded store passed on without fingerprints (%s); their "
                     "entries are kept", unsure, why)
     t0 = time.perf_counter()
-    decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo],
-                           state.settings.keep)
+    decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
     if todo:
         state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     policy = state.settings.on_duplicate

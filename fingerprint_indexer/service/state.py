@@ -39,7 +39,8 @@ class ServiceState:
         """Lock the spool and open the default index's store (raises SpoolLocked / StoreError)."""
         settings.fingerprint.layout.check_k(settings.k)
         spool = Spool(settings.spool_dir, settings.spool_limit_bytes, settings.spool_segment_bytes)
-        stores = StoreOwner(settings.store_root, settings.fingerprint, settings.k, settings.max_open_indices)
+        stores = StoreOwner(settings.store_root, settings.fingerprint, settings.k, settings.max_open_indices,
+                            settings.keep)
         try:
             stores.call_sync(stores.pipeline, settings.default_index)
         except BaseException:

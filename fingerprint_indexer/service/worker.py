@@ -4,8 +4,8 @@
   whose workers each build one :class:`Fingerprinter` at start; jieba never runs on the event loop.
 - :class:`StoreOwner`: the embedded stores (one per Elasticsearch index, opened on first use) are touched by
   exactly one thread of this one process. LevelDB allows one process per database, and one thread makes the
-  read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking. The keep
-  policy (``first | longest | newest``) is given with each batch, so one open store serves any policy.
+  read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking. Every
+  store is opened under the service's keep policy (``first | longest | newest``).
 """
 
 from __future__ import annotations
@@ -139,8 +139,11 @@ STORE_CACHE_BYTES = 16 << 20
 class StoreOwner:
     """The one thread that opens, reads and writes the embedded stores."""
 
-    def __init__(self, root: Path, config: FingerprintConfig, k: int, max_open: int = 64) -> None:
-        self.root, self.config, self.k, self.max_open = root, config, k, max_open
+    def __init__(self, root: Path, config: FingerprintConfig, k: int, max_open: int = 64,
+                 keep: Keep = "first") -> None:
+        if keep not in KEEP_POLICIES:
+            raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
+        self.root, self.config, self.k, self.max_open, self.keep = root, config, k, max_open, keep
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store")
         self._pipelines: OrderedDict[str, Pipeline] = OrderedDict()
         self.largest_bucket = 0
@@ -164,21 +167,18 @@ class StoreOwner:
         path = self.root / index
         if not create and not (path / "leveldb").is_dir():
             return None
-        pipe = Pipeline(path, self.config, k=self.k, keep="first", processes=1, cache_bytes=STORE_CACHE_BYTES)
+        pipe = Pipeline(path, self.config, k=self.k, keep=self.keep, processes=1,
+                        cache_bytes=STORE_CACHE_BYTES)
         self._pipelines[index] = pipe
         while len(self._pipelines) > self.max_open:
             _, old = self._pipelines.popitem(last=False)
             old.close()
         return pipe
 
-    def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]],
-               keep: Keep = "first") -> list[Decision]:
-        """Decide and commit one batch under the ``keep`` policy (see :mod:`fingerprint_indexer.pipeline`)."""
-        if keep not in KEEP_POLICIES:
-            raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
+    def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
+        """Decide and commit one batch under the keep policy (see :mod:`fingerprint_indexer.pipeline`)."""
         pipe = self.pipeline(index)
         assert pipe is not None
-        pipe.keep = keep
         out = pipe.decide_batch(pairs)
         self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
         return out
