@@ -10,16 +10,19 @@ Rules, for a document ``d`` with fingerprint ``f``:
   input is idempotent); same id with other content: the old record is replaced.
 - a stored document with the same content digest: ``exact_duplicate``;
 - otherwise (and only when ``d`` is not degenerate) the nearest indexed document that has any
-  fingerprint (document or chunk) within ``k`` of any of ``d``'s and whose MinHash sketch confirms it
-  (similarity >= 0.3): ``near_duplicate``; otherwise ``new``.
+  fingerprint (document or chunk) within ``k`` of any of ``d``'s that the verification rule accepts
+  (sketch similarity, no conflicting facts: :mod:`fingerprint_indexer.verify`): ``near_duplicate``;
+  otherwise ``new``. When the facts of that document's canonical conflict with ``d``'s, ``d`` is
+  ``new`` too: one template link (A ~ B) must not make ``d`` a copy of a different story B was
+  matched to.
 - ``duplicate_of`` is the canonical document of the group (found by following ``duplicate_of`` links);
   under ``keep=longest|newest`` a longer/newer duplicate becomes the canonical instead: it is reported
   with ``duplicate_of`` null and ``replaces`` naming the previous canonical, whose record now points at it.
   ``distance`` is the smallest Hamming distance between any fingerprint of ``d`` and any of
   ``duplicate_of`` (or of ``replaces``).
 - cluster: an exact or near duplicate joins the cluster of the document it matched; otherwise Single-Pass
-  over non-degenerate documents (nearest centre within ``k`` whose founder's sketch confirms it, else a
-  new cluster); a degenerate document without an exact duplicate stays alone.
+  over non-degenerate documents (nearest centre within ``k`` whose founder the same rule accepts, else
+  a new cluster); a degenerate document without an exact duplicate stays alone.
 """
 
 from __future__ import annotations
@@ -40,11 +43,10 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     fingerprint_many,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.fingerprint.sketch import from_bytes
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.store.db import CACHE_BYTES
-from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, confirms, record_now
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, record_now
+from fingerprint_indexer.verify import check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]
 KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")
@@ -175,8 +177,9 @@ class Pipeline:
         if exact is not None:
             kind, match_id = "exact_duplicate", exact
         elif not res.degenerate:
-            near = tx.near_docs(res.fingerprints, res.sketch, self.k)
-            if near:
+            near = tx.near_docs(res.evidence, self.k)
+            root = self._root(tx, near[0].doc_id) if near else None
+            if root is not None and joins(res.evidence, near[0].doc_id, root.id, root.evidence):
                 kind, match_id = "near_duplicate", near[0].doc_id
 
         duplicate_of = replaces = None
@@ -215,7 +218,8 @@ class Pipeline:
             id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
             cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
-            chunks=list(res.chunks), sketch=res.sketch.hex(),
+            chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
+            frames=list(res.frames),
         )
         tx.put_record(rec, index=not res.degenerate)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
@@ -223,17 +227,17 @@ class Pipeline:
 
     @staticmethod
     def _verified_centres(tx: StoreBatch, res: FingerprintResult, fp: int, k: int) -> list[Match]:
-        """Centres within ``k`` whose founder's sketch confirms the document is a copy of the story.
+        """Centres within ``k`` whose founder the verification rule accepts as the same story.
 
         Without this, distinct articles whose fingerprints collide at a few bits (one dominant shared
-        term, such as a celebrity's name) would be clustered together.
+        term, such as a celebrity's name) or that share a template would be clustered together. A
+        centre whose founder was removed has nothing to verify against and is passed over.
         """
-        mine = from_bytes(res.sketch) if res.sketch else None
         out = []
         for m in tx.centres_near(fp, k):
             c = tx.cluster(m.doc_id)
             founder = tx.record(c.founder) if c is not None else None
-            if founder is None or confirms(mine, founder):
+            if founder is not None and check(res.evidence, founder.evidence, k).accepted:
                 out.append(m)
         return out
 

@@ -124,7 +124,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 @_k_option
 @config_options
 @click.option("--explain", is_flag=True,
-              help="Add why each document matched: distance, matched document/chunk, sketch similarity.")
+              help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
+                   "facts) and list the look-alike candidates the check rejected, with the reason.")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
                 top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
@@ -144,21 +145,21 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                 if rec is None:
                     fail(f"no document {doc_id!r} in store {store_path}")
                     return
-                fps, sketch, digest = rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest
+                ev, digest = rec.evidence, rec.content_digest
             else:
                 doc = (next(read_documents([file_path])) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
-                fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
-            hits = store.neighbours(fps, sketch, digest, k, exclude=doc_id)
+                ev, digest = res.evidence, res.content_digest
+            hits = store.neighbours(ev, digest, k, exclude=doc_id, rejected=explain)
             for other, why in hits:
                 row: dict[str, Any] = {"id": other.id, "distance": why.distance,
                                        "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
                 if explain:
                     row["why"] = why.to_dict()
                 emit(row)
-            if not hits:
-                click.echo(f"no documents within distance {k}", err=True)
+            if not any(why.accepted for _, why in hits):
+                click.echo(f"no near-duplicates within distance {k}", err=True)
     _guard_store(body)
 
 

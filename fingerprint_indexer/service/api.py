@@ -10,6 +10,7 @@ import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.service.delivery import BulkOp
@@ -127,10 +128,17 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     return {"took_ms": round((time.perf_counter() - started) * 1000), "errors": errors, "results": results}
 
 
-async def _similar(state: ServiceState, index: str, fps: list[int], sketch: bytes, digest: str, k: int,
+async def _judged(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,
+                  exclude: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(near-duplicates, candidates the verification rule rejected with the reason), nearest first."""
+    hits = await state.stores.call(state.stores.neighbours, index, ev, digest, k, exclude)
+    return ([h.to_dict() for h in hits if not h.rejected_because],
+            [h.to_dict() for h in hits if h.rejected_because])
+
+
+async def _similar(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,
                    exclude: str | None) -> list[dict[str, Any]]:
-    hits = await state.stores.call(state.stores.neighbours, index, fps, sketch, digest, k, exclude)
-    return [h.to_dict() for h in hits]
+    return (await _judged(state, index, ev, digest, k, exclude))[0]
 
 
 @router.get("/v1/similar/{doc_id}", response_model=SimilarResponse, responses={**ERRORS, 404: {
@@ -143,9 +151,9 @@ async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
     rec = await state.stores.call(state.stores.record, name, doc_id)
     if rec is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
-    matches = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest, kk,
-                             doc_id)
-    return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches}
+    matches, rejected = await _judged(state, name, rec.evidence, rec.content_digest, kk, doc_id)
+    return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches,
+            "rejected": rejected}
 
 
 @router.post("/v1/similar", response_model=SimilarResponse, responses=ERRORS, tags=["v1"])
@@ -155,8 +163,8 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
     assert state.pool is not None
     name, kk = _index(state, body.index_name), _k(state, body.k)
     res = await state.pool.raw(body.text, body.html)
-    matches = await _similar(state, name, list(res.fingerprints), res.sketch, res.content_digest, kk, None)
-    return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches}
+    matches, rejected = await _judged(state, name, res.evidence, res.content_digest, kk, None)
+    return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches, "rejected": rejected}
 
 
 async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, size: int,
@@ -192,8 +200,7 @@ async def related(doc_id: str, request: Request, index: str | None = None,
     rec = await state.stores.call(state.stores.record, name, doc_id)
     dups: list[dict[str, Any]] = []
     if rec is not None:
-        dups = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest,
-                              state.settings.k, doc_id)
+        dups = await _similar(state, name, rec.evidence, rec.content_digest, state.settings.k, doc_id)
     try:
         entries = await _related_entries(state.es.http, name, doc_id, size, exclude={d["id"] for d in dups})
     except httpx.HTTPError as exc:

@@ -21,23 +21,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
+from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.store.bloom import load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, open_db
 from fingerprint_indexer.store.errors import StoreMismatchError
-from fingerprint_indexer.verify import MIN_SIMILARITY, Verdict, closest
+from fingerprint_indexer.verify import Verdict, check_many
 
 FORMAT = b"2"
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
@@ -72,18 +69,23 @@ class DocRecord:
     time: float
     chunks: list[int] = field(default_factory=list)  # chunk fingerprints (also indexed)
     sketch: str = ""  # hex of the MinHash sketch: the second-stage check on candidates
+    facts: list[str] = field(default_factory=list)  # numbers, dates, names: the third-stage check
+    frames: list[int] = field(default_factory=list)  # skeleton + filling of fact-bearing lines (same)
 
     @property
     def fingerprints(self) -> list[int]:
         return [self.fingerprint, *self.chunks]
 
-    def sketch_array(self) -> npt.NDArray[np.uint32]:
-        return from_bytes(bytes.fromhex(self.sketch))
+    @property
+    def evidence(self) -> Evidence:
+        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
+        return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
 
     def to_json(self) -> bytes:
         data = asdict(self)
         data["fingerprint"] = f"{self.fingerprint:016x}"
         data["chunks"] = [f"{c:016x}" for c in self.chunks]
+        data["frames"] = [f"{f:016x}" for f in self.frames]
         return json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
 
     @classmethod
@@ -91,41 +93,37 @@ class DocRecord:
         data = json.loads(raw)
         data["fingerprint"] = int(data["fingerprint"], 16)
         data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
+        data["frames"] = [int(f, 16) for f in data.get("frames", [])]
         return cls(**data)
 
 
-def confirms(mine: npt.NDArray[np.uint32] | None, rec: DocRecord) -> bool:
-    """Whether ``rec``'s sketch confirms a candidate; without a sketch on either side (degenerate
-    text) the Hamming test alone decides."""
-    return mine is None or not rec.sketch or similarity(mine, rec.sketch_array()) >= MIN_SIMILARITY
+def judged_near(
+    ev: Evidence,
+    k: int,
+    query: Callable[[int, int], list[Match]],
+    record: Callable[[str], DocRecord | None],
+    exclude: str | None = None,
+) -> list[tuple[DocRecord, Verdict]]:
+    """Every document with a fingerprint within ``k`` of one of ``ev``'s, with the rule's verdict on it
+    (:func:`fingerprint_indexer.verify.check_many`), nearest first."""
+    ids: set[str] = set()
+    for fp in ev.fingerprints:
+        ids.update(doc_of(m.doc_id) for m in query(fp, k))
+    ids.discard(exclude or "")
+    recs = [r for r in map(record, sorted(ids)) if r is not None]
+    judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
+    return sorted(judged, key=lambda x: (x[1].distance, x[0].id))
 
 
 def verified_near(
-    fps: Sequence[int],
-    sketch: bytes,
+    ev: Evidence,
     k: int,
     query: Callable[[int, int], list[Match]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
 ) -> list[Match]:
-    """Documents with any fingerprint within ``k`` of any of ``fps`` whose sketch confirms the match.
-
-    The distance is the smallest over all fingerprint pairs found. Without a sketch on either side
-    (degenerate text) the Hamming test alone decides.
-    """
-    best: dict[str, int] = {}
-    for fp in fps:
-        for m in query(fp, k):
-            d = doc_of(m.doc_id)
-            if d != exclude and m.distance < best.get(d, k + 1):
-                best[d] = m.distance
-    mine = from_bytes(sketch) if sketch else None
-    out: list[Match] = []
-    for d, dist in sorted(best.items(), key=lambda x: (x[1], x[0])):
-        rec = record(d)
-        if rec is not None and confirms(mine, rec):
-            out.append(Match(d, dist))
-    return out
+    """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
+    return [Match(r.id, v.distance) for r, v in judged_near(ev, k, query, record, exclude) if v.accepted]
 
 
 @dataclass
@@ -224,40 +222,33 @@ class ExactStore:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
 
-    def near_docs(
-        self, fps: Sequence[int], sketch: bytes, k: int, exclude: str | None = None
-    ) -> list[Match]:
-        """Verified near-duplicate documents of the given fingerprints and sketch, nearest first."""
-        return verified_near(fps, sketch, k, self.index.query, self.record, exclude)
+    def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
+        """Verified near-duplicate documents of a document with this evidence, nearest first."""
+        return verified_near(ev, k, self.index.query, self.record, exclude)
 
     def neighbours(
-        self, fps: Sequence[int], sketch: bytes, digest: str, k: int, exclude: str | None = None
+        self, ev: Evidence, digest: str, k: int, exclude: str | None = None, rejected: bool = False
     ) -> list[tuple[DocRecord, Verdict]]:
-        """Stored near-duplicates with why they match, nearest first: verified block-index matches,
-        exact copies (same content digest), and documents with the same document fingerprint (degenerate
-        ones are in no block bucket) whose sketch confirms them.
+        """Stored near-duplicates with the rule's verdict, nearest first: block-index candidates, exact
+        copies (same content digest; always accepted), and documents with the same document fingerprint
+        (degenerate ones are in no block bucket). With ``rejected`` the candidates the rule turned down
+        are listed too, each with its reason.
 
         A shared document fingerprint alone proves little: under ``tf^3`` weighting one dominant term
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
-        ids = {m.doc_id for m in self.near_docs(fps, sketch, k)}
+        judged = {r.id: (r, v) for r, v in judged_near(ev, k, self.index.query, self.record, exclude)}
         exact = self.doc_with_digest(digest)
-        if exact is not None:
-            ids.add(exact)
-        same_fp = set(self.ids_with_fingerprint(fps[0])) - ids
-        ids.discard(exclude or "")
-        same_fp.discard(exclude or "")
-        mine = from_bytes(sketch) if sketch else None
-        out = []
-        for other in ids | same_fp:
-            rec = self.record(other)
-            if rec is None or (other in same_fp and not confirms(mine, rec)):
-                continue
-            theirs = rec.sketch_array() if rec.sketch else None
-            d, where = closest(fps, rec.fingerprints)
-            sim = similarity(mine, theirs) if mine is not None and theirs is not None else 1.0
-            out.append((rec, Verdict(d, where, sim, True)))
-        return sorted(out, key=lambda x: (x[1].distance, x[0].id))
+        extra = {exact} if exact is not None else set()
+        extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
+        extra -= {exclude or "", *judged}
+        recs = [r for r in map(self.record, sorted(extra)) if r is not None]
+        for rec, v in zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True):
+            if rec.id == exact and not v.accepted:  # the same text: the checks cannot disagree with it
+                v = Verdict(v.distance, v.matched, v.similarity, True)
+            judged[rec.id] = (rec, v)
+        out = [x for x in judged.values() if rejected or x[1].accepted]
+        return sorted(out, key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
 
     def batch(self) -> StoreBatch:
         return StoreBatch(self)
@@ -323,9 +314,9 @@ class StoreBatch:
         hits += self._staged_index.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
-    def near_docs(self, fps: Sequence[int], sketch: bytes, k: int) -> list[Match]:
+    def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(fps, sketch, k, self.near, self.record)
+        return verified_near(ev, k, self.near, self.record)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
