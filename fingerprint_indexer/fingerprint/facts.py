@@ -318,11 +318,18 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
     sa = {f for f in a if _fact_hash(f) <= cut}
     sb = {f for f in b if _fact_hash(f) <= cut}
     only_a, only_b = sa - sb, sb - sa
-    corrected = {x for x in only_a if any(_one_digit_apart(x, y) for y in only_b)}
-    corrected |= {y for y in only_b if any(_one_digit_apart(x, y) for x in only_a)}
+    pairs = [(x, y) for x in only_a for y in only_b if _one_digit_apart(x, y)]
+    figures = sum(f.startswith(FIGURE) for f in sa & sb)
+    # a correction fixes one figure among several that stand; many near-equal figures (a table of other
+    # days' counts) or one figure of a short notice (another company's dividend) are other facts
+    corrected = set(pairs[0]) if len(pairs) == 1 and figures >= MIN_FIGURES_FOR_CORRECTION else set()
     shared = (sa & sb) | corrected
     return FactDiff(tuple(sorted(shared)), tuple(sorted(only_a - corrected)),
                     tuple(sorted(only_b - corrected)))  # fmt: skip
+
+
+#: Shared figures a text must state for one changed figure to count as a correction of it.
+MIN_FIGURES_FOR_CORRECTION = 3
 
 
 def _one_digit_apart(x: str, y: str) -> bool:

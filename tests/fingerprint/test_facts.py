@@ -62,8 +62,15 @@ def test_comparing_samples_is_exact_below_the_cut(a: set[int], b: set[int]) -> N
 
 
 def test_a_one_digit_correction_counts_as_shared() -> None:
-    diff = compare_facts(extract_facts("net 600000, shares 250"), extract_facts("net 606000, shares 250"))
-    assert not diff.only_a and not diff.only_b
+    table = "net {}, shares 250, sales 7300, staff 1200"
+    diff = compare_facts(extract_facts(table.format(600000)), extract_facts(table.format(606000)))
+    assert not diff.only_a and not diff.only_b, "one figure corrected among several that stand"
+    diff = compare_facts(extract_facts("qtly div 45 cts"), extract_facts("qtly div 48 cts"))
+    assert diff.only_a == ("=45",) and diff.only_b == ("=48",), "a short notice: another company's figure"
+    rows = "hog slaughter {} head versus {} week ago, cattle {}, sheep 5000, goats 700, pigs 800"
+    diff = compare_facts(extract_facts(rows.format(131000, 249000, 126000)),
+                         extract_facts(rows.format(132000, 248000, 128000)))  # fmt: skip
+    assert len(diff.only_a) == 3, "many near-equal figures are another day's table, not a correction"
     diff = compare_facts(extract_facts("net 569"), extract_facts("net 465"))
     assert diff.only_a == ("=569",) and diff.only_b == ("=465",)
     assert diff.describe() == "figures differ: 569 vs 465"
