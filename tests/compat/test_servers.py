@@ -7,6 +7,7 @@ test; the proxy is driven by the server's own official Python client.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -24,7 +25,9 @@ from support.es_node import MAIN_DISTRIBUTION, local_node
 from support.service import ServiceProcess
 
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect
-from fingerprint_indexer.servers import server_of
+from fingerprint_indexer.servers import Server, server_of
+from fingerprint_indexer.service.es import EsClient
+from fingerprint_indexer.service.settings import EsSettings
 
 pytestmark = [pytest.mark.compat, pytest.mark.elasticsearch, pytest.mark.corpus]
 DISTRIBUTIONS = ["elasticsearch:8.19.0", "opensearch:2.19.1", "opensearch:3.5.0", MAIN_DISTRIBUTION]
@@ -89,6 +92,20 @@ def test_the_server_is_detected_at_connect(server: tuple[str, str]) -> None:
         assert client.cluster.health()["status"] in ("green", "yellow")
     finally:
         client.close()
+
+
+def test_the_sidecar_identifies_the_server_when_it_first_answers(server: tuple[str, str]) -> None:
+    dist, url = server
+
+    async def probe() -> tuple[bool, Server | None]:
+        client = EsClient(EsSettings(url))
+        try:
+            return await client.ping(), client.server
+        finally:
+            await client.close()
+
+    ok, found = asyncio.run(probe())
+    assert ok and found is not None and f"{found.kind}:{found.version}" == dist
 
 
 def test_cli_setup_index_similar_related_reindex_dedupe(
