@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -18,12 +19,15 @@ from typing import Any
 
 import pytest
 import redis
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.test import get_crawler
 from support.corpus import ZH_NEWS, load_records
 from support.news_sites import Site, serve_sites
 from support.redis_server import redis_server
 from support.service import ServiceProcess
 
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.scrapy import FingerprintPipeline
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "news_crawler"
 
@@ -160,3 +164,49 @@ def test_one_crawler_tags_reposts_against_an_embedded_store(tmp_path: Path) -> N
     assert len(first_of) == 27
     stats = stats_of(res.stderr)
     assert stats["fingerprint_indexer/new"] == 27 and "fingerprint_indexer/dropped" not in stats
+
+
+def _pipeline(**settings: Any) -> FingerprintPipeline:
+    return FingerprintPipeline.from_crawler(get_crawler(settings_dict=settings))
+
+
+def test_items_that_cannot_be_decided_are_passed_on_untagged_and_counted(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the block ends
+    pipe = _pipeline(FPI_SIDECAR_URL=f"http://127.0.0.1:{port}", FPI_SIDECAR_RETRIES=1, FPI_TIMEOUT=2)
+    pipe.open_spider()
+    try:
+        text = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。"
+        item: dict[str, Any] = {"url": "http://example.org/a", "content": text}
+        doc = pipe.document(item)
+        assert doc is not None
+        assert pipe.apply(pipe.decide_or_none(doc), item) == item and "decision" not in item
+        no_id = {"content": "正文"}
+        assert pipe.process_item(no_id) is no_id and "decision" not in no_id
+        assert pipe.process_item({"url": "http://example.org/empty", "content": "  "}) is not None
+    finally:
+        pipe.close_spider()
+    stats = pipe.stats.get_stats()
+    assert stats["fingerprint_indexer/undecided"] == 2 and stats["fingerprint_indexer/no_text"] == 1
+
+
+def test_settings_name_one_source_of_decisions() -> None:
+    with pytest.raises(NotConfigured, match="FPI_STORE"):
+        _pipeline()
+    with pytest.raises(NotConfigured, match="not both"):
+        _pipeline(FPI_STORE="x", FPI_SIDECAR_URL="http://127.0.0.1:1")
+
+
+def test_tags_and_drops_against_an_embedded_store(tmp_path: Path, en_articles: list[dict]) -> None:
+    pipe = _pipeline(FPI_STORE=str(tmp_path / "store"), FPI_DROP_DUPLICATES=True, FPI_TEXT_FIELD="body")
+    pipe.open_spider()
+    try:
+        first = {"url": "http://a.example/1", "body": en_articles[0]["content"]}
+        assert pipe.apply(pipe.decide_or_none(pipe.document(first)), first)["decision"] == "new"
+        repost = {"url": "http://b.example/9", "body": "Reposted from A. " + en_articles[0]["content"]}
+        with pytest.raises(DropItem, match=re.escape("duplicate of http://a.example/1")):
+            pipe.apply(pipe.decide_or_none(pipe.document(repost)), repost)
+    finally:
+        pipe.close_spider()
+    assert pipe.stats.get_stats()["fingerprint_indexer/dropped"] == 1
