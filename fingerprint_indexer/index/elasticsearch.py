@@ -284,8 +284,8 @@ def pit_scan(
 ) -> Iterator[dict[str, Any]]:
     """Every hit of ``query`` once, from a point-in-time snapshot paged by ``search_after`` on
     ``_shard_doc`` (or what the server has instead); ``request`` adds search options (``source``,
-    ``docvalue_fields``, ...). With ``pit_id``
-    that snapshot is searched (and left open), else one is opened on ``index`` and closed."""
+    ``docvalue_fields``, ...). With ``pit_id`` that snapshot is searched (and left open), else one is opened
+    on ``index`` and closed."""
     own = pit_id is None
     pit = open_pit(client, index, keep_alive) if own else pit_id
     sort = server_of(client).pit_sort
