@@ -35,6 +35,14 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.servers import (
+    UnsupportedServer,
+    binary_doc_value,
+    client_for,
+    close_pit,
+    open_pit,
+    server_of,
+)
 from fingerprint_indexer.verify import Evidence, check_many
 
 MAPPING_FILE = "news.json"
@@ -79,10 +87,11 @@ def connect(
     request_timeout: float = 60.0,
     check: bool = True,
 ) -> Elasticsearch:
-    """A client for ``url`` (default ``ES_URL``); credentials default to ES_API_KEY, ES_USERNAME/ES_PASSWORD
-    and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate checks off (throw-away clusters only),
-    as for the service.  With ``check`` the cluster is contacted once so that a wrong URL fails here, with
-    one error naming it, rather than deep inside a command."""
+    """A client for ``url`` (default ``ES_URL``), speaking the wire format of the server found there
+    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); credentials default to
+    ES_API_KEY, ES_USERNAME/ES_PASSWORD and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate
+    checks off (throw-away clusters only), as for the service.  With ``check`` the cluster is contacted
+    once so that a wrong URL fails here, with one error naming it, rather than deep inside a command."""
     url = url or os.environ.get("ES_URL")
     if not url:
         raise ElasticsearchUnavailable("no Elasticsearch URL given (pass --es URL or set ES_URL)")
@@ -102,7 +111,12 @@ def connect(
         raise ElasticsearchUnavailable(str(exc)) from exc
     if not verify:
         kwargs.update(verify_certs=False, ssl_show_warn=False)
-    client = Elasticsearch(url, **kwargs)
+    try:
+        client, _server = client_for(url, check=check, **kwargs)  # the server's kind picks the wire format
+    except UnsupportedServer as exc:
+        raise ElasticsearchUnavailable(f"{url}: {exc}") from exc
+    except TransportError as exc:
+        raise ElasticsearchUnavailable(f"cannot reach Elasticsearch at {url}: {exc}") from exc
     if check:
         try:
             client.cluster.health(timeout="10s")
@@ -210,7 +224,7 @@ def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:
 def hit_sketch(fields: Mapping[str, Any]) -> bytes:
     """The sketch bytes of a hit's doc values (empty when the document has none)."""
     values = fields.get(SKETCH_FIELD)
-    return base64.b64decode(values[0]) if values else b""
+    return binary_doc_value(values[0]) if values else b""
 
 
 def _listed(value: Any) -> list[Any]:
@@ -261,16 +275,18 @@ def pit_scan(
     **request: Any,
 ) -> Iterator[dict[str, Any]]:
     """Every hit of ``query`` once, from a point-in-time snapshot paged by ``search_after`` on
-    ``_shard_doc``; ``request`` adds search options (``source``, ``docvalue_fields``, ...). With ``pit_id``
-    that snapshot is searched (and left open), else one is opened on ``index`` and closed."""
+    ``_shard_doc`` (or what the server has instead); ``request`` adds search options (``source``,
+    ``docvalue_fields``, ...). With ``pit_id`` that snapshot is searched (and left open), else one is opened
+    on ``index`` and closed."""
     own = pit_id is None
-    pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"] if own else pit_id
+    pit = open_pit(client, index, keep_alive) if own else pit_id
+    sort = server_of(client).pit_sort
     try:
         after: list[Any] | None = None
         while True:
             kw: dict[str, Any] = {"search_after": after} if after is not None else {}
             resp = client.search(
-                query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=["_shard_doc"],
+                query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=sort,
                 track_total_hits=False, **request, **kw,
             )  # fmt: skip
             hits = resp["hits"]["hits"]
@@ -280,7 +296,7 @@ def pit_scan(
             pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
     finally:
         if own:
-            client.close_point_in_time(id=pit)
+            close_pit(client, str(pit))
 
 
 class ElasticsearchIndex(NearDupIndex):
@@ -578,7 +594,7 @@ class ElasticsearchIndex(NearDupIndex):
         :meth:`unpin` (or the next ``pin``). For a writer that keeps what it wrote since in memory (the
         ``index`` command's pending set), so its own unrefreshed writes are not fetched again and again."""
         self.unpin()
-        self._pit = str(self.client.open_point_in_time(index=self.index, keep_alive=keep_alive)["id"])
+        self._pit = open_pit(self.client, self.index, keep_alive)
         self._pit_keep_alive = keep_alive
 
     def unpin(self) -> None:
@@ -586,7 +602,7 @@ class ElasticsearchIndex(NearDupIndex):
         pit, self._pit = self._pit, None
         if pit is not None:
             with contextlib.suppress(ApiError, TransportError):
-                self.client.close_point_in_time(id=pit)
+                close_pit(self.client, pit)
 
     def close(self) -> None:
         self.unpin()

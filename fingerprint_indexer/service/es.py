@@ -1,7 +1,10 @@
 """The service's own connection to Elasticsearch: one pooled ``httpx.AsyncClient``.
 
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
-byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates).
+byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates). These
+requests are the same on every supported server (Elasticsearch 8/9, OpenSearch 2/3); the server is still
+identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.servers`), so an
+unsupported one is reported by ``/readyz`` rather than failing on some later write.
 Credentials and the CA bundle come from :class:`EsSettings`; the caller's own ``Authorization`` header is
 never passed on.
 
@@ -22,6 +25,14 @@ import httpx
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.elasticsearch import load_index_body
+from fingerprint_indexer.servers import (
+    NODES_PATH,
+    ROOT_PATH,
+    Server,
+    UnsupportedServer,
+    from_nodes,
+    from_root,
+)
 from fingerprint_indexer.service.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
@@ -98,6 +109,8 @@ class EsClient:
         self.http.headers = httpx.Headers(auth_headers(settings))
         self.write_timeout = httpx.Timeout(write_timeout_s, connect=3.0)
         self._known_indices: set[str] = set()
+        #: The server, once it has answered (see :meth:`detect`).
+        self.server: Server | None = None
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -112,6 +125,8 @@ class EsClient:
             reason = failure_reason(exc)
         else:
             reason = None if r.status_code == 200 else status_reason(r.status_code)
+        if reason is None and self.server is None:
+            reason = await self.detect(timeout_s)
         if reason is not None and self.config_error:
             reason = f"{self.config_error}; {reason}"
         if reason != self.last_error:
@@ -121,6 +136,26 @@ class EsClient:
                 log.warning("Elasticsearch unreachable: %s", reason)
         self.last_error = reason
         return reason is None
+
+    async def detect(self, timeout_s: float = 2.0) -> str | None:
+        """Identify the server (``GET /``, else the nodes info API) into :attr:`server`; why that failed,
+        or None."""
+        try:
+            for path in (ROOT_PATH, NODES_PATH):
+                r = await self.http.get(path, headers={"accept": "application/json"}, timeout=timeout_s)
+                if r.status_code != 200:
+                    continue
+                body = r.json()
+                found = from_root(body) if path == ROOT_PATH else from_nodes(body, dict(r.headers))
+                if found is not None:
+                    self.server = found
+                    log.info("Elasticsearch endpoint is %s", found.title)
+                    return None
+        except UnsupportedServer as exc:
+            return str(exc)
+        except (httpx.HTTPError, ValueError) as exc:
+            return failure_reason(exc)
+        return "the server answered neither GET / nor the nodes info API with a version"
 
     async def mget(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """POST /_mget for ``docs`` (each with ``_index``, ``_id`` and optionally ``routing`` and
