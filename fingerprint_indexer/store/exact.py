@@ -10,6 +10,7 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/meta/...                -> format, generation, counts
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
+                                 (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -52,16 +54,27 @@ from fingerprint_indexer.verify import MIN_SIMILARITY, Verdict, closest
 
 FORMAT = b"2"
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
+_ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
+_UNESCAPE = re.compile("\x1e([\x1e\x1d])")
 
 
 def entry_id(doc_id: str, n: int) -> str:
-    """Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint)."""
+    """Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
+
+    Ids without \x1e or \x1f are used as they are; in others \x1e becomes \x1e\x1e and \x1f becomes
+    \x1e\x1d, so an id ``a\x1f1`` cannot collide with the first chunk entry of ``a``.
+    """
+    if _ESC in doc_id or CHUNK_SEP in doc_id:
+        doc_id = doc_id.replace(_ESC, _ESC + _ESC).replace(CHUNK_SEP, _ESC + "\x1d")
     return doc_id if n == 0 else f"{doc_id}{CHUNK_SEP}{n}"
 
 
 def doc_of(entry: str) -> str:
-    """The document an index entry belongs to."""
-    return entry.split(CHUNK_SEP, 1)[0]
+    """The document an index entry belongs to (the inverse of :func:`entry_id`)."""
+    doc = entry.split(CHUNK_SEP, 1)[0]
+    if _ESC not in doc:
+        return doc
+    return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
 
 
 @dataclass
@@ -83,6 +96,7 @@ class DocRecord:
     time: float
     chunks: list[int] = field(default_factory=list)  # chunk fingerprints (also indexed)
     sketch: str = ""  # hex of the MinHash sketch: the second-stage check on candidates
+    replaces: str | None = None  # the canonical this document took over from (keep longest/newest)
 
     @property
     def fingerprints(self) -> list[int]:
@@ -443,8 +457,12 @@ class StoreBatch:
         self.wb.delete(b"s/d/" + doc_id.encode())
         self.wb.delete(_fp_key(rec.fingerprint, doc_id))
         if self.doc_with_digest(rec.content_digest) == doc_id:
-            self.wb.delete(b"s/c/" + rec.content_digest.encode())
-            self._digests[rec.content_digest] = None
+            heir = self._other_with_digest(rec, doc_id)
+            if heir is None:
+                self.wb.delete(b"s/c/" + rec.content_digest.encode())
+            else:  # later exact copies still find the text through the documents that keep it
+                self.wb.put(b"s/c/" + rec.content_digest.encode(), heir.encode())
+            self._digests[rec.content_digest] = heir
         for n in range(len(rec.fingerprints)):
             self.ix.remove(entry_id(doc_id, n))
             self._staged_index.remove(entry_id(doc_id, n))
@@ -452,6 +470,15 @@ class StoreBatch:
         self._records[doc_id] = None
         self._docs_delta -= 1
         return True
+
+    def _other_with_digest(self, rec: DocRecord, doc_id: str) -> str | None:
+        """The earliest other document holding ``rec``'s text (same text, same document fingerprint)."""
+        ids = set(self.store.ids_with_fingerprint(rec.fingerprint))
+        ids |= {i for i, r in self._records.items() if r is not None and r.fingerprint == rec.fingerprint}
+        ids.discard(doc_id)
+        holders = [r for r in map(self.record, ids)
+                   if r is not None and r.content_digest == rec.content_digest]
+        return min(holders, key=lambda r: (r.time, r.id)).id if holders else None
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
         """A new cluster whose id is its founder's doc id (suffixed if that id is taken)."""
