@@ -19,7 +19,7 @@ from fingerprint_indexer.index.leveldb import RECORD, LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
-from fingerprint_indexer.store.exact import Cluster, DocRecord, ExactStore, entry_id
+from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, entry_id
 
 _DERIVED = (b"s/f/", b"s/c/")
 
@@ -215,6 +215,7 @@ def repair(directory: str | Path) -> Report:
         store.centres = LevelDBIndex(db=db, prefix=b"k/", algorithm=store.algorithm)
         store.centres.add_many((c.id, c.centre, None) for c in clusters.values())
         store.n_docs, store.n_clusters = len(records), len(clusters)
+        db.put(b"s/meta/format", FORMAT, sync=True)  # one synced write: the rebuilt keys are durable
         store.bloom = store._rebuild_bloom()
         rep.facts.append(f"rebuilt from {len(records)} document and {len(clusters)} cluster records: "
                          "fingerprint and digest keys, counters, block index, centre index, Bloom filter")
