@@ -125,6 +125,7 @@ def read_documents(
     """Documents from each input in turn: ``-`` is JSONL on stdin; a folder is walked in name order."""
     report = on_error or (lambda e: print(f"warning: {e}", file=sys.stderr))
     handler: ErrorHandler = report if skip_errors else _raise
+    file_ids: dict[str, Path] = {}  # id -> the text/HTML file that has it, so no file replaces another
 
     def from_path(path: Path, doc_id: str | None = None) -> Iterator[Document]:
         if _is_jsonl(path):
@@ -136,6 +137,12 @@ def read_documents(
             with stream:
                 yield from read_jsonl(stream, str(path), handler)
         else:
+            doc_id = doc_id or path.name
+            earlier = file_ids.setdefault(doc_id, path.resolve())
+            if earlier != path.resolve():
+                handler(InputError(str(path), None, f"id {doc_id!r} is already the id of {earlier}; give "
+                                   "their common folder instead (ids are then paths relative to it)"))
+                return
             yield from read_file_document(path, handler, doc_id)
 
     for name in inputs:

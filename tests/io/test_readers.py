@@ -85,6 +85,13 @@ def test_folder_ids_are_paths_relative_to_the_folder(
     note = "1 files are not JSONL, text or HTML and were not read (first: notes.md)"
     assert note in capsys.readouterr().err
     assert [d.id for d in read_documents([str(tmp_path / "sport" / "001.txt")])] == ["001.txt"]
+    both = [str(tmp_path / "business" / "001.txt"), str(tmp_path / "sport" / "001.txt")]
+    with pytest.raises(InputError, match=r"sport/001.txt: id '001.txt' is already the id of .*business/001"):
+        list(read_documents(both))
+    seen: list[InputError] = []
+    assert [d.id for d in read_documents(both + both[:1], skip_errors=True, on_error=seen.append)] == [
+        "001.txt", "001.txt"]  # the same file again is the same document again; the other is reported
+    assert len(seen) == 1
 
 
 @pytest.mark.corpus
