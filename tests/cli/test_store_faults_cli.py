@@ -103,3 +103,23 @@ def test_damaged_table_file_is_one_line_and_named_by_check(tmp_path: Path) -> No
     assert p.stderr.startswith(f"error: store {store} is damaged") and p.stderr.count("\n") == 1
     p = run("store", "check", str(store))
     assert p.returncode == 1 and "damaged: table data is damaged" in p.stdout, p.stdout
+
+
+def test_store_check_and_repair_commands_on_a_lost_current(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "a", "content": A}, ensure_ascii=False) + "\n", encoding="utf-8")
+    store = tmp_path / "s"
+    first = run("dedupe", str(src), "--store", str(store))
+    assert first.returncode == 0
+    (store / "leveldb" / "CURRENT").unlink()
+    p = run("dedupe", str(src), "--store", str(store))
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "CURRENT is missing" in p.stderr
+    p = run("store", "check", str(store))
+    assert p.returncode == 1 and "damaged:" in p.stdout and "CURRENT is missing" in p.stdout
+    p = run("store", "repair", str(store))
+    assert p.returncode == 0 and p.stdout.startswith(f"store {store}: repaired\n"), p.stdout
+    assert "not recoverable" not in p.stdout
+    p = run("store", "check", str(store))
+    assert p.returncode == 0 and p.stdout.startswith(f"store {store}: healthy\n")
+    again = run("dedupe", str(src), "--store", str(store))
+    assert again.returncode == 0 and again.stdout == first.stdout
