@@ -59,7 +59,7 @@ _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
 
 
 def entry_id(doc_id: str, n: int) -> str:
-    """Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
+    r"""Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
 
     Ids without \x1e or \x1f are used as they are; in others \x1e becomes \x1e\x1e and \x1f becomes
     \x1e\x1d, so an id ``a\x1f1`` cannot collide with the first chunk entry of ``a``.
