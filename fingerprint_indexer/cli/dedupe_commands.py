@@ -16,7 +16,7 @@ from tqdm import tqdm
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
 from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
@@ -157,7 +157,7 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                     return
                 fps, sketch, digest = rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest
             else:
-                doc = (next(read_documents([file_path])) if file_path is not None
+                doc = (read_one(file_path) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
                 fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest

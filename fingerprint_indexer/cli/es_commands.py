@@ -33,7 +33,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     source_fingerprints,
 )
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
@@ -279,7 +279,7 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             (fps, sketch), digest = source_fingerprints(stored), stored.get("content_digest")
         else:
             config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
-            doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
+            doc = read_one(file_path) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
             fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
         hits = {m.doc_id: m.distance for m in index.query_verified(fps, sketch, k)}

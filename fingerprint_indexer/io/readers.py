@@ -161,3 +161,11 @@ def read_documents(
             yield from from_path(path)
         else:
             handler(InputError(name, None, "no such file or directory"))
+
+
+def read_one(path: str) -> Document:
+    """The first document of a file (for look-ups by example); an input error when it holds none."""
+    doc = next(read_documents([path]), None)
+    if doc is None:
+        raise InputError(path, None, "holds no document")
+    return doc

@@ -47,3 +47,13 @@ def test_folder_with_same_file_names_keeps_every_document(tmp_path: Path) -> Non
     assert [json.loads(x)["id"] for x in p.stdout.splitlines()] == ["business/001.txt", "sport/001.txt"]
     with ExactStore(tmp_path / "s") as store:
         assert store.n_docs == 2
+
+
+def test_similar_by_an_empty_example_file_is_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "a", "content": A}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert run("dedupe", str(src), "--store", str(tmp_path / "s")).returncode == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    p = run("similar", "--store", str(tmp_path / "s"), "--file", str(empty))
+    assert p.returncode == 1 and p.stderr == f"error: {empty}: holds no document\n"
