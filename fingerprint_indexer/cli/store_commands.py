@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import plyvel
 
 from fingerprint_indexer.cli.common import fail, run_guarded
 from fingerprint_indexer.store.check import Report, check, repair
+from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.errors import StoreError
 
 
@@ -36,6 +38,9 @@ def check_cmd(directory: str) -> None:
         except StoreError as exc:
             fail(str(exc))
             return
+        except plyvel.Error as exc:  # a disk that fails under the repair, damage LevelDB cannot salvage
+            fail(str(describe(Path(directory) / "leveldb", exc, directory)))
+            return
         _print(report, "healthy" if report.ok else f"{len(report.problems)} problems "
                f"(repair: fingerprint-indexer store repair {directory})")
         if not report.ok:
@@ -53,6 +58,9 @@ def repair_cmd(directory: str) -> None:
             report = repair(Path(directory))
         except StoreError as exc:
             fail(str(exc))
+            return
+        except plyvel.Error as exc:  # a disk that fails under the repair, damage LevelDB cannot salvage
+            fail(str(describe(Path(directory) / "leveldb", exc, directory)))
             return
         _print(report, "repaired" + ("" if not report.lost else "; some data could not be recovered"))
     run_guarded(body)

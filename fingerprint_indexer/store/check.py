@@ -9,6 +9,9 @@ from the records it can read, and lists what it could not recover.
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +20,7 @@ import plyvel
 
 from fingerprint_indexer.index.leveldb import RECORD, LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
-from fingerprint_indexer.store.db import describe
+from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
 from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, entry_id
 
@@ -162,6 +165,34 @@ def _drop_prefix(db: plyvel.DB, prefix: bytes, keep: tuple[bytes, ...] = ()) -> 
                 wb.delete(key)
 
 
+def _salvage(store: Path, ldb: Path) -> Path:
+    """Let LevelDB rebuild its manifest on a copy (table files linked, the rest copied), then swap it in.
+
+    LevelDB's repair moves every write-ahead log aside once it has read it, even when writing its table
+    failed (a full disk): run in place, a failed repair would lose the log's documents. Returns where the
+    original folder is kept.
+    """
+    work = ldb.with_name(ldb.name + ".repairing")
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        work.mkdir()
+        for f in ldb.iterdir():
+            if f.name == "LOCK" or not f.is_file():
+                continue
+            if f.name.endswith(TABLE_SUFFIXES):
+                os.link(f, work / f.name)  # LevelDB never rewrites a table file in place
+            else:
+                shutil.copy2(f, work / f.name)
+        plyvel.repair_db(str(work))
+    except (plyvel.Error, OSError) as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise describe(ldb, exc, store) from None
+    kept = ldb.with_name(f"{ldb.name}.before-repair-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(ldb, kept)
+    os.replace(work, ldb)
+    return kept
+
+
 def repair(directory: str | Path) -> Report:
     """Rebuild what can be rebuilt from the document and cluster records; list what cannot be."""
     d = Path(directory)
@@ -186,8 +217,9 @@ def repair(directory: str | Path) -> Report:
         except plyvel.Error as exc:
             raise describe(ldb, exc, d) from None
     if salvage:
-        plyvel.repair_db(str(ldb))
-        rep.facts.append("LevelDB rebuilt its manifest from the table files and logs it could read")
+        kept = _salvage(d, ldb)
+        rep.facts.append("LevelDB rebuilt its manifest from the table files and logs it could read; the "
+                         f"folder as it was is kept as {kept.name} (remove it once the store checks healthy)")
     with ExactStore(d, accept_lost_writes=True) as store:
         db = store.db
         records, bad = _records(db)

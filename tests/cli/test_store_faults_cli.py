@@ -123,3 +123,26 @@ def test_store_check_and_repair_commands_on_a_lost_current(tmp_path: Path) -> No
     assert p.returncode == 0 and p.stdout.startswith(f"store {store}: healthy\n")
     again = run("dedupe", str(src), "--store", str(store))
     assert again.returncode == 0 and again.stdout == first.stdout
+
+
+def test_repair_on_a_full_disk_is_one_line_and_can_be_run_again(tmpfs: Path, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"n{i}", "content": f"{A} 第{i}号"}, ensure_ascii=False) + "\n"
+                           for i in range(50)), encoding="utf-8")
+    store = tmpfs / "store"
+    assert run("dedupe", str(src), "--store", str(store)).returncode == 0
+    (store / "leveldb" / "CURRENT").unlink()
+    with (tmpfs / "filler").open("wb") as f:  # take every free byte of the file system
+        try:
+            while True:
+                f.write(bytes(1 << 16))
+                f.flush()
+        except OSError:
+            pass
+    p = run("store", "repair", str(store))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("error: ") and "disk full" in p.stderr, p.stderr
+    (tmpfs / "filler").unlink()
+    assert run("store", "repair", str(store)).returncode == 0
+    p = run("store", "check", str(store))
+    assert p.returncode == 0 and "50 documents" in p.stdout, p.stdout
