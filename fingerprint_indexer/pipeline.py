@@ -45,6 +45,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.sketch import from_bytes
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.store.db import CACHE_BYTES
+from fingerprint_indexer.store.errors import StoreDamagedError
 from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, confirms, record_now
 from fingerprint_indexer.verify import closest
 
@@ -158,7 +159,10 @@ class Pipeline:
         cluster is stale: that id was reused for other text since (or the canonical was deleted).
         """
         rec = tx.record(doc_id)
-        assert rec is not None, doc_id
+        if rec is None:  # found through a key whose record is gone: only a damaged store does that
+            where = self.store.directory
+            raise StoreDamagedError(f"store {where} is damaged: {doc_id!r} is indexed but has no record; "
+                                    f"see 'fingerprint-indexer store check {where}'")
         seen = {rec.id}
         for _ in range(MAX_HOPS):
             if rec.duplicate_of is None or rec.duplicate_of in seen:

@@ -289,7 +289,8 @@ class ExactStore:
 
     # ----------------------------------------------------------------- reads
     def record(self, doc_id: str) -> DocRecord | None:
-        raw = self.db.get(b"s/d/" + doc_id.encode())
+        # checksums verified: a damaged block is an error here, never a record silently missing
+        raw = self.db.get(b"s/d/" + doc_id.encode(), verify_checksums=True)
         if raw is None:
             return None
         try:

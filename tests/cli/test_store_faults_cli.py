@@ -101,8 +101,14 @@ def test_damaged_table_file_is_one_line_and_named_by_check(tmp_path: Path) -> No
     p = run("similar", "--store", str(store), "--text", A)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith(f"error: store {store} is damaged") and p.stderr.count("\n") == 1
+    p = run("dedupe", str(src), "--store", str(store))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.startswith(f"error: store {store} is damaged") and p.stderr.count("\n") == 1
     p = run("store", "check", str(store))
     assert p.returncode == 1 and "damaged: table data is damaged" in p.stdout, p.stdout
+    p = run("store", "repair", str(store))  # salvages what LevelDB can read and says what is lost
+    assert p.returncode == 0 and "not recoverable: " in p.stdout and "run their input again" in p.stdout
+    assert run("store", "check", str(store)).returncode == 0
 
 
 def test_store_check_and_repair_commands_on_a_lost_current(tmp_path: Path) -> None:
