@@ -20,7 +20,7 @@ import plyvel
 
 from fingerprint_indexer.index.leveldb import RECORD, LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
-from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe
+from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
 from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, entry_id
 
@@ -120,7 +120,7 @@ def check(directory: str | Path) -> Report:
             for _ in db.iterator(verify_checksums=True, include_value=False):
                 pass
         except plyvel.Error as exc:
-            rep.problems.append(f"table data is damaged ({exc}): repair salvages what LevelDB can read")
+            rep.problems.append(f"table data is damaged ({message(exc)}): repair salvages what LevelDB can read")
             return rep
         rep.facts.append(f"{len(records)} documents, generation {store.generation}, "
                          f"algorithm {store.algorithm}, layout {store.layout}")

@@ -35,10 +35,16 @@ def writable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
+def message(exc: BaseException) -> str:
+    """An error's text; plyvel's come as bytes."""
+    raw = exc.args[0] if exc.args else ""
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(exc)
+
+
 def describe(path: str | Path, exc: BaseException, store: str | Path | None = None) -> StoreError:
     """The one-line store error for a plyvel or OS error met at ``path`` (``store`` names the command's
     store folder in repair hints)."""
-    text = str(exc)
+    text = message(exc)
     low = text.lower()
     where = store if store is not None else path
     if isinstance(exc, plyvel.CorruptionError) or "corruption" in low:
