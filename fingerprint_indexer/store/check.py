@@ -120,7 +120,8 @@ def check(directory: str | Path) -> Report:
             for _ in db.iterator(verify_checksums=True, include_value=False):
                 pass
         except plyvel.Error as exc:
-            rep.problems.append(f"table data is damaged ({message(exc)}): repair salvages what LevelDB can read")
+            rep.problems.append(f"table data is damaged ({message(exc)}): "
+                                "repair salvages what LevelDB can read")
             return rep
         rep.facts.append(f"{len(records)} documents, generation {store.generation}, "
                          f"algorithm {store.algorithm}, layout {store.layout}")
