@@ -7,7 +7,9 @@ decision that was reported has been stored, whatever happens afterwards.
 Rules, for a document ``d`` with fingerprint ``f``:
 
 - same id already stored with the same content digest: its stored decision is repeated (re-running an
-  input is idempotent); same id with other content: the old record is replaced.
+  input is idempotent), ``replaces`` included; a canonical that was replaced since is reported as the
+  duplicate of the document that replaced it. Same id with other content: the old record is replaced,
+  and links that other documents hold to the old text are not followed to the new one.
 - a stored document with the same content digest: ``exact_duplicate``;
 - otherwise (and only when ``d`` is not degenerate) the nearest indexed document that has any
   fingerprint (document or chunk) within ``k`` of any of ``d``'s that the verification rule accepts
@@ -45,6 +47,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.store.db import CACHE_BYTES
+from fingerprint_indexer.store.errors import StoreDamagedError
 from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, record_now
 from fingerprint_indexer.verify import check, closest, joins
 
@@ -152,24 +155,44 @@ class Pipeline:
 
     # ----------------------------------------------------------------- rules
     def _root(self, tx: StoreBatch, doc_id: str) -> DocRecord:
+        """The canonical of ``doc_id``'s group: ``duplicate_of`` links followed while they hold.
+
+        Every member of a group is in its canonical's cluster, so a link to a document of another
+        cluster is stale: that id was reused for other text since (or the canonical was deleted).
+        """
         rec = tx.record(doc_id)
-        assert rec is not None, doc_id
+        if rec is None:  # found through a key whose record is gone: only a damaged store does that
+            where = self.store.directory
+            raise StoreDamagedError(f"store {where} is damaged: {doc_id!r} is indexed but has no record; "
+                                    f"see 'fingerprint-indexer store check {where}'")
+        seen = {rec.id}
         for _ in range(MAX_HOPS):
-            if rec.duplicate_of is None:
+            if rec.duplicate_of is None or rec.duplicate_of in seen:
                 break
             nxt = tx.record(rec.duplicate_of)
-            if nxt is None:  # canonical was deleted: this one stands
+            if nxt is None or nxt.cluster_id != rec.cluster_id:  # deleted or reused: this one stands
                 break
             rec = nxt
+            seen.add(rec.id)
         return rec
+
+    @staticmethod
+    def _repeat(tx: StoreBatch, old: DocRecord) -> Decision:
+        """The stored decision of a document seen again with the same text."""
+        kind = old.decision
+        if kind == "new" and old.duplicate_of is not None:  # a canonical replaced under keep longest/newest
+            canonical = tx.record(old.duplicate_of)
+            same = canonical is not None and canonical.content_digest == old.content_digest
+            kind = "exact_duplicate" if same else "near_duplicate"
+        return Decision(old.id, to_hex(old.fingerprint), kind, old.duplicate_of, old.distance, old.cluster_id,
+                        old.replaces, old.degenerate)
 
     def _decide(self, tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
         fp = res.fingerprint
         old = tx.record(doc.id)
         if old is not None:
             if old.content_digest == res.content_digest and old.version == res.version:
-                return Decision(old.id, to_hex(old.fingerprint), old.decision, old.duplicate_of, old.distance,
-                                old.cluster_id, degenerate=old.degenerate)
+                return self._repeat(tx, old)
             tx.remove_doc(doc.id)
 
         kind, match_id = "new", None
@@ -219,7 +242,7 @@ class Pipeline:
             cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
             chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
-            frames=list(res.frames),
+            frames=list(res.frames), replaces=replaces,
         )
         tx.put_record(rec, index=not res.degenerate)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,

@@ -10,14 +10,16 @@ from typing import IO, Any
 
 import click
 import platformdirs
+import plyvel
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
-from fingerprint_indexer.store.errors import StoreError
+from fingerprint_indexer.store.db import describe
+from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
 from fingerprint_indexer.store.exact import ExactStore
 
 
@@ -36,12 +38,15 @@ def _k_option(func: Any) -> Any:
                         help="Largest Hamming distance counted as near-duplicate (needs k + 1 blocks).")(func)
 
 
-def _guard_store(body: Any) -> None:
+def _guard_store(body: Any, store: Path | None = None) -> None:
+    """Run a command body; store problems (locked, read-only, damaged, disk full) become one line."""
     def wrapped() -> None:
         try:
             body()
         except StoreError as exc:
             fail(str(exc))
+        except plyvel.Error as exc:  # met while reading or writing: a damaged table file, a failing disk
+            fail(str(describe(store / "leveldb" if store else "", exc, store)))
         except ValueError as exc:  # e.g. k larger than the block layout serves
             if isinstance(exc, InputError):
                 raise
@@ -112,7 +117,9 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 f"documents without a copy stand alone)",
                 err=True,
             )
-    _guard_store(body)
+        if pipe.store.bloom_error:
+            click.echo(f"warning: {pipe.store.bloom_error}", err=True)
+    _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 
 @click.command("similar")
@@ -138,7 +145,11 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
         if not (store_path / "leveldb").is_dir():
             fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
         fpr = Fingerprinter(config)
-        with ExactStore(store_path, config.layout, fpr.version) as store:
+        try:
+            store = ExactStore(store_path, config.layout, fpr.version)
+        except StoreReadOnlyError:  # look-ups need no writes: read it through a private copy
+            store = ExactStore(store_path, config.layout, fpr.version, readonly=True)
+        with store:
             config.layout.check_k(k)
             if doc_id is not None:
                 rec = store.record(doc_id)
@@ -147,7 +158,7 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                     return
                 ev, digest = rec.evidence, rec.content_digest
             else:
-                doc = (next(read_documents([file_path])) if file_path is not None
+                doc = (read_one(file_path) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
                 ev, digest = res.evidence, res.content_digest
@@ -160,7 +171,7 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                 emit(row)
             if not any(why.accepted for _, why in hits):
                 click.echo(f"no near-duplicates within distance {k}", err=True)
-    _guard_store(body)
+    _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 
 def register(cli: click.Group) -> None:

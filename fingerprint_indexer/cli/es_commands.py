@@ -33,7 +33,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     source_evidence,
 )
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
@@ -279,7 +279,7 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             ev, digest = source_evidence(stored), stored.get("content_digest")
         else:
             config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
-            doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
+            doc = read_one(file_path) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
             ev, digest = res.evidence, res.content_digest
         fps = list(ev.fingerprints)

@@ -11,6 +11,7 @@ from fingerprint_indexer.cli import (
     es_commands,
     fingerprint_commands,
     serve_commands,
+    store_commands,
 )
 
 
@@ -25,6 +26,7 @@ dedupe_commands.register(cli)
 es_commands.register(cli)
 serve_commands.register(cli)
 calibrate_commands.register(cli)
+store_commands.register(cli)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect
 from fingerprint_indexer.servers import Server, server_of
 from fingerprint_indexer.service.es import EsClient
 from fingerprint_indexer.service.settings import EsSettings
+from fingerprint_indexer.verify import Evidence
 
 pytestmark = [pytest.mark.compat, pytest.mark.elasticsearch, pytest.mark.corpus]
 DISTRIBUTIONS = ["elasticsearch:8.19.0", "opensearch:2.19.1", "opensearch:3.5.0", MAIN_DISTRIBUTION]
@@ -165,9 +166,10 @@ def test_pinned_snapshot_lookups(server: tuple[str, str], index_name: str) -> No
         index.pin("1m")
         index.add("b", 0x0123456789ABCDEE)
         index.refresh()
-        assert [m.doc_id for m in index.query_verified([0x0123456789ABCDEF], k=3)] == ["a"]  # the snapshot
+        probe = Evidence([0x0123456789ABCDEF])
+        assert [m.doc_id for m in index.query_verified(probe, k=3)] == ["a"]  # the snapshot
         index.unpin()
-        assert [m.doc_id for m in index.query_verified([0x0123456789ABCDEF], k=3)] == ["a", "b"]
+        assert [m.doc_id for m in index.query_verified(probe, k=3)] == ["a", "b"]
         index.close()
     finally:
         client.close()
