@@ -90,19 +90,22 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
         _unavailable(f"{what} failed (exit {res.returncode}): {(res.stdout + res.stderr)[-3000:]}")
 
 
-def node_driver() -> list[str]:
-    """The command that runs ``clients/driver.mjs`` with the official Node.js client installed."""
+def node_driver(script: Path = HERE / "driver.mjs") -> list[str]:
+    """The command that runs ``script`` (an ES module; default ``clients/driver.mjs``) with the official
+    Node.js client installed beside it (modules resolve from the script's folder, so it is copied there)."""
     ensure_tools("node", "npm")
     src = HERE / "package.json"
-    home = cache_root() / f"node-{_key(src, HERE / 'driver.mjs')}"
+    home = cache_root() / f"node-{_key(src)}"
     with _locked(cache_root() / "node.lock"):
         if not (home / ".done").exists():
             home.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, home / "package.json")
-            shutil.copy(HERE / "driver.mjs", home / "driver.mjs")
             _run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], home, "npm install")
             (home / ".done").touch()
-    return ["node", str(home / "driver.mjs")]
+        target = home / f"{script.stem}-{_key(script)}.mjs"
+        if not target.exists():
+            shutil.copy(script, target)
+    return ["node", str(target)]
 
 
 def java_driver() -> list[str]:
