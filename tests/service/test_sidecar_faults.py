@@ -246,3 +246,32 @@ def test_full_spool_disk_is_503_and_keeps_nothing_half_written(
     finally:
         fwd.cut()
         subprocess.run(["umount", "-l", str(spool)], check=False)
+
+
+def test_replayed_write_refused_for_its_document_is_listed_with_its_id(
+    es_url: str, es_client: Elasticsearch, tmp_path: Path, svc_index: str
+) -> None:
+    """#16 Deliver 3: of the writes acknowledged during an outage, the one Elasticsearch refuses for the
+    document itself (a mapping error) goes to rejected.ndjson with its id; the others are applied."""
+    u = urlparse(es_url)
+    fwd = TcpForwarder(u.hostname or "127.0.0.1", u.port or 9200)
+    try:
+        with ServiceProcess(fwd.url, tmp_path / "data") as svc:
+            client = Elasticsearch(svc.url, request_timeout=60)
+            client.index(index=svc_index, id="typed", document={"content": TEXTS[0], "n": 1})
+            fwd.cut()
+            resp = client.bulk(operations=[
+                {"index": {"_index": svc_index, "_id": "bad/n"}}, {"content": TEXTS[1], "n": "not a number"},
+                {"index": {"_index": svc_index, "_id": "good"}}, {"content": TEXTS[2], "n": 2}])
+            assert not resp["errors"]
+            fwd.restore()
+            wait_spool_empty(svc.url, {}, timeout=120)
+            rows = [json.loads(x) for x in
+                    (tmp_path / "data" / "spool" / "rejected.ndjson").read_text().splitlines()]
+            assert [(r["id"], r["status"]) for r in rows] == [("bad/n", 400)]
+            assert "parked_after_tries" not in rows[0]
+            assert _metric(svc.url, "fpi_rejected_operations_total") == 1.0
+            assert es_client.get(index=svc_index, id="good")["_source"]["n"] == 2
+            client.close()
+    finally:
+        fwd.cut()
