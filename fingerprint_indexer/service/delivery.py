@@ -141,7 +141,14 @@ def ensure_indices(ops: Sequence[BulkOp]) -> list[str]:
     """The indices a request writes documents into, which must exist with the fingerprint mapping before
     it is sent (else Elasticsearch would create them with a dynamic mapping). Only store-backed names:
     the proxy passes everything else through unchanged."""
-    return sorted({op.index for op in ops if op.action in SOURCE_ACTIONS and valid_index_name(op.index)})
+    return sorted({op.index for op in ops if creates_documents(op) and valid_index_name(op.index)})
+
+
+def creates_documents(op: BulkOp) -> bool:
+    """Whether Elasticsearch creates a missing index for ``op``: for ``index``, ``create`` and every
+    ``update`` (even one without upsert, which then fails with ``document_missing_exception``), not for
+    ``delete``."""
+    return op.action in SOURCE_ACTIONS
 
 
 def _error_type(item_body: dict[str, Any]) -> str:

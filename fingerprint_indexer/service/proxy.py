@@ -60,7 +60,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
-from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, is_queued
+from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
 from fingerprint_indexer.service.errors import error_body
 from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
 from fingerprint_indexer.service.ingest import Decided, decide, es_fields, relink_op
@@ -682,7 +682,7 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
     if action == "update" and not update_wants_source(BulkOp("update", meta, source)):
         op_ = BulkOp("update", meta, source)
         state.metrics.updates.labels("scripted" if is_scripted(op_) else "no_text").inc()
-        return await write_through(request, index)
+        return await write_through(request, index if creates_documents(op_) else None)
     op = BulkOp(action, meta, source, raw=raw.strip() if action != "update" else None)
     try:
         item = next(iter((await process_ops(state, [op], params))[0].values()))

@@ -126,6 +126,16 @@ def test_no_content_type_is_answered_like_elasticsearch(diff: Differential) -> N
     diff.same("PUT", "/{index}/_doc/1", b'{"content":"x"}')
 
 
+def test_update_of_a_missing_index_matches(diff: Differential, es_client: Elasticsearch) -> None:
+    """Elasticsearch creates a missing index for an update, even one without upsert (which then fails
+    with document_missing_exception): the proxy creates it first, with the fingerprint mapping."""
+    diff.same("POST", "/{index}/_update/u", json.dumps({"doc": {"n": 1}}), JSON)
+    got = es_client.indices.get_mapping(index=diff.proxy_index)[diff.proxy_index]["mappings"]["properties"]
+    assert got["sketch"]["type"] == "binary"
+    diff.same("POST", "/{index}/_bulk", ndjson({"update": {"_id": "u"}}, {"doc": {"n": 1}}), NDJSON)
+    diff.same("POST", "/{index}/_update/u", json.dumps({"doc": {"n": 1}, "doc_as_upsert": True}), JSON)
+
+
 def test_single_document_errors_match(diff: Differential) -> None:
     diff.same("PUT", "/{index}/_doc/1", b'{"content": "unterminated', JSON)
     diff.same("PUT", "/{index}/_doc/1", b"[1]", JSON)
