@@ -33,9 +33,14 @@ frame), by an update that points the previous canonical at it; that update's ite
 answer, which keeps one item per operation of the request. Under ``skip`` such a document is indexed (it
 is the one kept), and the replaced canonical stays in Elasticsearch, tagged.
 
-Deletes and sources without text go through unchanged. Answers are in Elasticsearch's own format, with
-each fingerprinted item carrying an extra ``fingerprint_indexer`` object. Queued items (Elasticsearch
-unavailable, see :mod:`delivery`) answer ``status: 202, result: queued``.
+Deletes and sources without text go through unchanged (sources byte for byte). Answers are in
+Elasticsearch's own format, with each fingerprinted item carrying an extra ``fingerprint_indexer`` object.
+Queued items (Elasticsearch unavailable, see :mod:`delivery`) are answered as applied and marked
+``fingerprint_indexer.queued``.
+
+Requests are read as Elasticsearch reads them (see :func:`parse_bulk`, :func:`doc_target`); what the proxy
+cannot read that way is passed through, so Elasticsearch answers it itself. Every write first makes sure
+its index exists with the fingerprint mapping (:meth:`EsClient.ensure_index`, asked per request).
 """
 
 from __future__ import annotations
