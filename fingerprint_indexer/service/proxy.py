@@ -54,7 +54,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote_plus, unquote
 
 import httpx
 from fastapi import APIRouter, Request
@@ -702,7 +702,9 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
         return es_json({"error": err, "status": status}, request, status)
     headers: dict[str, str] = {}
     if status == 201:
-        headers["Location"] = f"/{index}/_doc/{quote(str(item.get('_id')), safe='')}"
+        # as Elasticsearch writes it (Java's URLEncoder: form encoding, a space as '+')
+        encoded = quote_plus(str(item.get("_id")), safe="*").replace("~", "%7E")
+        headers["Location"] = f"/{index}/_doc/{encoded}"
     if is_queued({action: item}):
         headers[QUEUED_HEADER] = "1"
     return es_json(item, request, status, headers)
