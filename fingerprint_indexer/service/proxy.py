@@ -664,15 +664,15 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
     if target is None:
         return await passthrough(request)
     index, doc_id = target
-    if not readable(request):
-        return await write_through(request, index)
-    raw = await request.body()
-    try:
-        source = read_json(raw)
-    except ValueError:
-        source = None
-    if not isinstance(source, dict):  # Elasticsearch answers with its own parsing error
-        return await write_through(request, index)
+    raw, source = b"", None
+    if action != "delete":
+        if not readable(request):
+            return await write_through(request, index)
+        raw = await request.body()
+        with contextlib.suppress(ValueError):
+            source = read_json(raw)
+        if not isinstance(source, dict):  # Elasticsearch answers with its own parsing error
+            return await write_through(request, index)
     meta: dict[str, Any] = {"_index": index}
     if doc_id is not None:
         meta["_id"] = doc_id
@@ -686,9 +686,11 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
             params[k] = v
     if action == "update" and not update_wants_source(BulkOp("update", meta, source)):
         op_ = BulkOp("update", meta, source)
-        state.metrics.updates.labels("scripted" if is_scripted(op_) else "no_text").inc()
-        return await write_through(request, index if creates_documents(op_) else None)
-    op = BulkOp(action, meta, source, raw=raw.strip() if action != "update" else None)
+        if not spooling(state):  # Elasticsearch applies and answers it itself
+            state.metrics.updates.labels("scripted" if is_scripted(op_) else "no_text").inc()
+            return await write_through(request, index if creates_documents(op_) else None)
+        # else it queues behind the spooled writes like any other (order; an acknowledged answer)
+    op = BulkOp(action, meta, source, raw=raw.strip() if action in ("index", "create") else None)
     try:
         item = next(iter((await process_ops(state, [op], params))[0].values()))
     except BulkRejected as exc:
@@ -742,14 +744,24 @@ async def update_doc(index: str, doc_id: str, request: Request) -> Response:
 @router.delete("/{index}/_doc/{doc_id:path}", include_in_schema=False)
 async def delete_doc(index: str, doc_id: str, request: Request) -> Response:
     """Elasticsearch's delete API, passed through; a document that is gone (or was never there) is
-    also dropped from the embedded store, so later copies are not reported as duplicates of it."""
+    also dropped from the embedded store, so later copies are not reported as duplicates of it. While
+    writes are being spooled, the delete is spooled behind them (else it could overtake an earlier
+    spooled write of the same document, which the replay would then bring back)."""
     target = doc_target(request, "_doc")
+    if target is not None and target[1] is not None and spooling(svc(request)):
+        return await _single(request, "_doc", "delete")
     resp = await passthrough(request)
     if target is not None and target[1] is not None \
             and (200 <= resp.status_code < 300 or resp.status_code == 404):
         state = svc(request)
         await state.stores.call(state.stores.forget, target[0], target[1])
     return resp
+
+
+def spooling(state: ServiceState) -> bool:
+    """Writes are being queued (Elasticsearch down, or the spool not drained yet): a write passed
+    through now could overtake them, so writes go through the delivery (and the spool) instead."""
+    return state.spool.depth > 0 or (state.delivery is not None and state.delivery.es_down)
 
 
 async def write_through(request: Request, index: str | None) -> Response:

@@ -124,6 +124,7 @@ def check_outage_steps(steps: dict[str, dict[str, Any]], docs: list[dict[str, An
     assert not steps["bulk"]["errors"] and {r.lower() for r in steps["bulk"]["results"]} == {"created"}
     assert steps["index"]["result"] == "created"
     assert steps["index"].get("queued", True) is True  # the Java client keeps no unknown fields
+    assert (steps["update"]["result"], steps["delete"]["result"]) == ("updated", "deleted")
 
 
 def _outage(svc: ServiceProcess, fwd: TcpForwarder, es: Elasticsearch, index: str, prefix: str,
@@ -136,6 +137,9 @@ def _outage(svc: ServiceProcess, fwd: TcpForwarder, es: Elasticsearch, index: st
         fwd.restore()
     wait_spool_empty(svc.url, {}, timeout=180)
     check_index(es, index, prefix, [*docs[:-1], {**docs[-1], "id": "single"}, {"id": "_end"}])
+    # queued in order: the update (no text) applied, the document indexed then deleted stays deleted
+    assert es.get(index=index, id=f"{prefix}single")["_source"]["note"] == "kept"
+    assert not es.exists(index=index, id=f"{prefix}extra")
 
 
 @pytest.mark.parametrize("client", ["node", "java"])
@@ -211,6 +215,10 @@ def test_official_python_client(cut_service: tuple[ServiceProcess, TcpForwarder]
         r = client.index(index=index, id="py-out/single", document={"content": out_docs[-1]["content"],
                                                                      "seq": out_docs[-1]["seq"]})
         assert r["result"] == "created" and r["fingerprint_indexer"]["queued"] is True
+        assert client.update(index=index, id="py-out/single", doc={"note": "kept"})["result"] == "updated"
+        extra = {"content": out_docs[-1]["content"] + " 又一篇"}
+        client.index(index=index, id="py-out/extra", document=extra)
+        assert client.delete(index=index, id="py-out/extra")["result"] == "deleted"
 
     _outage(svc, fwd, es_client, index, "py-out/", out_docs, write)
     client.close()

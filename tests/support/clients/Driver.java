@@ -109,6 +109,11 @@ public class Driver {
                 writes(es, index, "java-out/", docs.subList(0, docs.size() - 1));
                 IndexResponse r = es.index(i -> i.index(index).id("java-out/single").document(source(last)));
                 out("index", Map.of("result", r.result().jsonValue(), "id", r.id(), "version", r.version()));
+                var u = es.update(b -> b.index(index).id("java-out/single").doc(Map.of("note", "kept")), Map.class);
+                out("update", Map.of("result", u.result().jsonValue()));
+                es.index(i -> i.index(index).id("java-out/extra").document(Map.of("content", last.get("content") + " 又一篇")));
+                var d = es.delete(b -> b.index(index).id("java-out/extra"));
+                out("delete", Map.of("result", d.result().jsonValue()));
             }
         }
     }

@@ -51,5 +51,10 @@ if (phase === 'main') {
   const last = docs[docs.length - 1]
   const r = await client.index({ index, id: 'node-out/single', document: { content: last.content, seq: last.seq } })
   out('index', { result: r.result, id: r._id, version: r._version, queued: r.fingerprint_indexer?.queued === true })
+  const u = await client.update({ index, id: 'node-out/single', doc: { note: 'kept' } })
+  out('update', { result: u.result })
+  await client.index({ index, id: 'node-out/extra', document: { content: last.content + ' 又一篇' } })
+  const d = await client.delete({ index, id: 'node-out/extra' })
+  out('delete', { result: d.result })
 }
 await client.close()
