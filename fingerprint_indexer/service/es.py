@@ -89,10 +89,16 @@ def status_reason(status: int) -> str:
     return f"Elasticsearch answered {status}"
 
 
+def not_now(status: int) -> bool:
+    """A status after which a write must wait and be retried: the cluster refused the service's own
+    credentials (401/403), is overloaded (429) or failing (5xx)."""
+    return status in (401, 403, 429) or status >= 500
+
+
 class EsClient:
     """Bulk writes, multi-get, index creation, health and raw relaying."""
 
-    def __init__(self, settings: EsSettings, write_timeout_s: float = 10.0) -> None:
+    def __init__(self, settings: EsSettings) -> None:
         self.settings = settings
         self.base = settings.url
         verify, self.config_error = ssl_context(settings)
@@ -105,10 +111,13 @@ class EsClient:
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(base_url=settings.url, headers=auth_headers(settings), verify=verify,
                                       timeout=httpx.Timeout(settings.timeout_s, connect=3.0), limits=limits)
-        # no default Accept-Encoding/User-Agent: relayed requests carry exactly the caller's headers
-        self.http.headers = httpx.Headers(auth_headers(settings))
-        self.write_timeout = httpx.Timeout(write_timeout_s, connect=3.0)
-        self._known_indices: set[str] = set()
+        # no default Accept/Accept-Encoding/User-Agent: relayed requests carry exactly the caller's headers
+        # (setting ``headers`` merges httpx's defaults back in, so they are removed one by one); without
+        # this, an answer the caller did not ask to be compressed would come back gzip-encoded
+        for name in ("accept", "accept-encoding", "user-agent", "connection"):
+            self.http.headers.pop(name, None)
+        # writes wait as long as ``--es-timeout`` says (a slow bulk is spooled, not cut short early)
+        self.write_timeout = httpx.Timeout(settings.timeout_s, connect=3.0)
         #: The server, once it has answered (see :meth:`detect`).
         self.server: Server | None = None
 
@@ -175,42 +184,48 @@ class EsClient:
         return data
 
     async def _post_json(self, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-        """POST a write-path request; (status, JSON body). No answer, 429, 5xx or a body that is not JSON
-        raise :class:`EsUnavailable` (retry later); other statuses are the caller's to judge."""
+        """POST a write-path request; (status, JSON body). No answer, 401/403 (the service's own
+        credentials), 429, 5xx or a body that is not JSON raise :class:`EsUnavailable` (retry later: the
+        writes are spooled, and :attr:`last_error` says why); other statuses are the caller's to judge."""
         try:
             r = await self.http.post(path, timeout=self.write_timeout, **kwargs)
         except httpx.HTTPError as exc:
-            raise EsUnavailable(failure_reason(exc)) from exc
-        if r.status_code == 429 or r.status_code >= 500:
-            raise EsUnavailable(status_reason(r.status_code))
+            raise self._unavailable(failure_reason(exc)) from exc
+        if not_now(r.status_code):
+            raise self._unavailable(status_reason(r.status_code))
         try:
             data: dict[str, Any] = r.json()
         except json.JSONDecodeError as exc:
             raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
         return r.status_code, data
 
-    async def ensure_index(self, index: str, layout: BlockLayout) -> None:
-        """Create ``index`` with the fingerprint mapping when it does not exist (once per process).
+    def _unavailable(self, reason: str) -> EsUnavailable:
+        """The exception for a write that must wait, with :attr:`last_error` set (``/readyz`` shows it)."""
+        self.last_error = reason
+        return EsUnavailable(reason)
 
-        The mapping is made dynamic, so an indexer's own extra fields stay searchable as they would be
-        without the proxy; the fingerprint fields keep their declared types.
+    async def ensure_index(self, index: str, layout: BlockLayout) -> None:
+        """Create ``index`` with the fingerprint mapping when it does not exist.
+
+        Asked before every write request (one ``HEAD``), not once per process: an index deleted while the
+        service runs is created again with this mapping by the next write, never by Elasticsearch's
+        dynamic mapping. The mapping is made dynamic, so an indexer's own extra fields stay searchable as
+        they would be without the proxy; the fingerprint fields keep their declared types. A 401/403
+        (the service's credentials) raises :class:`EsUnavailable` like an outage: the writes are spooled.
         """
-        if index in self._known_indices:
-            return
         try:
             r = await self.http.head(f"/{index}", timeout=self.write_timeout)
             if r.status_code == 404:
                 body = load_index_body(layout)
                 body["mappings"]["dynamic"] = True
                 r = await self.http.put(f"/{index}", json=body, timeout=self.write_timeout)
-                if r.status_code >= 500:
-                    raise EsUnavailable(f"creating index {index} answered {r.status_code}")
+                if not_now(r.status_code):
+                    raise self._unavailable(f"creating index {index}: {status_reason(r.status_code)}")
                 # 400 resource_already_exists (a concurrent creator) is fine; other errors show per item
-            elif r.status_code >= 500:
-                raise EsUnavailable(f"HEAD {index} answered {r.status_code}")
+            elif not_now(r.status_code):
+                raise self._unavailable(f"HEAD {index}: {status_reason(r.status_code)}")
         except httpx.HTTPError as exc:
-            raise EsUnavailable(f"{type(exc).__name__} talking to Elasticsearch") from exc
-        self._known_indices.add(index)
+            raise self._unavailable(failure_reason(exc)) from exc
 
 
 class BulkRejected(Exception):
