@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_service import baseline_es, es_url_default, free_port, load_records, wait_healthy  # noqa: E402
+from bench_service import baseline_es, es_url_default, free_port, load_records, stop_service, wait_healthy  # noqa: E402
 from support.clients import node_driver  # noqa: E402
 
 
@@ -83,11 +83,7 @@ def main() -> None:
         count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
         out["proxy"]["documents_in_elasticsearch"] = count
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_service(proc)
         httpx.delete(f"{es}/{index}", timeout=60)
         shutil.rmtree(tmp, ignore_errors=True)
     out["proxy_vs_in_process_es"] = round(out["proxy"]["docs_per_s"] / out["in_process_es"]["docs_per_s"], 2)

@@ -71,6 +71,15 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: 
         time.sleep(0.2)
 
 
+def stop_service(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the service finishes what it holds), SIGKILL after a minute."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def load_records(limit: int) -> list[dict[str, Any]]:
     out = []
     with gzip.open(DATA / "zh_news.jsonl.gz", "rt", encoding="utf-8") as fh:
@@ -333,11 +342,7 @@ def main() -> None:
             ref_es = out[f"in_process_{args.processes}_es"]["docs_per_s"]
             out["service_vs_in_process"][f"processes_{args.processes}_es"] = round(docs / elapsed / ref_es, 2)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_service(proc)
         log.close()
         if args.index:
             httpx.delete(f"{es}/{index}", timeout=60)
