@@ -35,7 +35,7 @@ from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/3"
+ALGORITHM = "simhash64-tfidf/4"
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -45,6 +45,8 @@ class FingerprintConfig:
 
     top_k: int = 0  # terms folded into the SimHash; 0 = all
     tf_power: float = 3.0  # weight = tf ** tf_power * idf: recurring terms, which edits rarely touch, lead
+    # no term weighs more than this share of the total, so no word alone decides a fingerprint; 1 = no cap
+    max_term_share: float = 0.2
     strip_boilerplate: bool = True
     chunk_every: int = 4  # mean sentences per content-defined chunk; 0 = no chunk fingerprints
     # sentences in the lead fingerprint (0 = none): reposts and excerpts keep an article's opening
@@ -64,6 +66,8 @@ class FingerprintConfig:
     segmenter: str = "auto"
 
     def __post_init__(self) -> None:
+        if not 0.0 < self.max_term_share <= 1.0:
+            raise ValueError(f"max_term_share must be in (0, 1], got {self.max_term_share}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0 = all terms), got {self.top_k}")
         if self.min_features < 1:
@@ -134,7 +138,8 @@ class Fingerprinter:
         self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
         self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
         self.version = (
-            f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};strip={int(cfg.strip_boilerplate)};"
+            f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
+            f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
             f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}' if cfg.facts else 'off'};"
             f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
@@ -142,7 +147,8 @@ class Fingerprinter:
 
     def weigh(self, counts: Counter[str]) -> list[tuple[str, float]]:
         """The folded terms with their weights, heaviest first."""
-        return top_terms(counts, self.idf, self.config.top_k, self.config.tf_power)
+        cfg = self.config
+        return top_terms(counts, self.idf, cfg.top_k, cfg.tf_power, cfg.max_term_share)
 
     def _simhash(self, counts: Counter[str]) -> int:
         terms = self.weigh(counts)
