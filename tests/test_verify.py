@@ -15,6 +15,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
 from fingerprint_indexer.verify import (
     MAX_DAYS_APART,
+    MIN_BAND_SIMILARITY,
     check,
     check_many,
     closest,
@@ -44,8 +45,19 @@ def test_check_accepts_similar_and_rejects_different_text() -> None:
     assert ok.to_dict()["matched"] == "document"
     bad = check(Evidence([1], to_bytes(sketch(A))), Evidence([1], to_bytes(sketch(B))), k=3)
     assert not bad.accepted and bad.similarity < 0.3 and bad.reason.startswith("texts differ")
-    far = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(A))), k=3)
+    far = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(B))), k=3)
     assert not far.accepted and far.reason == "distance 16 > 3"
+
+
+def test_a_shared_sketch_band_finds_what_the_fingerprints_miss() -> None:
+    headline = "网售滞销水果悲情牌套路：“滞销大爷”被滥用,多地果农并未滞销"
+    edited = "揭" + headline
+    near = check(Evidence([0], to_bytes(sketch(headline))), Evidence([0xFFFF], to_bytes(sketch(edited))), k=3)
+    assert near.accepted and near.band and near.to_dict()["matched"] == "sketch band"
+    assert near.similarity >= MIN_BAND_SIMILARITY
+    # a band alone is not enough: the 5-grams must agree as much as MIN_BAND_SIMILARITY says
+    weak = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(A[:40] + B))), k=3)
+    assert not weak.accepted
 
 
 def test_template_bulletins_of_different_days_are_not_duplicates() -> None:
