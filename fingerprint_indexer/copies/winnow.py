@@ -1,0 +1,156 @@
+"""Winnowing (Schleimer, Wilkerson and Aiken, 2003): passage-level copy detection.
+
+A text's terms (the fingerprint's own tokeniser: jieba words and Latin/digit words, stopwords dropped)
+are hashed in overlapping blocks of ``k`` terms (the noise threshold: shared runs shorter than ``k``
+terms are never seen); of every window of ``w = g - k + 1`` consecutive block hashes the minimum is kept
+with its position (robust winnowing: on a tie the hash already kept stays kept). Any passage of at least
+``g`` terms (the guarantee threshold) that two texts share therefore shares a kept hash, while only
+about ``2 / (w + 1)`` of the blocks are kept.
+
+Every block remembers the character span of its terms in the text as given (before NFKC and lower
+casing), so passages map back to offsets in the original texts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
+
+from fingerprint_indexer.fingerprint.simhash import term_hashes
+from fingerprint_indexer.text.clean import normalize_mapped
+from fingerprint_indexer.text.tokenize import Tokenizer
+
+_BASE = np.uint64(0x100000001B3)  # Karp-Rabin base (odd), arithmetic mod 2^64
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_RECORD = np.dtype([("hash", "<u8"), ("pos", "<u4"), ("start", "<u4"), ("end", "<u4")])
+
+
+@dataclass(frozen=True)
+class WinnowParams:
+    """Noise threshold ``k`` and guarantee threshold ``g``, in terms (defaults: docs/quality.md)."""
+
+    k: int = 4
+    g: int = 10
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"noise threshold k must be >= 1, got {self.k}")
+        if self.g < self.k:
+            raise ValueError(f"guarantee threshold g must be >= k ({self.k}), got {self.g}")
+
+    @property
+    def w(self) -> int:
+        """Window length in block hashes."""
+        return self.g - self.k + 1
+
+    @property
+    def tag(self) -> str:
+        """Names the parameters; stores and indexes of other parameters cannot be compared."""
+        return f"winnow/1;k={self.k};g={self.g}"
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Block hashes of a text with their term position and the ``[start, end)`` characters they cover.
+
+    Either all blocks of a text (:func:`blocks`) or the winnowed selection (:func:`winnow`).
+    """
+
+    hashes: npt.NDArray[np.uint64]
+    pos: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.hashes.size)
+
+    def take(self, idx: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Marks:
+        return Marks(self.hashes[idx], self.pos[idx], self.start[idx], self.end[idx])
+
+    def to_bytes(self) -> bytes:
+        rec = np.empty(len(self), dtype=_RECORD)
+        rec["hash"], rec["pos"], rec["start"], rec["end"] = self.hashes, self.pos, self.start, self.end
+        return rec.tobytes()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Marks:
+        rec = np.frombuffer(raw, dtype=_RECORD)
+        return cls(rec["hash"].astype(np.uint64), rec["pos"].astype(np.int64),
+                   rec["start"].astype(np.int64), rec["end"].astype(np.int64))
+
+    def hex_hashes(self) -> list[str]:
+        """Distinct hashes as 16 hex digits: the form indexes store them in."""
+        return [f"{int(h):016x}" for h in np.unique(self.hashes)]
+
+
+def empty_marks() -> Marks:
+    z = np.zeros(0, dtype=np.int64)
+    return Marks(np.zeros(0, dtype=np.uint64), z, z, z)
+
+
+def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64's finaliser: block hashes whose minimum is an unbiased pick."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _M1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _M2
+    return h ^ (h >> np.uint64(31))
+
+
+def block_hashes(terms: npt.NDArray[np.uint64], k: int) -> npt.NDArray[np.uint64]:
+    """Karp-Rabin hash of every run of ``k`` consecutive term hashes (mod 2^64), mixed."""
+    n = terms.size - k + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    h = np.zeros(n, dtype=np.uint64)
+    for j in range(k):
+        h = h * _BASE + terms[j : j + n]
+    return _mix(h)
+
+
+def blocks(text: str, tokenizer: Tokenizer, k: int) -> Marks:
+    """Every block of ``k`` terms of ``text``, with character offsets into ``text`` as given."""
+    norm, origin = normalize_mapped(text)
+    spans = tokenizer.spans(norm)
+    if len(spans) < k:
+        return empty_marks()
+    hashes = block_hashes(term_hashes([t for t, _, _ in spans]), k)
+    org = np.asarray(origin, dtype=np.int64)
+    starts = org[np.fromiter((s for _, s, _ in spans), dtype=np.int64, count=len(spans))]
+    ends = org[np.fromiter((e for _, _, e in spans), dtype=np.int64, count=len(spans)) - 1] + 1
+    n = hashes.size
+    return Marks(hashes, np.arange(n, dtype=np.int64), starts[:n], ends[k - 1 : k - 1 + n])
+
+
+def select(hashes: npt.NDArray[np.uint64], w: int) -> npt.NDArray[np.int64]:
+    """Positions kept by robust winnowing with windows of ``w`` hashes, ascending."""
+    n = hashes.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n <= w:
+        rev = hashes[::-1]
+        return np.array([n - 1 - int(np.argmin(rev))], dtype=np.int64)
+    win = sliding_window_view(hashes, w)
+    right = (w - 1 - np.argmin(win[:, ::-1], axis=1)).astype(np.int64)  # rightmost minimum
+    sel = right + np.arange(win.shape[0], dtype=np.int64)
+    mins = hashes[sel]
+    ties = np.flatnonzero((win == mins[:, None]).sum(axis=1) > 1)
+    for i in ties[ties > 0]:  # robust: an equal minimum already kept stays kept
+        prev = sel[i - 1]
+        if prev >= i and hashes[prev] == mins[i]:
+            sel[i] = prev
+    return np.unique(sel)
+
+
+def winnow(all_blocks: Marks, params: WinnowParams) -> Marks:
+    """The winnowed selection of a text's blocks."""
+    return all_blocks.take(select(all_blocks.hashes, params.w))
+
+
+def marks(text: str, tokenizer: Tokenizer, params: WinnowParams) -> Marks:
+    """Winnowed marks of ``text``: what the copy indexes store."""
+    return winnow(blocks(text, tokenizer, params.k), params)
