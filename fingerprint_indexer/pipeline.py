@@ -217,7 +217,8 @@ class Pipeline:
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
             chunks=list(res.chunks), sketch=res.sketch.hex(),
         )
-        tx.put_record(rec, index=not res.degenerate)
+        tag = self.config.winnow.tag if self.config.winnow else None
+        tx.put_record(rec, index=not res.degenerate, marks=res.marks, marks_tag=tag)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
                         res.degenerate)
 

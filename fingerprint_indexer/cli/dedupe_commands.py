@@ -13,8 +13,10 @@ import platformdirs
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.copies.search import stored_marks
+from fingerprint_indexer.copies.stored import winnowed_passages
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.io.readers import InputError, read_documents
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
 from fingerprint_indexer.store.errors import StoreError
@@ -24,6 +26,16 @@ from fingerprint_indexer.store.exact import ExactStore
 def default_store() -> Path:
     """The store used when --store is not given: under the user's data directory."""
     return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
+
+
+def explain_passages(store: ExactStore, mine: bytes | None, other: str,
+                     config: FingerprintConfig) -> list[dict[str, Any]]:
+    """Copied passages between the looked-up document (A) and a stored one (B), from their marks."""
+    params = config.winnow
+    a, b = stored_marks(mine), stored_marks(store.marks(other))
+    if params is None or a is None or b is None or store.marks_tag not in (None, params.tag):
+        return []
+    return [p.to_dict() for p in winnowed_passages(a, b, params)]
 
 
 def _store_option(func: Any) -> Any:
@@ -124,7 +136,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 @_k_option
 @config_options
 @click.option("--explain", is_flag=True,
-              help="Add why each document matched: distance, matched document/chunk, sketch similarity.")
+              help="Add why each document matched: distance, matched document/chunk, sketch similarity and "
+                   "the copied passages (character offsets in both texts).")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
                 top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
@@ -145,17 +158,20 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                     fail(f"no document {doc_id!r} in store {store_path}")
                     return
                 fps, sketch, digest = rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest
+                my_marks = store.marks(doc_id)
             else:
                 doc = (next(read_documents([file_path])) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
                 fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
+                my_marks = res.marks
             hits = store.neighbours(fps, sketch, digest, k, exclude=doc_id)
             for other, why in hits:
                 row: dict[str, Any] = {"id": other.id, "distance": why.distance,
                                        "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
                 if explain:
                     row["why"] = why.to_dict()
+                    row["why"]["passages"] = explain_passages(store, my_marks, other.id, config)
                 emit(row)
             if not hits:
                 click.echo(f"no documents within distance {k}", err=True)

@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 from fingerprint_indexer.copies.passages import Passage, covered, find_passages
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams, blocks, marks, winnow
-from fingerprint_indexer.documents import Document
-from fingerprint_indexer.text.clean import html_to_text
+from fingerprint_indexer.copies.winnow import Marks, WinnowParams, blocks, document_text, marks, winnow
 from fingerprint_indexer.text.tokenize import Tokenizer
 
 __all__ = ["CopyFinder", "Marks", "Passage", "WinnowParams", "covered", "document_text", "find_passages"]
-
-
-def document_text(doc: Document) -> str:
-    """The text a document's passage offsets refer to: its content as given, else the visible text of
-    its HTML, else its title."""
-    if doc.content:
-        return doc.content
-    if doc.html:
-        return html_to_text(doc.html)
-    return doc.title
 
 
 class CopyFinder:

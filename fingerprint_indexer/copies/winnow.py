@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
-from fingerprint_indexer.fingerprint.simhash import term_hashes
-from fingerprint_indexer.text.clean import normalize_mapped
-from fingerprint_indexer.text.tokenize import Tokenizer
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.text.clean import html_to_text, normalize_mapped
+from fingerprint_indexer.text.tokenize import Tokenizer, slices
 
 _BASE = np.uint64(0x100000001B3)  # Karp-Rabin base (odd), arithmetic mod 2^64
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -87,6 +87,16 @@ class Marks:
         return [f"{int(h):016x}" for h in np.unique(self.hashes)]
 
 
+def document_text(doc: Document) -> str:
+    """The text a document's passage offsets refer to: its content as given, else the visible text of
+    its HTML, else its title."""
+    if doc.content:
+        return doc.content
+    if doc.html:
+        return html_to_text(doc.html)
+    return doc.title
+
+
 def empty_marks() -> Marks:
     z = np.zeros(0, dtype=np.int64)
     return Marks(np.zeros(0, dtype=np.uint64), z, z, z)
@@ -112,17 +122,38 @@ def block_hashes(terms: npt.NDArray[np.uint64], k: int) -> npt.NDArray[np.uint64
     return _mix(h)
 
 
+def _terms(text: str, tokenizer: Tokenizer) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64],
+                                                       npt.NDArray[np.int64]]:
+    """Term hashes and ``[start, end)`` offsets into ``text``, slice by slice (bounded memory)."""
+    # the fingerprint's term hashes; imported here because the fingerprinter imports this module
+    from fingerprint_indexer.fingerprint.simhash import term_hashes
+
+    hashes, starts, ends = [], [], []
+    base = 0
+    for part in slices(text):
+        norm, origin = normalize_mapped(part)
+        spans = tokenizer.spans(norm)
+        if spans:
+            org = np.asarray(origin, dtype=np.int64)
+            s = np.fromiter((x for _, x, _ in spans), dtype=np.int64, count=len(spans))
+            e = np.fromiter((x for _, _, x in spans), dtype=np.int64, count=len(spans))
+            hashes.append(term_hashes([t for t, _, _ in spans]))
+            starts.append(org[s] + base)
+            ends.append(org[e - 1] + 1 + base)
+        base += len(part)
+    if not hashes:
+        z = np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.uint64), z, z
+    return np.concatenate(hashes), np.concatenate(starts), np.concatenate(ends)
+
+
 def blocks(text: str, tokenizer: Tokenizer, k: int) -> Marks:
     """Every block of ``k`` terms of ``text``, with character offsets into ``text`` as given."""
-    norm, origin = normalize_mapped(text)
-    spans = tokenizer.spans(norm)
-    if len(spans) < k:
-        return empty_marks()
-    hashes = block_hashes(term_hashes([t for t, _, _ in spans]), k)
-    org = np.asarray(origin, dtype=np.int64)
-    starts = org[np.fromiter((s for _, s, _ in spans), dtype=np.int64, count=len(spans))]
-    ends = org[np.fromiter((e for _, _, e in spans), dtype=np.int64, count=len(spans)) - 1] + 1
+    terms, starts, ends = _terms(text, tokenizer)
+    hashes = block_hashes(terms, k)
     n = hashes.size
+    if n == 0:
+        return empty_marks()
     return Marks(hashes, np.arange(n, dtype=np.int64), starts[:n], ends[k - 1 : k - 1 + n])
 
 
@@ -132,18 +163,25 @@ def select(hashes: npt.NDArray[np.uint64], w: int) -> npt.NDArray[np.int64]:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if n <= w:
-        rev = hashes[::-1]
-        return np.array([n - 1 - int(np.argmin(rev))], dtype=np.int64)
+        return np.array([n - 1 - int(np.argmin(hashes[::-1]))], dtype=np.int64)
     win = sliding_window_view(hashes, w)
-    right = (w - 1 - np.argmin(win[:, ::-1], axis=1)).astype(np.int64)  # rightmost minimum
-    sel = right + np.arange(win.shape[0], dtype=np.int64)
-    mins = hashes[sel]
-    ties = np.flatnonzero((win == mins[:, None]).sum(axis=1) > 1)
-    for i in ties[ties > 0]:  # robust: an equal minimum already kept stays kept
-        prev = sel[i - 1]
-        if prev >= i and hashes[prev] == mins[i]:
-            sel[i] = prev
-    return np.unique(sel)
+    right = (w - 1 - np.argmin(win[:, ::-1], axis=1)).astype(np.int64)
+    right += np.arange(win.shape[0], dtype=np.int64)  # each window's rightmost minimum
+    if not any(np.any(hashes[:-d] == hashes[d:]) for d in range(1, w)):
+        return np.unique(right)  # no equal hashes within a window: no ties to break
+    # Robust winnowing: a kept minimum stays kept until it leaves the window or a smaller hash
+    # enters; then the window's rightmost minimum is kept. One step per kept position.
+    mins = hashes[right]
+    change = np.flatnonzero(mins[1:] != mins[:-1]) + 1  # windows whose minimum differs from the last
+    kept: list[int] = []
+    i, nw = 0, right.size
+    while i < nw:
+        pos = int(right[i])
+        kept.append(pos)
+        c = int(np.searchsorted(change, i, side="right"))
+        nxt = int(change[c]) if c < change.size else nw
+        i = min(pos + 1, nxt)
+    return np.unique(np.array(kept, dtype=np.int64))
 
 
 def winnow(all_blocks: Marks, params: WinnowParams) -> Marks:

@@ -15,11 +15,13 @@ import heapq
 import multiprocessing as mp
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from fingerprint_indexer.copies.winnow import WinnowParams, document_text
+from fingerprint_indexer.copies.winnow import marks as winnow_marks
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
@@ -28,7 +30,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.text.clean import clean, html_to_text
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
@@ -57,6 +59,9 @@ class FingerprintConfig:
     # Which jieba implementation segments Chinese: "auto" (compiled rjieba when installed), "rjieba" or
     # "jieba". Not part of the version: both yield the same terms (see text/tokenize.py).
     segmenter: str = "auto"
+    # Passage-level copy marks (winnowing, fingerprint_indexer/copies/); None = none. Not part of the
+    # version: the copy indexes record their own parameters.
+    winnow: WinnowParams | None = field(default_factory=WinnowParams)
 
     def __post_init__(self) -> None:
         if self.top_k < 0:
@@ -84,6 +89,7 @@ class FingerprintResult:
     version: str
     chunks: tuple[int, ...] = ()  # lead and chunk SimHashes other than the document's, text order
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
+    marks: bytes = b""  # winnowed block hashes of the text as given, with offsets (copies.winnow.Marks)
 
     @property
     def hex(self) -> str:
@@ -214,14 +220,22 @@ class Fingerprinter:
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
-        return self.fingerprint_text(clean(text, html), doc_id)
+        res = self.fingerprint_text(clean(text, html), doc_id)
+        return self._with_marks(res, html_to_text(html) if html else text or "")
+
+    def _with_marks(self, res: FingerprintResult, raw: str) -> FingerprintResult:
+        """Add the winnowed copy marks of ``raw`` (offsets refer to it)."""
+        if self.config.winnow is None:
+            return res
+        return replace(res, marks=winnow_marks(raw, self.tokenizer, self.config.winnow).to_bytes())
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty."""
         text = clean(doc.content, doc.html)
         if not text and doc.title:
             text = clean(doc.title)
-        return self.fingerprint_text(text, doc.id)
+        res = self.fingerprint_text(text, doc.id)
+        return self._with_marks(res, document_text(doc))
 
 
 # Per-worker state for fingerprint_many: built once per process by the pool initializer.

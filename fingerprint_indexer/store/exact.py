@@ -11,6 +11,8 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
     k/...                     -> block index of cluster centres           (LevelDBIndex)
+    w/d/<doc id>              -> winnowed copy marks (copies.winnow.Marks bytes)
+    w/h/<mark hex>/<doc id>   -> b""              (copy mark -> doc ids: partial-copy search)
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.index.base import Match
@@ -220,6 +223,26 @@ class ExactStore:
         raw = self.db.get(b"s/k/" + cluster_id.encode())
         return None if raw is None else Cluster.from_json(cluster_id, raw)
 
+    def marks(self, doc_id: str) -> bytes | None:
+        """A document's winnowed copy marks (None when it has none stored)."""
+        return self.db.get(b"w/d/" + doc_id.encode())
+
+    @property
+    def marks_tag(self) -> str | None:
+        """The winnowing parameters the copy marks were made with (None before the first)."""
+        raw = self.db.get(b"s/meta/winnow")
+        return None if raw is None else raw.decode()
+
+    def docs_with_mark(self, mark: int, cap: int) -> list[str]:
+        """Documents holding copy mark ``mark``, at most ``cap + 1`` (more means: a stock phrase)."""
+        pfx = b"w/h/%016x/" % mark
+        out = []
+        for key in self.db.iterator(prefix=pfx, include_value=False):
+            out.append(key[len(pfx) :].decode())
+            if len(out) > cap:
+                break
+        return out
+
     def near(self, fp: int, k: int) -> list[Match]:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
@@ -302,6 +325,7 @@ class StoreBatch:
         self._bloom_items: list[str] = []
         self._docs_delta = 0
         self._clusters_delta = 0
+        self._marks: dict[str, bytes | None] = {}
 
     # ------------------------------------------------------- reads (own writes first)
     def record(self, doc_id: str) -> DocRecord | None:
@@ -332,9 +356,13 @@ class StoreBatch:
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool) -> None:
-        """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
+    def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
+                   marks_tag: str | None = None) -> None:
+        """Store a new document (``index`` puts it into the block index: never for degenerate docs) and
+        its winnowed copy marks (made under ``marks_tag``)."""
         key = rec.id.encode()
+        if marks and marks_tag is not None:
+            self._put_marks(rec.id, marks, marks_tag)
         self.wb.put(b"s/d/" + key, rec.to_json())
         self.wb.put(_fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
@@ -348,6 +376,28 @@ class StoreBatch:
                 self.ix.add(entry_id(rec.id, n), fp)
                 self._staged_index.add(entry_id(rec.id, n), fp)
 
+    def _put_marks(self, doc_id: str, marks: bytes, tag: str) -> None:
+        stored = self.store.marks_tag
+        if stored is not None and stored != tag:
+            raise StoreMismatchError(f"store {self.store.directory} holds copy marks of {stored!r}, not "
+                                     f"{tag!r}; rebuild it to change the winnowing parameters")
+        if stored is None:
+            self.wb.put(b"s/meta/winnow", tag.encode())
+        key = doc_id.encode()
+        self.wb.put(b"w/d/" + key, marks)
+        for h in Marks.from_bytes(marks).hex_hashes():
+            self.wb.put(b"w/h/" + h.encode() + b"/" + key, b"")
+        self._marks[doc_id] = marks
+
+    def _drop_marks(self, doc_id: str) -> None:
+        raw = self._marks[doc_id] if doc_id in self._marks else self.store.marks(doc_id)
+        if raw:
+            key = doc_id.encode()
+            self.wb.delete(b"w/d/" + key)
+            for h in Marks.from_bytes(raw).hex_hashes():
+                self.wb.delete(b"w/h/" + h.encode() + b"/" + key)
+        self._marks[doc_id] = None
+
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
         self.wb.put(b"s/d/" + rec.id.encode(), rec.to_json())
@@ -359,6 +409,7 @@ class StoreBatch:
             return False
         self.wb.delete(b"s/d/" + doc_id.encode())
         self.wb.delete(_fp_key(rec.fingerprint, doc_id))
+        self._drop_marks(doc_id)
         if self.doc_with_digest(rec.content_digest) == doc_id:
             self.wb.delete(b"s/c/" + rec.content_digest.encode())
             self._digests[rec.content_digest] = None

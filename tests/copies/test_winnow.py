@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.corpus import EN_BBC, ZH_NEWS, load_records
 
 from fingerprint_indexer.copies import CopyFinder, WinnowParams, covered
 from fingerprint_indexer.copies.winnow import block_hashes, select
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.text.tokenize import Tokenizer
-from tests.support.corpus import EN_BBC, ZH_NEWS, load_records
 
 TOK = Tokenizer()
 

@@ -1,0 +1,100 @@
+"""Partial-copy search on the embedded store: marks written with the document, found, removed, capped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.corpus import EN_BBC, ZH_NEWS, load_records
+
+from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams
+from fingerprint_indexer.copies.search import default_max_df
+from fingerprint_indexer.copies.stored import search_store
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.store.errors import StoreMismatchError
+from fingerprint_indexer.store.exact import ExactStore
+
+PARAMS = WinnowParams()
+
+
+def _mark_keys(store: ExactStore) -> list[bytes]:
+    return list(store.db.iterator(prefix=b"w/", include_value=False))
+
+
+@pytest.mark.corpus
+def test_planted_passages_are_found_in_the_store_and_nothing_else(tmp_path: Path) -> None:
+    recs = load_records(EN_BBC, limit=120, min_chars=1200) + load_records(ZH_NEWS, limit=120, min_chars=1200)
+    docs = [Document(id=r["id"], content=r["content"]) for r in recs]
+    with Pipeline(tmp_path / "s") as pipe:
+        list(pipe.process_many(docs))
+        finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
+        for src, host in [(recs[3], recs[50]), (recs[150], recs[200])]:
+            s, h = src["content"], host["content"]
+            planted = s[300:1000]
+            text = h[:200] + planted + h[200:]
+            hits, _ = search_store(pipe.store, finder.marks(text), PARAMS, min_chars=100, exclude=host["id"])
+            assert hits and hits[0].id == src["id"]
+            for p in hits[0].passages:
+                assert p.a_start >= 200 and p.a_end <= 200 + len(planted)
+                assert text[p.a_start : p.a_end] == s[p.b_start : p.b_end]
+            assert hits[0].copied >= 0.8 * len(planted)
+            assert all(hit.id in (src["id"], host["id"]) for hit in hits)
+
+
+def test_marks_are_written_with_the_document_replaced_and_deleted(tmp_path: Path) -> None:
+    a = "The central bank raised its benchmark interest rate by half a point on Thursday, citing " \
+        "stubborn inflation in services and a labour market that remains unusually tight this year."
+    b = "Rescue teams searched collapsed buildings through the night after the earthquake struck the " \
+        "coastal province, while aid agencies warned that clean water was running short in shelters."
+    with Pipeline(tmp_path / "s") as pipe:
+        store = pipe.store
+        tx = store.batch()
+        pipe._decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
+            Document(id="x", content=a)))
+        assert _mark_keys(store) == []  # nothing before the batch commits
+        tx.commit()
+        stored = store.marks("x")
+        assert stored is not None and len(Marks.from_bytes(stored)) > 0
+        n_a = len(_mark_keys(store))
+        list(pipe.process_many([Document(id="x", content=b)]))  # same id, new text: marks replaced
+        got = Marks.from_bytes(store.marks("x") or b"")
+        assert set(got.hashes.tolist()) == set(CopyFinder(params=PARAMS).marks(b).hashes.tolist())
+        assert len(_mark_keys(store)) == 1 + len(set(got.hashes.tolist())) and n_a > 1
+        store.delete("x")
+        assert _mark_keys(store) == []
+
+
+def test_stock_marks_above_the_cap_are_not_evidence(tmp_path: Path) -> None:
+    stock = ("Xinhua reports that the state council executive meeting chaired by the premier studied "
+             "measures to further stabilise employment and promote consumption across the country")
+    topics = ["wheat harvest in henan", "rail link to laos", "satellite launch from jiuquan",
+              "flood relief in guangdong", "vaccine approval for children", "bond issuance by provinces",
+              "forest fire in sichuan", "trade fair in canton", "chip export controls", "rural pensions",
+              "panda loans to zoos", "ocean survey ships"]
+    docs = [Document(id=f"d{i}", content=f"{stock}. Separately, officials discussed the {t} with local "
+                     f"leaders number {i * 7919} and announced follow-up inspections next month.")
+            for i, t in enumerate(topics)]
+    with Pipeline(tmp_path / "s") as pipe:
+        list(pipe.process_many(docs))
+        finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
+        query = finder.marks(docs[0].content or "")
+        hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=5, exclude="d0")
+        assert hits == [] and n_stock > 0
+        hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=50, exclude="d0")
+        assert {h.id for h in hits} == {f"d{i}" for i in range(1, len(topics))} and n_stock == 0
+    assert default_max_df(0) == default_max_df(1000) == 10 and default_max_df(1_000_000) == 1000
+
+
+def test_store_of_other_winnowing_parameters_is_refused(tmp_path: Path) -> None:
+    text = "Officials said the new bridge would open to traffic in the spring after two years of delays " \
+           "caused by flooding and a dispute over the contract with the builder and local councils."
+    with Pipeline(tmp_path / "s") as pipe:
+        pipe.process(Document(id="a", content=text))
+    other = FingerprintConfig(winnow=WinnowParams(k=3, g=8))
+    with Pipeline(tmp_path / "s", other) as pipe:
+        with pytest.raises(StoreMismatchError, match="rebuild"):
+            pipe.process(Document(id="b", content=text + " more"))
+        with pytest.raises(StoreMismatchError, match="copy marks"):
+            search_store(pipe.store, CopyFinder(params=other.winnow).marks(text), other.winnow or PARAMS)
