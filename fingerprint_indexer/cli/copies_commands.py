@@ -6,14 +6,17 @@ from pathlib import Path
 from typing import Any
 
 import click
+from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail
 from fingerprint_indexer.cli.dedupe_commands import _guard_store, _store_option, default_store
+from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
 from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams, document_text
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS
 from fingerprint_indexer.copies.stored import check_params, marks_of, search_store, winnowed_passages
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.io.readers import read_documents
+from fingerprint_indexer.services.copies import es_copy_search, es_text
 from fingerprint_indexer.store.exact import ExactStore
 
 
@@ -129,5 +132,51 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
     _guard_store(body)
 
 
+@click.command("copies")
+@click.argument("a")
+@click.argument("b", required=False)
+@es_options
+@click.option("--text", "as_text", is_flag=True, help="Treat A and B as literal text, never as ids or paths.")
+@click.option("--min-chars", type=click.IntRange(1), default=DEFAULT_MIN_CHARS, show_default=True,
+              help="Without B: list indexed documents copying at least this many characters of A.")
+@click.option("--max-df", type=click.IntRange(1), default=None,
+              help="Without B: marks in more indexed documents are stock phrases (default: learnt from "
+                   "the index's size).")
+@winnow_options
+def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as_text: bool, min_chars: int,
+                  max_df: int | None, k: int, g: int) -> None:
+    """Copied passages of A in B (ids of indexed documents, files or texts), one JSON line per passage;
+    without B, the indexed documents that copy at least --min-chars characters of A (id, copied,
+    passages). Offsets refer to the indexed text (its content field, else its title)."""
+    params = _params(k, g)
+
+    def body(client: Elasticsearch) -> None:
+        finder = CopyFinder(Fingerprinter().tokenizer, params)
+
+        def resolve(value: str) -> str:
+            if not as_text:
+                text = es_text(client, index_name, value)
+                if text is not None:
+                    return text
+            return _text_of(value, as_text)
+
+        text_a = resolve(a)
+        if b is None:
+            hits = es_copy_search(client, index_name, finder, text_a, min_chars, max_df, exclude=a)
+            for hit in hits:
+                emit(hit.to_dict())
+            if not hits:
+                click.echo(f"no indexed document copies {min_chars} characters or more", err=True)
+            return
+        passages = finder.passages(text_a, resolve(b))
+        for p in passages:
+            emit(p.to_dict())
+        if not passages:
+            click.echo(f"no copied passage of {params.g} terms or more", err=True)
+
+    es_guarded(es_url, body)
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(copies_cmd)
+    es_group.add_command(es_copies_cmd)

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
+from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -43,6 +44,7 @@ META_KEY = "fingerprint_indexer"
 FP_FIELD = "fingerprint"
 FPS_FIELD = "fingerprints"
 SKETCH_FIELD = "sketch"
+COPY_FIELD = "copy_marks"  # winnowed block hashes (hex): partial-copy search
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD})
 #: Doc values a verified lookup needs of each candidate.
@@ -190,9 +192,27 @@ def fingerprint_fields(
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
-    """:func:`fingerprint_fields` of a fingerprinted document (chunks and sketch included)."""
-    return fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
-                              sketch=res.sketch)  # fmt: skip
+    """:func:`fingerprint_fields` of a fingerprinted document (chunks and sketch included), and its copy
+    marks."""
+    return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
+                                 sketch=res.sketch), **copy_fields(res)}  # fmt: skip
+
+
+def copy_fields(res: FingerprintResult) -> dict[str, Any]:
+    """The copy-marks field of a fingerprinted document (absent when it has none)."""
+    return {COPY_FIELD: Marks.from_bytes(res.marks).hex_hashes()} if res.marks else {}
+
+
+def copy_df_search(mark: str, cap: int) -> dict[str, Any]:
+    """How many documents hold ``mark``, counted no further than ``cap + 1`` (stock phrases)."""
+    return {"size": 0, "track_total_hits": cap + 1, "query": {"term": {COPY_FIELD: mark}}}
+
+
+def copy_candidates_search(marks: Sequence[str], size: int, source: Sequence[str]) -> dict[str, Any]:
+    """Documents holding any of ``marks``, those sharing the most first (one constant score per mark)."""
+    should = [{"constant_score": {"filter": {"term": {COPY_FIELD: m}}}} for m in marks]
+    return {"size": size, "_source": list(source), "track_total_hits": False,
+            "query": {"bool": {"should": should, "minimum_should_match": 1}}}
 
 
 def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:
