@@ -33,8 +33,8 @@ _RECORD = np.dtype([("hash", "<u8"), ("pos", "<u4"), ("start", "<u4"), ("end", "
 class WinnowParams:
     """Noise threshold ``k`` and guarantee threshold ``g``, in terms (defaults: docs/quality.md)."""
 
-    k: int = 4
-    g: int = 10
+    k: int = 5
+    g: int = 12
 
     def __post_init__(self) -> None:
         if self.k < 1:
