@@ -105,14 +105,14 @@ def evaluate(name: str, args: argparse.Namespace, params: WinnowParams) -> dict[
             while hi < len(hosts) and host is None:  # a host that copies nothing stored itself
                 cand = hosts[hi]
                 hi += 1
-                hits, _ = search_store(store, finder.marks(cand["content"]), params, 1)
+                hits, _ = search_store(store, finder.marked(cand["content"]), params, 1)
                 if not hits:
                     host = cand
             if host is None:
                 break
             text, p0, p1, passage = plant(rng, src["content"], host["content"])
             t = time.perf_counter()
-            hits, _ = search_store(store, finder.marks(text), params, args.min_chars)
+            hits, _ = search_store(store, finder.marked(text), params, args.min_chars)
             search_ms.append((time.perf_counter() - t) * 1000)
             long_enough = len(finder.tokenizer.spans(normalize_mapped(passage)[0])) >= params.g
             hit = next((h for h in hits if h.id == str(src["id"])), None)
@@ -156,7 +156,7 @@ def stock_phrases(stored: list[dict[str, Any]], pipe: Pipeline, finder: CopyFind
     for t, rs in groups.items():
         for r in rs:
             queries += 1
-            hits, _ = search_store(pipe.store, finder.marks(r["content"]), params, args.stock_min_chars,
+            hits, _ = search_store(pipe.store, finder.marked(r["content"]), params, args.stock_min_chars,
                                    exclude=str(r["id"]))
             for h in hits:
                 if member.get(h.id) == t:

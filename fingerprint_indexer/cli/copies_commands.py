@@ -72,8 +72,8 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
     offsets into the texts as given, end exclusive), length (characters in A) and terms.
 
     A and B are ids of documents in the store (--store; without B the default store too), files
-    (.txt, .html, one-document .jsonl) or texts. Two texts or files are compared exactly; a stored
-    document has only its winnowed marks, so passages with it start and end at a kept mark.
+    (.txt, .html, one-document .jsonl) or texts. Passages have at least --guarantee terms; offsets of
+    a stored document refer to the text it was stored with.
     Without B: the stored documents that copy at least --min-chars characters of A, one JSON line
     each (id, copied, passages), most copied first.
     """
@@ -104,7 +104,7 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
 
             text_a, marks_a = resolve(a)
             if b is None:
-                query = marks_a if marks_a is not None else finder.marks(text_a or "")
+                query = marks_a if marks_a is not None else finder.marked(text_a or "")
                 assert store is not None
                 hits, _ = search_store(store, query, params, min_chars, max_df, exclude=a)
                 for hit in hits:
@@ -116,8 +116,8 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
             if text_a is not None and text_b is not None:
                 passages = finder.passages(text_a, text_b)
             else:
-                ma = marks_a if marks_a is not None else finder.marks(text_a or "")
-                mb = marks_b if marks_b is not None else finder.marks(text_b or "")
+                ma = marks_a if marks_a is not None else finder.marked(text_a or "")
+                mb = marks_b if marks_b is not None else finder.marked(text_b or "")
                 passages = winnowed_passages(ma, mb, params)
             for p in passages:
                 row = p.to_dict()

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from fingerprint_indexer.copies.passages import Passage, covered, find_passages
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams, blocks, document_text, marks, winnow
+from fingerprint_indexer.copies.winnow import (
+    Marks,
+    WinnowParams,
+    blocks,
+    document_text,
+    marked,
+    marks,
+    winnow,
+)
 from fingerprint_indexer.text.tokenize import Tokenizer
 
 __all__ = ["CopyFinder", "Marks", "Passage", "WinnowParams", "covered", "document_text", "find_passages"]
@@ -22,6 +30,10 @@ class CopyFinder:
     def marks(self, text: str) -> Marks:
         """Winnowed marks of ``text`` (what the copy indexes hold)."""
         return marks(text, self.tokenizer, self.params)
+
+    def marked(self, text: str) -> Marks:
+        """All blocks of ``text`` with the winnowed ones flagged (what a store keeps)."""
+        return marked(text, self.tokenizer, self.params)
 
     def passages(self, a: str, b: str, min_terms: int | None = None) -> list[Passage]:
         """Passages of ``a`` copied in ``b`` (exact extents: all blocks of both texts are compared)."""

@@ -47,8 +47,8 @@ class CopyHit:
 
 
 def query_marks(marks: Marks) -> list[int]:
-    """The distinct marks a query looks up (the smallest ``MAX_QUERY_MARKS``)."""
-    return [int(h) for h in np.unique(marks.hashes)[:MAX_QUERY_MARKS]]
+    """The distinct winnowed marks a query looks up (the smallest ``MAX_QUERY_MARKS``)."""
+    return [int(h) for h in np.unique(marks.winnowed().hashes)[:MAX_QUERY_MARKS]]
 
 
 def candidates(
@@ -75,14 +75,18 @@ def copies_in(
     others: Iterable[tuple[str, Marks]],
     params: WinnowParams,
     min_chars: int,
+    min_terms: int | None = None,
 ) -> list[CopyHit]:
     """The documents among ``others`` that copy at least ``min_chars`` characters of the query, most
-    first. ``query`` and ``others`` are all blocks (exact extents) or winnowed marks; only passages
-    holding one of ``seeds`` (the query's non-stock marks) count."""
+    first. Only passages holding one of ``seeds`` (the query's non-stock marks) count, of at least
+    ``min_terms`` terms: by default ``g`` where both sides hold every block (exact extents), else ``k``
+    (winnowed marks only, whose passages start and end at kept marks)."""
     seed_set = set(seeds)
     hits = []
     for doc_id, m in others:
-        ps = find_passages(query, m, params, min_terms=params.k, seeds=seed_set)
+        exact = query.kept is not None and m.kept is not None
+        least = min_terms if min_terms is not None else params.g if exact else params.k
+        ps = find_passages(query, m, params, min_terms=least, seeds=seed_set)
         n = covered(ps)
         if ps and n >= min_chars:
             hits.append(CopyHit(doc_id, n, ps))
@@ -99,7 +103,8 @@ def search(
     exclude: str | None = None,
 ) -> tuple[list[CopyHit], int]:
     """Partial-copy search over an index of winnowed marks: the hits and the number of stock marks
-    ignored. ``query`` is the query's winnowed marks."""
+    ignored. ``query`` holds all the query's blocks, the winnowed ones flagged (:func:`marked`), as do
+    the stored marks."""
     looked = query_marks(query)
     ids, stock = candidates(looked, docs_with_mark, max_df, exclude)
     fetch = stored_marks if callable(stored_marks) else stored_marks.get

@@ -29,7 +29,8 @@ def search_store(
     max_df: int | None = None,
     exclude: str | None = None,
 ) -> tuple[list[CopyHit], int]:
-    """Stored documents copying at least ``min_chars`` characters of the query (its winnowed marks);
+    """Stored documents copying at least ``min_chars`` characters of the query (its blocks, winnowed ones
+    flagged);
     ``max_df`` defaults to the store's learnt stock-phrase cap."""
     check_params(store, params)
     cap = default_max_df(store.n_docs) if max_df is None else max_df
@@ -37,6 +38,8 @@ def search_store(
 
 
 def winnowed_passages(a: Marks, b: Marks, params: WinnowParams) -> list[Passage]:
-    """Passages between two winnowed mark sets (a store keeps no text: extents start and end at kept
-    marks)."""
-    return find_passages(a, b, params, min_terms=params.k)
+    """Passages between two documents' stored marks (a store keeps no text, but every block with its
+    offsets; only a text beyond ``MAX_STORED_BLOCKS`` blocks is kept as winnowed marks, whose passages
+    start and end at kept marks)."""
+    exact = a.kept is not None and b.kept is not None
+    return find_passages(a, b, params, min_terms=None if exact else params.k)

@@ -26,7 +26,8 @@ from fingerprint_indexer.text.tokenize import Tokenizer, slices
 _BASE = np.uint64(0x100000001B3)  # Karp-Rabin base (odd), arithmetic mod 2^64
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_RECORD = np.dtype([("hash", "<u8"), ("pos", "<u4"), ("start", "<u4"), ("end", "<u4")])
+_RECORD = np.dtype([("hash", "<u8"), ("pos", "<u4"), ("start", "<u4"), ("end", "<u4"), ("kept", "u1")])
+MAX_STORED_BLOCKS = 1 << 16  # a longer text keeps its winnowed marks only
 
 
 @dataclass(frozen=True)
@@ -55,36 +56,47 @@ class WinnowParams:
 
 @dataclass(frozen=True)
 class Marks:
-    """Block hashes of a text with their term position and the ``[start, end)`` characters they cover.
+    """Block hashes of a text with their term position and the ``[start, end)`` characters they cover;
+    ``kept`` flags the blocks winnowing keeps (None: all of them).
 
-    Either all blocks of a text (:func:`blocks`) or the winnowed selection (:func:`winnow`).
+    All blocks of a text (:func:`blocks`), the same with the winnowed ones flagged (:func:`marked`:
+    what stores keep, so passages with a stored document have exact extents), or the winnowed
+    selection only (:func:`marks`: what indexes look up).
     """
 
     hashes: npt.NDArray[np.uint64]
     pos: npt.NDArray[np.int64]
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
+    kept: npt.NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         return int(self.hashes.size)
 
     def take(self, idx: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Marks:
-        return Marks(self.hashes[idx], self.pos[idx], self.start[idx], self.end[idx])
+        kept = None if self.kept is None else self.kept[idx]
+        return Marks(self.hashes[idx], self.pos[idx], self.start[idx], self.end[idx], kept)
+
+    def winnowed(self) -> Marks:
+        """The kept blocks only."""
+        return self if self.kept is None else self.take(self.kept)
 
     def to_bytes(self) -> bytes:
         rec = np.empty(len(self), dtype=_RECORD)
         rec["hash"], rec["pos"], rec["start"], rec["end"] = self.hashes, self.pos, self.start, self.end
+        rec["kept"] = 1 if self.kept is None else self.kept
         return rec.tobytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Marks:
         rec = np.frombuffer(raw, dtype=_RECORD)
+        kept = rec["kept"].astype(bool)
         return cls(rec["hash"].astype(np.uint64), rec["pos"].astype(np.int64),
-                   rec["start"].astype(np.int64), rec["end"].astype(np.int64))
+                   rec["start"].astype(np.int64), rec["end"].astype(np.int64), None if kept.all() else kept)
 
     def hex_hashes(self) -> list[str]:
-        """Distinct hashes as 16 hex digits: the form indexes store them in."""
-        return [f"{int(h):016x}" for h in np.unique(self.hashes)]
+        """Distinct kept hashes as 16 hex digits: the form indexes store them in."""
+        return [f"{int(h):016x}" for h in np.unique(self.winnowed().hashes)]
 
 
 def document_text(doc: Document) -> str:
@@ -189,6 +201,18 @@ def winnow(all_blocks: Marks, params: WinnowParams) -> Marks:
     return all_blocks.take(select(all_blocks.hashes, params.w))
 
 
+def marked(text: str, tokenizer: Tokenizer, params: WinnowParams) -> Marks:
+    """All blocks of ``text`` with the winnowed ones flagged (the winnowed ones only beyond
+    ``MAX_STORED_BLOCKS``): what a store keeps of a document."""
+    every = blocks(text, tokenizer, params.k)
+    sel = select(every.hashes, params.w)
+    if len(every) > MAX_STORED_BLOCKS:
+        return every.take(sel)
+    kept = np.zeros(len(every), dtype=bool)
+    kept[sel] = True
+    return Marks(every.hashes, every.pos, every.start, every.end, kept)
+
+
 def marks(text: str, tokenizer: Tokenizer, params: WinnowParams) -> Marks:
-    """Winnowed marks of ``text``: what the copy indexes store."""
+    """Winnowed marks of ``text``: what the copy indexes look up."""
     return winnow(blocks(text, tokenizer, params.k), params)

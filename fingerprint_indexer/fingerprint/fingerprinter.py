@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fingerprint_indexer.copies.winnow import WinnowParams, document_text
-from fingerprint_indexer.copies.winnow import marks as winnow_marks
+from fingerprint_indexer.copies.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
@@ -89,7 +88,7 @@ class FingerprintResult:
     version: str
     chunks: tuple[int, ...] = ()  # lead and chunk SimHashes other than the document's, text order
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
-    marks: bytes = b""  # winnowed block hashes of the text as given, with offsets (copies.winnow.Marks)
+    marks: bytes = b""  # block hashes of the text as given, winnowed ones flagged (copies.winnow.marked)
 
     @property
     def hex(self) -> str:
@@ -227,7 +226,7 @@ class Fingerprinter:
         """Add the winnowed copy marks of ``raw`` (offsets refer to it)."""
         if self.config.winnow is None:
             return res
-        return replace(res, marks=winnow_marks(raw, self.tokenizer, self.config.winnow).to_bytes())
+        return replace(res, marks=marked(raw, self.tokenizer, self.config.winnow).to_bytes())
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty."""

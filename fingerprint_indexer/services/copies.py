@@ -75,7 +75,7 @@ def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds:
          min_chars: int) -> list[CopyHit]:
     """The candidates that copy at least ``min_chars`` characters of ``text``, exact extents."""
     others = ((doc_id, finder.blocks(t)) for doc_id, t in found)
-    return copies_in(finder.blocks(text), seeds, others, finder.params, min_chars)
+    return copies_in(finder.blocks(text), seeds, others, finder.params, min_chars, finder.params.g)
 
 
 def df_totals(responses: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -34,7 +34,7 @@ def test_planted_passages_are_found_in_the_store_and_nothing_else(tmp_path: Path
             s, h = src["content"], host["content"]
             planted = s[300:1000]
             text = h[:200] + planted + h[200:]
-            hits, _ = search_store(pipe.store, finder.marks(text), PARAMS, min_chars=100, exclude=host["id"])
+            hits, _ = search_store(pipe.store, finder.marked(text), PARAMS, min_chars=100, exclude=host["id"])
             assert hits and hits[0].id == src["id"]
             for p in hits[0].passages:
                 assert p.a_start >= 200 and p.a_end <= 200 + len(planted)
@@ -60,8 +60,9 @@ def test_marks_are_written_with_the_document_replaced_and_deleted(tmp_path: Path
         n_a = len(_mark_keys(store))
         list(pipe.process_many([Document(id="x", content=b)]))  # same id, new text: marks replaced
         got = Marks.from_bytes(store.marks("x") or b"")
-        assert set(got.hashes.tolist()) == set(CopyFinder(params=PARAMS).marks(b).hashes.tolist())
-        assert len(_mark_keys(store)) == 1 + len(set(got.hashes.tolist())) and n_a > 1
+        kept = set(CopyFinder(params=PARAMS).marks(b).hashes.tolist())
+        assert set(got.winnowed().hashes.tolist()) == kept and got.kept is not None and len(got) > len(kept)
+        assert len(_mark_keys(store)) == 1 + len(kept) and n_a > 1
         store.delete("x")
         assert _mark_keys(store) == []
 
@@ -79,7 +80,7 @@ def test_stock_marks_above_the_cap_are_not_evidence(tmp_path: Path) -> None:
     with Pipeline(tmp_path / "s") as pipe:
         list(pipe.process_many(docs))
         finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
-        query = finder.marks(docs[0].content or "")
+        query = finder.marked(docs[0].content or "")
         hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=5, exclude="d0")
         assert hits == [] and n_stock > 0
         hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=50, exclude="d0")
@@ -97,4 +98,4 @@ def test_store_of_other_winnowing_parameters_is_refused(tmp_path: Path) -> None:
         with pytest.raises(StoreMismatchError, match="rebuild"):
             pipe.process(Document(id="b", content=text + " more"))
         with pytest.raises(StoreMismatchError, match="copy marks"):
-            search_store(pipe.store, CopyFinder(params=other.winnow).marks(text), other.winnow or PARAMS)
+            search_store(pipe.store, CopyFinder(params=other.winnow).marked(text), other.winnow or PARAMS)
