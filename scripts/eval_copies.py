@@ -8,6 +8,8 @@ nothing stored themselves; each such text is the query of a partial-copy search.
 
 - recall: planted passages of at least g terms found (a hit on the source whose passage overlaps the
   planted span), next to the recall on all planted passages;
+- hits on other documents than the source and its stored copies (they share a run of g terms or more
+  of the planted passage: another article quoting the same text, or a stock phrase);
 - precision per reported character: characters of the query inside reported passages that lie in the
   planted span and belong to a hit on the source, on a stored copy of it (its cluster in the store),
   or in a passage of at least g terms of another stored article (a run of g identical terms is a
@@ -60,12 +62,22 @@ def overlap(a0: int, a1: int, b0: int, b1: int) -> int:
     return max(0, min(a1, b1) - max(a0, b0))
 
 
+def _latin(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
 def plant(rng: random.Random, source: str, host: str) -> tuple[str, int, int, str]:
     """``host`` with a passage of ``source`` inserted at a line break (else a sentence end); the text,
     the planted span in it and the passage."""
     length = min(len(source), round(MIN_LEN * (MAX_LEN / MIN_LEN) ** rng.random()))  # log-uniform
     start = rng.randrange(0, len(source) - length + 1)
-    passage = source[start : start + length]
+    end = start + length
+    # an excerpt copies whole words: a cut inside a Latin word moves to the word's edge
+    while 0 < start < end and _latin(source[start - 1]) and _latin(source[start]):
+        start += 1
+    while start < end < len(source) and _latin(source[end - 1]) and _latin(source[end]):
+        end -= 1
+    passage = source[start:end]
     cuts = [m.end() for m in re.finditer(r"\n|[。！？.!?]\s*", host)] or [len(host)]
     at = rng.choice(cuts)
     return host[:at] + passage + host[at:], at, at + len(passage), passage
@@ -96,7 +108,7 @@ def evaluate(name: str, args: argparse.Namespace, params: WinnowParams) -> dict[
             rec = store.record(doc_id)
             return rec.cluster_id if rec is not None else None
         n = found = n_g = found_g = 0
-        reported = correct = 0
+        reported = correct = others = 0
         search_ms: list[float] = []
         hi = 0
         for _ in range(args.trials):
@@ -122,6 +134,7 @@ def evaluate(name: str, args: argparse.Namespace, params: WinnowParams) -> dict[
             n_g += long_enough
             found_g += ok and long_enough
             story = cluster_of(str(src["id"]))
+            others += sum(1 for h in hits if h.id != str(src["id"]) and cluster_of(h.id) != story)
             for h in hits:
                 # the source and its stored copies (its cluster) hold the planted text
                 holds = h.id == str(src["id"]) or cluster_of(h.id) == story
@@ -133,7 +146,7 @@ def evaluate(name: str, args: argparse.Namespace, params: WinnowParams) -> dict[
         search_ms.sort()
         out.update(planted=n, recall_all=round(found / n, 4) if n else None, planted_ge_g=n_g,
                    recall_ge_g=round(found_g / n_g, 4) if n_g else None, reported_chars=reported,
-                   precision_chars=round(correct / reported, 4) if reported else None,
+                   precision_chars=round(correct / reported, 4) if reported else None, other_hits=others,
                    search_ms_p50=round(search_ms[len(search_ms) // 2], 1) if search_ms else None,
                    search_ms_p99=round(search_ms[int(len(search_ms) * 0.99)], 1) if search_ms else None)
         if name == "zh_xwlb":

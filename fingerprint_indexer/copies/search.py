@@ -1,11 +1,12 @@
 """Partial-copy search: which stored documents copy at least N characters of this one.
 
 The query's winnowed marks are looked up in an index of marks (the embedded store or Elasticsearch).
-A mark held by more than ``max_df`` documents is a stock phrase (an official title, a wire-service
-formula, a disclaimer): not evidence of copying, and its postings are not read beyond the cap. The
-documents sharing other marks are candidates; each is compared passage by passage, and only passages
-holding at least one non-stock shared mark count. Cost per query is bounded by ``MAX_QUERY_MARKS``
-look-ups of at most ``max_df + 1`` postings and ``MAX_CANDIDATES`` comparisons.
+A mark held by more than ``max_df`` documents (a cap learnt from the index's size), or by documents of
+more than ``MAX_STORIES`` different stories (clusters: the reposts of one story count once), is a
+stock phrase (an official formula, a meeting's standard wording, a disclaimer), not evidence of
+copying. The documents sharing other marks are candidates; each is compared passage by passage, and
+only passages holding at least one non-stock shared mark count. Cost per query is bounded by
+``MAX_QUERY_MARKS`` look-ups of at most ``max_df + 2`` postings and ``MAX_CANDIDATES`` comparisons.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fingerprint_indexer.copies.winnow import Marks, WinnowParams
 
 MAX_QUERY_MARKS = 2048  # a huge query looks up its smallest marks: a stable sample
 MAX_CANDIDATES = 64
+MAX_STORIES = 3  # clusters per mark above which it is a stock phrase
 MIN_MAX_DF = 10
 STOCK_SHARE = 0.001  # a mark in more than 0.1 % of the documents (and more than MIN_MAX_DF) is stock
 DEFAULT_MIN_CHARS = 100
@@ -52,19 +54,20 @@ def query_marks(marks: Marks) -> list[int]:
 
 
 def candidates(
-    marks: list[int], docs_with_mark: Callable[[int, int], list[str]], max_df: int, exclude: str | None = None
+    marks: list[int], postings: Callable[[int, int], list[tuple[str, str]]], max_df: int,
+    exclude: str | None = None,
 ) -> tuple[list[str], set[int]]:
     """Documents sharing a non-stock mark (most shared first, at most ``MAX_CANDIDATES``), and the stock
-    marks; ``docs_with_mark(mark, cap)`` returns at most ``cap + 1`` ids."""
+    marks. ``postings(mark, limit)`` lists (document, story) of at most ``limit`` documents."""
     counts: Counter[str] = Counter()
     stock: set[int] = set()
     for m in marks:
-        ids = docs_with_mark(m, max_df)
-        if len(ids) > max_df:
+        found = postings(m, max_df + 2)  # + 1 beyond the cap, + 1 for the query itself
+        others = [(d, c) for d, c in found if d != exclude]
+        if len(others) > max_df or len({c for _, c in others}) > MAX_STORIES:
             stock.add(m)
         else:
-            counts.update(ids)
-    counts.pop(exclude or "", None)
+            counts.update(d for d, _ in others)
     ranked = sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:MAX_CANDIDATES]
     return [d for d, _ in ranked], stock
 
@@ -95,7 +98,7 @@ def copies_in(
 
 def search(
     query: Marks,
-    docs_with_mark: Callable[[int, int], list[str]],
+    postings: Callable[[int, int], list[tuple[str, str]]],
     stored_marks: Mapping[str, Marks] | Callable[[str], Marks | None],
     params: WinnowParams,
     min_chars: int = DEFAULT_MIN_CHARS,
@@ -106,7 +109,7 @@ def search(
     ignored. ``query`` holds all the query's blocks, the winnowed ones flagged (:func:`marked`), as do
     the stored marks."""
     looked = query_marks(query)
-    ids, stock = candidates(looked, docs_with_mark, max_df, exclude)
+    ids, stock = candidates(looked, postings, max_df, exclude)
     fetch = stored_marks if callable(stored_marks) else stored_marks.get
     others = ((d, m) for d in ids if (m := fetch(d)) is not None)
     return copies_in(query, set(looked) - stock, others, params, min_chars), len(stock)

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from fingerprint_indexer.copies.passages import Passage, find_passages
-from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, CopyHit, default_max_df, search, stored_marks
+from fingerprint_indexer.copies.search import (
+    DEFAULT_MIN_CHARS,
+    CopyHit,
+    default_max_df,
+    search,
+    stored_marks,
+)
 from fingerprint_indexer.copies.winnow import Marks, WinnowParams
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore
@@ -31,10 +37,10 @@ def search_store(
 ) -> tuple[list[CopyHit], int]:
     """Stored documents copying at least ``min_chars`` characters of the query (its blocks, winnowed ones
     flagged);
-    ``max_df`` defaults to the store's learnt stock-phrase cap."""
+    ``max_df`` defaults to the cap learnt from the store's size."""
     check_params(store, params)
     cap = default_max_df(store.n_docs) if max_df is None else max_df
-    return search(query, store.docs_with_mark, lambda d: marks_of(store, d), params, min_chars, cap, exclude)
+    return search(query, store.mark_postings, lambda d: marks_of(store, d), params, min_chars, cap, exclude)
 
 
 def winnowed_passages(a: Marks, b: Marks, params: WinnowParams) -> list[Passage]:

@@ -203,16 +203,10 @@ def copy_fields(res: FingerprintResult) -> dict[str, Any]:
     return {COPY_FIELD: Marks.from_bytes(res.marks).hex_hashes()} if res.marks else {}
 
 
-def copy_df_search(mark: str, cap: int) -> dict[str, Any]:
-    """How many documents hold ``mark``, counted no further than ``cap + 1`` (stock phrases)."""
-    return {"size": 0, "track_total_hits": cap + 1, "query": {"term": {COPY_FIELD: mark}}}
-
-
-def copy_candidates_search(marks: Sequence[str], size: int, source: Sequence[str]) -> dict[str, Any]:
-    """Documents holding any of ``marks``, those sharing the most first (one constant score per mark)."""
-    should = [{"constant_score": {"filter": {"term": {COPY_FIELD: m}}}} for m in marks]
-    return {"size": size, "_source": list(source), "track_total_hits": False,
-            "query": {"bool": {"should": should, "minimum_should_match": 1}}}
+def copy_postings_search(mark: str, limit: int) -> dict[str, Any]:
+    """At most ``limit`` documents holding copy mark ``mark``, with their cluster."""
+    return {"size": limit, "_source": False, "docvalue_fields": ["cluster_id"], "track_total_hits": False,
+            "query": {"term": {COPY_FIELD: mark}}}
 
 
 def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:

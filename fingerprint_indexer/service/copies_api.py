@@ -22,7 +22,7 @@ from fingerprint_indexer.service import worker
 from fingerprint_indexer.service.api import ERRORS, _index, svc
 from fingerprint_indexer.service.errors import ApiError
 from fingerprint_indexer.service.models import DocId, IndexName, Text
-from fingerprint_indexer.services.copies import TEXT_FIELDS, EsCopySearch, df_totals, rank, source_text
+from fingerprint_indexer.services.copies import TEXT_FIELDS, EsCopySearch, rank, source_text
 from fingerprint_indexer.text.clean import html_to_text
 
 router = APIRouter()
@@ -77,7 +77,8 @@ class CopiesRequest(BaseModel):
 class CopySearchRequest(TextRef):
     index_name: IndexName | None = Field(None, description="Elasticsearch index (default: the service's).")
     min_chars: int = Field(DEFAULT_MIN_CHARS, ge=1, description="Least copied characters of the query.")
-    max_df: int | None = Field(None, ge=1, description="Stock-phrase cap (default: learnt from the index).")
+    max_df: int | None = Field(None, ge=1, le=10_000, description="Stock-phrase cap: documents per mark "
+                               "(default: learnt from the index's size).")
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -154,13 +155,14 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     if search.looked:
         count = await _post(request, f"/{index}/_count", json={"query": {"match_all": {}}})
         cap = search.cap(int(count["count"]))
-        lines = "".join(f"{{}}\n{json.dumps(b)}\n" for b in search.df_searches(cap))
+        lines = "".join(f"{{}}\n{json.dumps(b)}\n" for b in search.postings_searches(cap))
         answer = await _post(request, f"/{index}/_msearch", content=lines.encode(),
                              headers={"Content-Type": "application/x-ndjson"})
-        wanted = search.candidates_search(df_totals(answer["responses"]), cap)
-        if wanted is not None:
-            found = search.found(await _post(request, f"/{index}/_search", json=wanted))
-            hits = await state.pool._run(_rank, text, found, search.seeds, body.min_chars)
+        ids = search.candidates(answer["responses"], cap)
+        if ids:
+            mget = await _post(request, f"/{index}/_mget", json={"ids": ids},
+                               params={"_source_includes": ",".join(TEXT_FIELDS)})
+            hits = await state.pool._run(_rank, text, search.found(mget), search.seeds, body.min_chars)
             titles = {doc_id: t for doc_id, t in await _titles(request, index, [h["id"] for h in hits])}
             for h in hits:
                 h["title"] = titles.get(h["id"], "")

@@ -1,9 +1,9 @@
 """Partial-copy search and copied passages on Elasticsearch (the index keeps each document's text).
 
 :class:`EsCopySearch` holds the steps without I/O, so the command line (official client) and the
-service (its async HTTP client) send the same requests: count the documents holding each query mark,
-counting no further than the stock-phrase cap (one ``_msearch``); fetch the documents sharing the
-most non-stock marks (one ``_search``); compare their texts with the query's, passage by passage.
+service (its async HTTP client) send the same requests: the bounded postings (documents and their
+clusters) of each query mark (one ``_msearch``), from which stock marks and candidates follow as in
+the embedded store; the candidates' texts (one ``_mget``), compared with the query's passage by passage.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.copies import CopyFinder, document_text
 from fingerprint_indexer.copies.search import (
     DEFAULT_MIN_CHARS,
-    MAX_CANDIDATES,
     CopyHit,
+    candidates,
     copies_in,
     default_max_df,
     query_marks,
 )
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.index.elasticsearch import copy_candidates_search, copy_df_search
+from fingerprint_indexer.index.elasticsearch import copy_postings_search
 
 TEXT_FIELDS = ("title", "content")
 
@@ -45,30 +45,36 @@ class EsCopySearch:
         self.stock: set[int] = set()
 
     def cap(self, n_docs: int) -> int:
-        """The stock-phrase cap: given, or learnt from the index's size."""
+        """The stock-phrase cap (documents per mark): given, or learnt from the index's size."""
         return self.max_df if self.max_df is not None else default_max_df(n_docs)
 
-    def df_searches(self, cap: int) -> list[dict[str, Any]]:
-        """One bounded count per query mark (``_msearch`` bodies)."""
-        return [copy_df_search(f"{m:016x}", cap) for m in self.looked]
+    def postings_searches(self, cap: int) -> list[dict[str, Any]]:
+        """One bounded postings list per query mark (``_msearch`` bodies)."""
+        return [copy_postings_search(f"{m:016x}", cap + 2) for m in self.looked]
 
-    def candidates_search(self, totals: Sequence[int], cap: int) -> dict[str, Any] | None:
-        """The candidates request, given each mark's counted document frequency (None: nothing to ask)."""
-        self.stock = {m for m, n in zip(self.looked, totals, strict=True) if n > cap}
-        marks = [f"{m:016x}" for m in self.looked if m not in self.stock]
-        if not marks:
-            return None
-        return copy_candidates_search(marks, MAX_CANDIDATES + 1, TEXT_FIELDS)
+    def candidates(self, responses: Sequence[Mapping[str, Any]], cap: int) -> list[str]:
+        """The candidate ids, given the ``_msearch`` answers (an error counts as a stock phrase)."""
+        lists: dict[int, list[tuple[str, str]]] = {}
+        for m, r in zip(self.looked, responses, strict=True):
+            hits = (r.get("hits") or {}).get("hits")
+            if hits is None:  # refused: treated as a stock phrase
+                lists[m] = [(f"?{i}", f"?{i}") for i in range(cap + 2)]
+                continue
+            lists[m] = [(h["_id"], ((h.get("fields") or {}).get("cluster_id") or [h["_id"]])[0])
+                        for h in hits]
+        ids, self.stock = candidates(self.looked, lambda m, _limit: lists[m], cap, self.exclude)
+        return ids
 
     @property
     def seeds(self) -> list[int]:
         """The query's marks that are evidence (not stock phrases)."""
         return [m for m in self.looked if m not in self.stock]
 
-    def found(self, response: Mapping[str, Any]) -> list[tuple[str, str]]:
-        """(id, text) of the candidates in a candidates response."""
-        return [(h["_id"], source_text(h["_id"], h.get("_source") or {}))
-                for h in response["hits"]["hits"] if h["_id"] != self.exclude][:MAX_CANDIDATES]
+    @staticmethod
+    def found(mget: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(id, text) of the candidates in an ``_mget`` answer."""
+        return [(d["_id"], source_text(d["_id"], d.get("_source") or {})) for d in mget.get("docs", [])
+                if d.get("found")]
 
 
 def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds: Sequence[int],
@@ -76,15 +82,6 @@ def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds:
     """The candidates that copy at least ``min_chars`` characters of ``text``, exact extents."""
     others = ((doc_id, finder.blocks(t)) for doc_id, t in found)
     return copies_in(finder.blocks(text), seeds, others, finder.params, min_chars, finder.params.g)
-
-
-def df_totals(responses: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Counted document frequencies of an ``_msearch`` answer (an error counts as a stock phrase)."""
-    out = []
-    for r in responses:
-        total = (r.get("hits") or {}).get("total")
-        out.append(int(total["value"]) if isinstance(total, Mapping) else 1 << 30)
-    return out
 
 
 def es_copy_search(client: Elasticsearch, index: str, finder: CopyFinder, text: str,
@@ -96,13 +93,13 @@ def es_copy_search(client: Elasticsearch, index: str, finder: CopyFinder, text: 
         return []
     cap = search.cap(int(client.count(index=index)["count"]))
     lines: list[dict[str, Any]] = []
-    for df_body in search.df_searches(cap):
-        lines += [{}, df_body]
+    for body in search.postings_searches(cap):
+        lines += [{}, body]
     answer = client.msearch(index=index, searches=lines)
-    wanted = search.candidates_search(df_totals(answer["responses"]), cap)
-    if wanted is None:
+    ids = search.candidates(answer["responses"], cap)
+    if not ids:
         return []
-    found = search.found(client.search(index=index, body=wanted).body)
+    found = search.found(client.mget(index=index, ids=ids, source_includes=list(TEXT_FIELDS)).body)
     return rank(finder, text, found, search.seeds, min_chars)
 
 

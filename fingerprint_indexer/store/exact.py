@@ -12,7 +12,7 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
     k/...                     -> block index of cluster centres           (LevelDBIndex)
     w/d/<doc id>              -> winnowed copy marks (copies.winnow.Marks bytes)
-    w/h/<mark hex>/<doc id>   -> b""              (copy mark -> doc ids: partial-copy search)
+    w/h/<mark hex>/<doc id>   -> cluster id       (copy mark -> doc ids: partial-copy search)
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
@@ -233,13 +233,14 @@ class ExactStore:
         raw = self.db.get(b"s/meta/winnow")
         return None if raw is None else raw.decode()
 
-    def docs_with_mark(self, mark: int, cap: int) -> list[str]:
-        """Documents holding copy mark ``mark``, at most ``cap + 1`` (more means: a stock phrase)."""
+    def mark_postings(self, mark: int, limit: int) -> list[tuple[str, str]]:
+        """(document, its cluster when stored) of at most ``limit`` documents holding copy mark ``mark``."""
         pfx = b"w/h/%016x/" % mark
         out = []
-        for key in self.db.iterator(prefix=pfx, include_value=False):
-            out.append(key[len(pfx) :].decode())
-            if len(out) > cap:
+        for key, value in self.db.iterator(prefix=pfx):
+            doc = key[len(pfx) :].decode()
+            out.append((doc, value.decode() or doc))
+            if len(out) >= limit:
                 break
         return out
 
@@ -362,7 +363,7 @@ class StoreBatch:
         its winnowed copy marks (made under ``marks_tag``)."""
         key = rec.id.encode()
         if marks and marks_tag is not None:
-            self._put_marks(rec.id, marks, marks_tag)
+            self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
         self.wb.put(b"s/d/" + key, rec.to_json())
         self.wb.put(_fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
@@ -376,7 +377,7 @@ class StoreBatch:
                 self.ix.add(entry_id(rec.id, n), fp)
                 self._staged_index.add(entry_id(rec.id, n), fp)
 
-    def _put_marks(self, doc_id: str, marks: bytes, tag: str) -> None:
+    def _put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
         stored = self.store.marks_tag
         if stored is not None and stored != tag:
             raise StoreMismatchError(f"store {self.store.directory} holds copy marks of {stored!r}, not "
@@ -386,7 +387,7 @@ class StoreBatch:
         key = doc_id.encode()
         self.wb.put(b"w/d/" + key, marks)
         for h in Marks.from_bytes(marks).hex_hashes():
-            self.wb.put(b"w/h/" + h.encode() + b"/" + key, b"")
+            self.wb.put(b"w/h/" + h.encode() + b"/" + key, cluster_id.encode())
         self._marks[doc_id] = marks
 
     def _drop_marks(self, doc_id: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 
 from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams
-from fingerprint_indexer.copies.search import default_max_df
+from fingerprint_indexer.copies.search import MAX_STORIES, default_max_df
 from fingerprint_indexer.copies.stored import search_store
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
@@ -83,9 +83,26 @@ def test_stock_marks_above_the_cap_are_not_evidence(tmp_path: Path) -> None:
         query = finder.marked(docs[0].content or "")
         hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=5, exclude="d0")
         assert hits == [] and n_stock > 0
+        # under the document cap, but in more than MAX_STORIES stories: still a stock phrase
         hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50, max_df=50, exclude="d0")
-        assert {h.id for h in hits} == {f"d{i}" for i in range(1, len(topics))} and n_stock == 0
-    assert default_max_df(0) == default_max_df(1000) == 10 and default_max_df(1_000_000) == 1000
+        assert hits == [] and n_stock > 0
+        assert len({pipe.store.record(d.id).cluster_id for d in docs}) > MAX_STORIES  # type: ignore[union-attr]
+    assert default_max_df(0) == default_max_df(10_000) == 10 and default_max_df(1_000_000) == 1000
+
+
+def test_reposts_of_one_story_count_once(tmp_path: Path) -> None:
+    """A passage reposted in several copies of one story (one cluster) stays evidence."""
+    story = ("The regional water authority approved a plan on Tuesday to build two desalination plants on "
+             "the southern coast, costing 1.4 billion dollars, after three dry winters left reservoirs at "
+             "a fifth of capacity and forced rationing in eleven towns.")
+    copies = [Document(id=f"r{i}", content=f"{story} (repost {i})") for i in range(6)]
+    with Pipeline(tmp_path / "s") as pipe:
+        decided = list(pipe.process_many(copies))
+        assert len({d.cluster_id for d in decided}) == 1
+        quoting = "In other news. " + story[:170] + " More details to follow later in the week."
+        finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
+        hits, n_stock = search_store(pipe.store, finder.marked(quoting), PARAMS, min_chars=50)
+        assert {h.id for h in hits} == {f"r{i}" for i in range(6)} and n_stock == 0
 
 
 def test_store_of_other_winnowing_parameters_is_refused(tmp_path: Path) -> None:
