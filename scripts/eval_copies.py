@@ -204,7 +204,7 @@ def main() -> None:
           "search p50 / p99 ms | stock-phrase hits |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        stock = f"{r['stock_hits']} of {r['stock_queries']} items" if "stock_hits" in r else "-"
+        stock = f"{r['stock_hits']} hits / {r['stock_queries']} queries" if "stock_hits" in r else "-"
         print(f"| {r['corpus']} | {r['stored']} | {r['planted']} ({r['planted_ge_g']}) | "
               f"{r['recall_ge_g']} | {r['recall_all']} | {r['precision_chars']} | "
               f"{r['search_ms_p50']} / {r['search_ms_p99']} | {stock} |")
