@@ -15,6 +15,7 @@ import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, RedirectResponse
 from pydantic import BaseModel, Field, model_validator
+from starlette.convertors import Convertor, register_url_convertor
 
 from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, query_marks
@@ -25,6 +26,20 @@ from fingerprint_indexer.service.models import DocId, IndexName, Text
 from fingerprint_indexer.services.copies import TEXT_FIELDS, EsCopySearch, rank, source_text
 from fingerprint_indexer.text.clean import html_to_text
 
+
+class _AnyPath(Convertor[str]):
+    """A path parameter that may hold ``/`` and line breaks (document and cluster ids are free text)."""
+
+    regex = r"[\s\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anypath", _AnyPath())
 router = APIRouter()
 UI_DIR = resources.files("fingerprint_indexer") / "ui"
 DOC_FIELDS = [*TEXT_FIELDS, "cluster_id", "decision", "duplicate_of", "distance", "published_at", "url"]
@@ -176,7 +191,7 @@ async def _titles(request: Request, index: str, ids: list[str]) -> list[tuple[st
     return [(d["_id"], str((d.get("_source") or {}).get("title") or "")) for d in r.get("docs", [])]
 
 
-@router.get("/v1/documents/{doc_id:path}", responses={**ERRORS, 404: {"description": "No such document"}},
+@router.get("/v1/documents/{doc_id:anypath}", responses={**ERRORS, 404: {"description": "No such document"}},
             tags=["v1"])
 async def document(doc_id: str, request: Request, index: str | None = None) -> dict[str, Any]:
     """An indexed document's text and its decision fields (``cluster_id``, ``decision``,
@@ -187,7 +202,7 @@ async def document(doc_id: str, request: Request, index: str | None = None) -> d
             **{k: src.get(k) for k in DOC_FIELDS if k != "content"}}
 
 
-@router.get("/v1/clusters/{cluster_id:path}", responses=ERRORS, tags=["v1"])
+@router.get("/v1/clusters/{cluster_id:anypath}", responses=ERRORS, tags=["v1"])
 async def cluster(cluster_id: str, request: Request, index: str | None = None,
                   size: int = Query(50, ge=1, le=MAX_CLUSTER_MEMBERS)) -> dict[str, Any]:
     """The members of a cluster (from the index), its canonical documents first."""

@@ -76,6 +76,10 @@ def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str
     cl = http.get(f"/v1/clusters/{doc['cluster_id']}").json()
     assert cl["size"] == 2 and [m["id"] for m in cl["members"]] == [corpus["first"]["id"], "near-copy"]
     assert http.get("/v1/documents/nothing-here").status_code == 404
+    # ids are free text: a "/" (the BBC ids) or a line break is part of the id, never a route
+    assert "/" in s["id"] and http.get(f"/v1/documents/{s['id']}").json()["title"] == s["title"]
+    r = http.get("/v1/documents/a%0Ab")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "document_missing_exception"
 
 
 def _wait(driver: Any, cond: Any, timeout: float = 60.0) -> Any:
