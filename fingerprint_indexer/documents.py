@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,18 @@ class DocumentError(ValueError):
 
 
 _TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
+# JSON can escape half of a UTF-16 pair (\udc80); such a string is not text and cannot be encoded.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(name: str, value: str) -> None:
+    """Refuse a lone surrogate here, with the field named, rather than deep in hashing or storing."""
+    found = _LONE_SURROGATE.search(value)
+    if found is not None:
+        raise DocumentError(
+            f"field {name!r} holds a lone surrogate escape (\\u{ord(found.group()):04x} at character "
+            f"{found.start()}), which is not valid Unicode text"
+        )
 
 
 @dataclass(frozen=True)
@@ -33,11 +46,14 @@ class Document:
         doc_id = data.get("id")
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
             raise DocumentError("field 'id' is missing or not a non-empty string/integer")
+        _check_text("id", str(doc_id))
         values: dict[str, str | None] = {}
         for name in _TEXT_FIELDS:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise DocumentError(f"field {name!r} must be a string, got {type(value).__name__}")
+            if value is not None:
+                _check_text(name, value)
             values[name] = value
         if values["content"] is None and values["html"] is None and values["title"] is None:
             raise DocumentError("document has none of 'content', 'html' or 'title'")

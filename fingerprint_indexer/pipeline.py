@@ -7,19 +7,24 @@ decision that was reported has been stored, whatever happens afterwards.
 Rules, for a document ``d`` with fingerprint ``f``:
 
 - same id already stored with the same content digest: its stored decision is repeated (re-running an
-  input is idempotent); same id with other content: the old record is replaced.
+  input is idempotent), ``replaces`` included; a canonical that was replaced since is reported as the
+  duplicate of the document that replaced it. Same id with other content: the old record is replaced,
+  and links that other documents hold to the old text are not followed to the new one.
 - a stored document with the same content digest: ``exact_duplicate``;
 - otherwise (and only when ``d`` is not degenerate) the nearest indexed document that has any
-  fingerprint (document or chunk) within ``k`` of any of ``d``'s and whose MinHash sketch confirms it
-  (similarity >= 0.3): ``near_duplicate``; otherwise ``new``.
+  fingerprint (document or chunk) within ``k`` of any of ``d``'s that the verification rule accepts
+  (sketch similarity, no conflicting facts: :mod:`fingerprint_indexer.verify`): ``near_duplicate``;
+  otherwise ``new``. When the facts of that document's canonical conflict with ``d``'s, ``d`` is
+  ``new`` too: one template link (A ~ B) must not make ``d`` a copy of a different story B was
+  matched to.
 - ``duplicate_of`` is the canonical document of the group (found by following ``duplicate_of`` links);
   under ``keep=longest|newest`` a longer/newer duplicate becomes the canonical instead: it is reported
   with ``duplicate_of`` null and ``replaces`` naming the previous canonical, whose record now points at it.
   ``distance`` is the smallest Hamming distance between any fingerprint of ``d`` and any of
   ``duplicate_of`` (or of ``replaces``).
 - cluster: an exact or near duplicate joins the cluster of the document it matched; otherwise Single-Pass
-  over non-degenerate documents (nearest centre within ``k`` whose founder's sketch confirms it, else a
-  new cluster); a degenerate document without an exact duplicate stays alone.
+  over non-degenerate documents (nearest centre within ``k`` whose founder the same rule accepts, else
+  a new cluster); a degenerate document without an exact duplicate stays alone.
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     fingerprint_many,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.fingerprint.sketch import from_bytes
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.store.db import CACHE_BYTES
-from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, confirms, record_now
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.store.errors import StoreDamagedError
+from fingerprint_indexer.store.exact import DocRecord, ExactStore, StoreBatch, record_now
+from fingerprint_indexer.verify import check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]
 KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")
@@ -150,24 +155,44 @@ class Pipeline:
 
     # ----------------------------------------------------------------- rules
     def _root(self, tx: StoreBatch, doc_id: str) -> DocRecord:
+        """The canonical of ``doc_id``'s group: ``duplicate_of`` links followed while they hold.
+
+        Every member of a group is in its canonical's cluster, so a link to a document of another
+        cluster is stale: that id was reused for other text since (or the canonical was deleted).
+        """
         rec = tx.record(doc_id)
-        assert rec is not None, doc_id
+        if rec is None:  # found through a key whose record is gone: only a damaged store does that
+            where = self.store.directory
+            raise StoreDamagedError(f"store {where} is damaged: {doc_id!r} is indexed but has no record; "
+                                    f"see 'fingerprint-indexer store check {where}'")
+        seen = {rec.id}
         for _ in range(MAX_HOPS):
-            if rec.duplicate_of is None:
+            if rec.duplicate_of is None or rec.duplicate_of in seen:
                 break
             nxt = tx.record(rec.duplicate_of)
-            if nxt is None:  # canonical was deleted: this one stands
+            if nxt is None or nxt.cluster_id != rec.cluster_id:  # deleted or reused: this one stands
                 break
             rec = nxt
+            seen.add(rec.id)
         return rec
+
+    @staticmethod
+    def _repeat(tx: StoreBatch, old: DocRecord) -> Decision:
+        """The stored decision of a document seen again with the same text."""
+        kind = old.decision
+        if kind == "new" and old.duplicate_of is not None:  # a canonical replaced under keep longest/newest
+            canonical = tx.record(old.duplicate_of)
+            same = canonical is not None and canonical.content_digest == old.content_digest
+            kind = "exact_duplicate" if same else "near_duplicate"
+        return Decision(old.id, to_hex(old.fingerprint), kind, old.duplicate_of, old.distance, old.cluster_id,
+                        old.replaces, old.degenerate)
 
     def _decide(self, tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
         fp = res.fingerprint
         old = tx.record(doc.id)
         if old is not None:
             if old.content_digest == res.content_digest and old.version == res.version:
-                return Decision(old.id, to_hex(old.fingerprint), old.decision, old.duplicate_of, old.distance,
-                                old.cluster_id, degenerate=old.degenerate)
+                return self._repeat(tx, old)
             tx.remove_doc(doc.id)
 
         kind, match_id = "new", None
@@ -175,8 +200,9 @@ class Pipeline:
         if exact is not None:
             kind, match_id = "exact_duplicate", exact
         elif not res.degenerate:
-            near = tx.near_docs(res.fingerprints, res.sketch, self.k)
-            if near:
+            near = tx.near_docs(res.evidence, self.k)
+            root = self._root(tx, near[0].doc_id) if near else None
+            if root is not None and joins(res.evidence, near[0].doc_id, root.id, root.evidence):
                 kind, match_id = "near_duplicate", near[0].doc_id
 
         duplicate_of = replaces = None
@@ -215,7 +241,8 @@ class Pipeline:
             id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
             cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
-            chunks=list(res.chunks), sketch=res.sketch.hex(),
+            chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
+            frames=list(res.frames), replaces=replaces,
         )
         tag = self.config.winnow.tag if self.config.winnow else None
         tx.put_record(rec, index=not res.degenerate, marks=res.marks, marks_tag=tag)
@@ -224,17 +251,17 @@ class Pipeline:
 
     @staticmethod
     def _verified_centres(tx: StoreBatch, res: FingerprintResult, fp: int, k: int) -> list[Match]:
-        """Centres within ``k`` whose founder's sketch confirms the document is a copy of the story.
+        """Centres within ``k`` whose founder the verification rule accepts as the same story.
 
         Without this, distinct articles whose fingerprints collide at a few bits (one dominant shared
-        term, such as a celebrity's name) would be clustered together.
+        term, such as a celebrity's name) or that share a template would be clustered together. A
+        centre whose founder was removed has nothing to verify against and is passed over.
         """
-        mine = from_bytes(res.sketch) if res.sketch else None
         out = []
         for m in tx.centres_near(fp, k):
             c = tx.cluster(m.doc_id)
             founder = tx.record(c.founder) if c is not None else None
-            if founder is None or confirms(mine, founder):
+            if founder is not None and check(res.evidence, founder.evidence, k).accepted:
                 out.append(m)
         return out
 

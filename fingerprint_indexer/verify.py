@@ -1,10 +1,22 @@
-"""Second-stage verification of a near-duplicate candidate, and the explanation of a match.
+"""The one verification rule: is a near-duplicate candidate the same story, and if not, why not.
 
-The block index returns candidates whose document or chunk fingerprints lie within Hamming distance k.
-A candidate is accepted when the MinHash sketches of the two (boilerplate-stripped) texts agree on at
-least ``min_similarity`` of their minima: on the labelled sets (docs/quality.md) this removes every
-false candidate of the wider, chunk-based retrieval while keeping edited reposts, whose 5-gram Jaccard
-stays well above the different-story pairs of the same topic or site template.
+The block index returns candidates whose document, lead or chunk fingerprints lie within Hamming
+distance ``k``. Every writer and reader (embedded pipeline, ``similar``, ``es index``, ``es dedupe``,
+the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`, which apply, in order:
+
+1. **distance**: some fingerprint pair within ``k``;
+2. **sketch**: the MinHash sketches of the two (boilerplate-stripped) texts agree on at least
+   :data:`MIN_SIMILARITY` of their minima, which removes different stories that merely share a chunk
+   or a dominant term;
+3. **facts**: the two texts do not both state facts the other lacks, beyond an edit. Template news
+   (daily bulletins, earnings tables, recurring meetings) passes 1 and 2 while its dates and ordinals,
+   figures or names differ (:mod:`fingerprint_indexer.fingerprint.facts`); a repost, an excerpt or a
+   corrected figure keeps nearly all of them. Two different ordinals (第2次 vs 第3次 session) are enough;
+   otherwise each kind has its own limit on the share of one-sided facts, and lines written from one
+   skeleton but filled with other facts ("frames") count too.
+
+A rejected candidate carries the reason (``facts differ: 569 vs 465``) so ``similar --explain`` and
+``/v1/similar`` can say why two look-alike items stay apart. docs/quality.md measures each step.
 """
 
 from __future__ import annotations
@@ -16,10 +28,32 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.facts import (
+    FIGURE,
+    NAME,
+    OCCURRENCE,
+    FactDiff,
+    compare_facts,
+    compare_frames,
+    is_ordinal,
+)
 from fingerprint_indexer.fingerprint.hamming import hamming
-from fingerprint_indexer.fingerprint.sketch import similarity
+from fingerprint_indexer.fingerprint.sketch import from_bytes, from_bytes_many, similarities, similarity
 
+#: Least share of equal sketch minima (estimated 5-gram Jaccard) for a candidate to be a copy.
 MIN_SIMILARITY = 0.3
+#: Two texts that each state facts of a kind the other lacks are different stories once at least this
+#: share of their facts of that kind is one-sided; below it the difference is an edit (a corrected
+#: figure, a dropped line). Dates and ordinals identify an occurrence, so they tolerate the least.
+MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.5, NAME: 0.4}
+#: Lines of one skeleton filled with other facts: different occurrences once at least this many and
+#: this share of the shared skeletons are refilled (one refilled line is a correction).
+MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
+
+__all__ = ["MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_REFILLED", "MIN_SIMILARITY", "Evidence", "Verdict",
+           "check", "check_many", "closest", "closest_many", "explain", "facts_conflict",
+           "joins", "same_facts"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -28,23 +62,31 @@ class Verdict:
 
     distance: int  # smallest Hamming distance over the document and chunk fingerprints
     matched: tuple[int, int]  # indexes (in each side's fingerprint list) of the closest pair; 0 = document
-    similarity: float  # estimated 5-gram Jaccard from the sketches
+    similarity: float  # estimated 5-gram Jaccard from the sketches (1.0 when either side has none)
     accepted: bool
+    reason: str = ""  # why a candidate was rejected ("" when accepted)
+    facts: FactDiff | None = None
     shared_terms: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "distance": self.distance,
             "matched": "document" if self.matched == (0, 0) else f"chunk {self.matched[0]}~{self.matched[1]}",
             "similarity": round(self.similarity, 3),
             "accepted": self.accepted,
             "shared_terms": list(self.shared_terms),
         }
+        if self.reason:
+            out["rejected_because"] = self.reason
+        if self.facts is not None and (self.facts.only_a or self.facts.only_b):
+            out["facts_only_here"] = list(self.facts.only_a)
+            out["facts_only_there"] = list(self.facts.only_b)
+        return out
 
 
 def closest(fps_a: Sequence[int], fps_b: Sequence[int]) -> tuple[int, tuple[int, int]]:
     """Smallest Hamming distance between any fingerprint of ``a`` and any of ``b``, and where it is."""
-    if not fps_a or not fps_b:
+    if not len(fps_a) or not len(fps_b):
         raise ValueError("each side needs at least one fingerprint")
     a = np.asarray(fps_a, dtype=np.uint64)
     b = np.asarray(fps_b, dtype=np.uint64)
@@ -75,21 +117,98 @@ def closest_many(
     return np.minimum.reduceat(per_value, starts).astype(np.int64)
 
 
-def verify(
-    fps_a: Sequence[int],
-    fps_b: Sequence[int],
-    sketch_a: npt.NDArray[np.uint32],
-    sketch_b: npt.NDArray[np.uint32],
-    k: int,
-    min_similarity: float = MIN_SIMILARITY,
-    terms_a: Sequence[str] = (),
-    terms_b: Sequence[str] = (),
+def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> str:
+    """Why two texts' facts say they report different occurrences ("" when they do not)."""
+    diff = diff if diff is not None else compare_facts(a.facts, b.facts)
+    occ = diff.of_kind(OCCURRENCE)
+    if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there
+        ordinals = FactDiff((), tuple(filter(is_ordinal, occ.only_a)), tuple(filter(is_ordinal, occ.only_b)))
+        return ordinals.describe()
+    for kind in (OCCURRENCE, FIGURE, NAME):
+        part = diff.of_kind(kind)
+        if part.two_sided and part.changed >= MAX_FACT_CHANGE[kind]:
+            return part.describe()
+    frames = compare_frames(a.frames, b.frames)
+    if frames.refilled >= MIN_REFILLED and frames.share >= MAX_REFILLED_SHARE:
+        return (f"same template, other facts in {frames.refilled} of {frames.aligned} shared lines"
+                + (f" ({diff.describe()})" if diff.two_sided else ""))
+    return ""
+
+
+def same_facts(a: Evidence, b: Evidence) -> bool:
+    """Whether the facts of two documents agree (the third step alone): what a copy must share with the
+    canonical document of the group it joins, however far their fingerprints drifted along the chain."""
+    return not facts_conflict(a, b)
+
+
+def joins(ev: Evidence, match_id: str, root_id: str, root: Evidence) -> bool:
+    """Whether a document whose nearest verified match is ``match_id`` may join that match's group, whose
+    canonical is ``root_id``: the canonical's facts must agree with its own too, so that one template
+    link (A ~ B) does not make it a copy of a different story B was matched to."""
+    return root_id == match_id or same_facts(ev, root)
+
+
+def _sketch_similarity(a: bytes, b: bytes) -> float:
+    """Sketch agreement; 1.0 when either side has no sketch (degenerate text: the other checks decide)."""
+    if not a or not b:
+        return 1.0
+    if len(a) != len(b):  # sketches of another size cannot confirm anything
+        return 0.0
+    return similarity(from_bytes(a), from_bytes(b))
+
+
+def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim: float, k: int) -> Verdict:
+    """Steps 2 and 3 of the rule, given the distance (step 1) and the sketch similarity."""
+    if distance > k:
+        return Verdict(distance, where, sim, False, f"distance {distance} > {k}")
+    if sim < MIN_SIMILARITY:
+        return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {MIN_SIMILARITY}")
+    diff = compare_facts(a.facts, b.facts)
+    reason = facts_conflict(a, b, diff)
+    return Verdict(distance, where, sim, not reason, reason, diff)
+
+
+def check(a: Evidence, b: Evidence, k: int) -> Verdict:
+    """The rule for one pair (see the module docstring)."""
+    d, where = closest(a.fingerprints, b.fingerprints)
+    return _judge(a, b, d, where, _sketch_similarity(a.sketch, b.sketch), k)
+
+
+def check_many(query: Evidence, candidates: Sequence[Evidence], k: int) -> list[Verdict]:
+    """:func:`check` of ``query`` against each candidate: distances and sketches compared as matrices,
+    facts only for the candidates that pass both."""
+    if not candidates:
+        return []
+    lengths = [len(c.fingerprints) for c in candidates]
+    flat = np.fromiter((f for c in candidates for f in c.fingerprints), dtype=np.uint64, count=sum(lengths))
+    dist = closest_many(query.fingerprints, flat, lengths)
+    sims = np.ones(len(candidates), dtype=np.float64)
+    if query.sketch:
+        same = [i for i, c in enumerate(candidates) if len(c.sketch) == len(query.sketch) and dist[i] <= k]
+        if same:
+            q = from_bytes(query.sketch)
+            sims[same] = similarities(q, from_bytes_many([candidates[i].sketch for i in same], q.size))
+        for i, c in enumerate(candidates):
+            if c.sketch and len(c.sketch) != len(query.sketch):
+                sims[i] = 0.0
+    out = []
+    for i, c in enumerate(candidates):
+        d, sim = int(dist[i]), float(sims[i])
+        if d > k or sim < MIN_SIMILARITY:  # where the closest pair lies does not matter for these
+            out.append(_judge(query, c, d, (0, 0), sim, k))
+        else:
+            out.append(_judge(query, c, d, closest(query.fingerprints, c.fingerprints)[1], sim, k))
+    return out
+
+
+def explain(
+    a: Evidence, b: Evidence, k: int, terms_a: Sequence[str] = (), terms_b: Sequence[str] = ()
 ) -> Verdict:
-    """Accept when some fingerprint pair is within ``k`` and the sketches agree on ``min_similarity``."""
-    d, where = closest(fps_a, fps_b)
-    sim = similarity(sketch_a, sketch_b)
-    shared = tuple(t for t in terms_a if t in set(terms_b))[:10]
-    return Verdict(d, where, sim, d <= k and sim >= min_similarity, shared)
+    """:func:`check`, with the top terms the two documents share (what ``--explain`` shows)."""
+    v = check(a, b, k)
+    theirs = set(terms_b)
+    shared = tuple(t for t in terms_a if t in theirs)[:10]
+    return Verdict(v.distance, v.matched, v.similarity, v.accepted, v.reason, v.facts, shared)
 
 
 def document_distance(fp_a: int, fp_b: int) -> int:

@@ -314,17 +314,26 @@ def ours_signatures(cache: OursCache, opts: OursOptions) -> dict[str, Any]:
 
 
 def product_signatures(docs: dict[str, dict[str, str]]) -> dict[str, Any]:
-    """The shipped default, exactly as `dedupe` computes it: Fingerprinter() over Document bodies."""
+    """The shipped default, exactly as `dedupe` computes it: Fingerprinter() over Document bodies, kept
+    as the evidence the verification rule reads."""
     from fingerprint_indexer.documents import Document
     from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-    from fingerprint_indexer.fingerprint.sketch import from_bytes
 
     fpr = Fingerprinter()
     out: dict[str, Any] = {}
     for k, d in docs.items():
-        r = fpr.fingerprint_document(Document(id=k, title=d.get("title") or "", content=_body(d)))
-        out[k] = (list(r.fingerprints), from_bytes(r.sketch))
+        doc = Document(id=k, title=d.get("title") or "", content=_body(d))
+        out[k] = fpr.fingerprint_document(doc).evidence
     return out
+
+
+def product_score(a: Any, b: Any) -> float:
+    """The shipped rule (:func:`fingerprint_indexer.verify.check`) as a distance to sweep: the smallest
+    Hamming distance over all fingerprint pairs when the sketch and the facts accept the pair, else 99."""
+    from fingerprint_indexer.verify import check
+
+    v = check(a, b, 64)  # no distance limit here: the sweep applies it
+    return float(v.distance) if v.accepted else 99.0
 
 
 def ours_score(verify: float | None) -> Callable[[Any, Any], float]:
@@ -421,14 +430,12 @@ def evaluate(ls: LabelledSet, method: Method) -> Result:
 def build_methods(
     ls: LabelledSet, variants: Iterable[OursOptions], peers: bool, k_default: int
 ) -> list[Method]:
-    from fingerprint_indexer.verify import MIN_SIMILARITY
-
     cache = OursCache(ls.docs)
     methods: list[Method] = [
         Method(
             PRODUCT,
             product_signatures,
-            ours_score(MIN_SIMILARITY),
+            product_score,
             HAMMING_THRESHOLDS,
             default_threshold=k_default,
         )
@@ -632,7 +639,7 @@ def parse_variant(spec: str) -> OursOptions:
 
 CURRENT = "top_k=64"
 RECOMMENDED = "top_k=0,boilerplate=1,weight=p3,chunks=4,lead=3,verify=0.3"
-PRODUCT = "ours:default"  # the shipped FingerprintConfig() with the pipeline's sketch verification
+PRODUCT = "ours:default"  # the shipped FingerprintConfig() with the pipeline's verification rule
 DEFAULT_VARIANTS = [
     CURRENT,
     RECOMMENDED,

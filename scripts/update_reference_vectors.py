@@ -28,6 +28,8 @@ def main() -> None:
         case["degenerate"] = r.degenerate
         case["chunks"] = [to_hex(c) for c in r.chunks]
         case["sketch_sha256"] = hashlib.sha256(r.sketch).hexdigest()
+        case["facts"] = list(r.facts)
+        case["frames"] = [f"{f:016x}" for f in r.frames]
     data["version"] = fpr.version
     PATH.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {len(data['cases'])} vectors for {fpr.version}")

@@ -58,3 +58,6 @@ def run_guarded(body: Callable[[], None]) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    except OSError as exc:  # an output file that cannot be written, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"{where}{exc.strerror or exc}")

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 import click
 import platformdirs
+import plyvel
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
@@ -17,9 +18,10 @@ from fingerprint_indexer.copies.search import stored_marks
 from fingerprint_indexer.copies.stored import winnowed_passages
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
-from fingerprint_indexer.store.errors import StoreError
+from fingerprint_indexer.store.db import describe
+from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
 from fingerprint_indexer.store.exact import ExactStore
 
 
@@ -48,12 +50,15 @@ def _k_option(func: Any) -> Any:
                         help="Largest Hamming distance counted as near-duplicate (needs k + 1 blocks).")(func)
 
 
-def _guard_store(body: Any) -> None:
+def _guard_store(body: Any, store: Path | None = None) -> None:
+    """Run a command body; store problems (locked, read-only, damaged, disk full) become one line."""
     def wrapped() -> None:
         try:
             body()
         except StoreError as exc:
             fail(str(exc))
+        except plyvel.Error as exc:  # met while reading or writing: a damaged table file, a failing disk
+            fail(str(describe(store / "leveldb" if store else "", exc, store)))
         except ValueError as exc:  # e.g. k larger than the block layout serves
             if isinstance(exc, InputError):
                 raise
@@ -124,7 +129,9 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 f"documents without a copy stand alone)",
                 err=True,
             )
-    _guard_store(body)
+        if pipe.store.bloom_error:
+            click.echo(f"warning: {pipe.store.bloom_error}", err=True)
+    _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 
 @click.command("similar")
@@ -136,8 +143,9 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 @_k_option
 @config_options
 @click.option("--explain", is_flag=True,
-              help="Add why each document matched: distance, matched document/chunk, sketch similarity and "
-                   "the copied passages (character offsets in both texts).")
+              help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
+                   "facts, the copied passages with character offsets in both texts) and list the "
+                   "look-alike candidates the check rejected, with the reason.")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
                 top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
@@ -150,22 +158,26 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
         if not (store_path / "leveldb").is_dir():
             fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
         fpr = Fingerprinter(config)
-        with ExactStore(store_path, config.layout, fpr.version) as store:
+        try:
+            store = ExactStore(store_path, config.layout, fpr.version)
+        except StoreReadOnlyError:  # look-ups need no writes: read it through a private copy
+            store = ExactStore(store_path, config.layout, fpr.version, readonly=True)
+        with store:
             config.layout.check_k(k)
             if doc_id is not None:
                 rec = store.record(doc_id)
                 if rec is None:
                     fail(f"no document {doc_id!r} in store {store_path}")
                     return
-                fps, sketch, digest = rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest
+                ev, digest = rec.evidence, rec.content_digest
                 my_marks = store.marks(doc_id)
             else:
-                doc = (next(read_documents([file_path])) if file_path is not None
+                doc = (read_one(file_path) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
-                fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
+                ev, digest = res.evidence, res.content_digest
                 my_marks = res.marks
-            hits = store.neighbours(fps, sketch, digest, k, exclude=doc_id)
+            hits = store.neighbours(ev, digest, k, exclude=doc_id, rejected=explain)
             for other, why in hits:
                 row: dict[str, Any] = {"id": other.id, "distance": why.distance,
                                        "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
@@ -173,9 +185,9 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                     row["why"] = why.to_dict()
                     row["why"]["passages"] = explain_passages(store, my_marks, other.id, config)
                 emit(row)
-            if not hits:
-                click.echo(f"no documents within distance {k}", err=True)
-    _guard_store(body)
+            if not any(why.accepted for _, why in hits):
+                click.echo(f"no near-duplicates within distance {k}", err=True)
+    _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 
 def register(cli: click.Group) -> None:

@@ -31,9 +31,9 @@ from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchUnavailable,
     connect,
     hit_fingerprints,
-    source_fingerprints,
+    source_evidence,
 )
-from fingerprint_indexer.io.readers import InputError, read_documents
+from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
@@ -259,9 +259,9 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
                 n_blocks: int) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
-    A near-duplicate has a document or chunk fingerprint within k of one of ours and a sketch that
-    confirms it; distance is the smallest over all fingerprint pairs. Exact copies (same content digest)
-    are listed too, also those too short to be in the block index.
+    A near-duplicate has a document or chunk fingerprint within k of one of ours and passes the
+    verification rule (sketch, facts); distance is the smallest over all fingerprint pairs. Exact copies
+    (same content digest) are listed too, also those too short to be in the block index.
     """
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
@@ -269,20 +269,21 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
     def body(client: Elasticsearch) -> None:
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
-            wanted = ["fingerprint", "fingerprints", "sketch", "content_digest"]
+            wanted = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest"]
             try:
                 stored = client.get(index=index_name, id=doc_id, source_includes=wanted).get("_source") or {}
             except NotFoundError:
                 raise LookupError(f"no document {doc_id!r} in index {index_name!r}") from None
             if stored.get("fingerprint") is None:
                 raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
-            (fps, sketch), digest = source_fingerprints(stored), stored.get("content_digest")
+            ev, digest = source_evidence(stored), stored.get("content_digest")
         else:
             config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
-            doc = next(read_documents([file_path])) if file_path else Document(id="-", content=text)
+            doc = read_one(file_path) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
-            fps, sketch, digest = list(res.fingerprints), res.sketch, res.content_digest
-        hits = {m.doc_id: m.distance for m in index.query_verified(fps, sketch, k)}
+            ev, digest = res.evidence, res.content_digest
+        fps = list(ev.fingerprints)
+        hits = {m.doc_id: m.distance for m in index.query_verified(ev, k)}
         if digest:  # exact copies, including degenerate documents that have no block keys
             same = client.search(index=index_name, query={"term": {"content_digest": digest}}, size=1000,
                                  source=False, docvalue_fields=VERIFY_FIELDS)  # fmt: skip

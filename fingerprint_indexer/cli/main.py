@@ -12,6 +12,7 @@ from fingerprint_indexer.cli import (
     es_commands,
     fingerprint_commands,
     serve_commands,
+    store_commands,
 )
 
 
@@ -27,6 +28,7 @@ es_commands.register(cli)
 serve_commands.register(cli)
 calibrate_commands.register(cli)
 copies_commands.register(cli)
+store_commands.register(cli)
 
 
 def main() -> None:

@@ -68,14 +68,23 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
               help="Most documents in one /v1/ingest request.")
 @click.option("--spool-limit-mb", type=click.IntRange(1, 1 << 20), default=512, show_default=True,
               help="Undelivered spool size beyond which writes are answered 429.")
-@click.option("--es-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
+@click.option("--es-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True,
+              help="Seconds to wait for Elasticsearch, writes included (a slower write is spooled).")
+@click.option("--replay-tries", type=click.IntRange(1, 10_000), default=10, show_default=True,
+              help="Replays of a spooled write Elasticsearch keeps refusing (429/5xx for that document) "
+                   "before it is parked in rejected.ndjson and the writes behind it go on.")
+@click.option("--header-timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="Seconds a connection gets to send a request's headers; slower ones are closed.")
+@click.option("--body-timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
+              help="Seconds a request body may pause; it gets ten times as long in all.")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True)
 @click.option("--no-access-log", is_flag=True, help="Do not log one line per request.")
 @config_options
 def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_index: str, on_duplicate: str,
               keep: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int, max_batch: int,
-              spool_limit_mb: int, es_timeout: float, log_level: str, no_access_log: bool,
+              spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
+              body_timeout: float, log_level: str, no_access_log: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
     an Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds fingerprints, /healthz, /readyz
@@ -94,6 +103,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     import uvicorn
 
     from fingerprint_indexer.service.app import create_app
+    from fingerprint_indexer.service.protocol import GuardedH11Protocol
     from fingerprint_indexer.service.state import ServiceState
 
     es = es_settings(es_url, es_timeout)
@@ -109,7 +119,8 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
         host=host, port=port, api_key=api_key, default_index=default_index,
         on_duplicate=on_duplicate, keep=keep,  # type: ignore[arg-type]
         k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
-        spool_limit_bytes=spool_limit_mb << 20,
+        spool_limit_bytes=spool_limit_mb << 20, replay_max_tries=replay_tries,
+        header_timeout_s=header_timeout, body_idle_timeout_s=body_timeout, body_timeout_s=10 * body_timeout,
     )
     try:
         state = ServiceState.open(settings)
@@ -118,7 +129,8 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
         return
     app = create_app(settings, state)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=not no_access_log,
-                timeout_graceful_shutdown=30, server_header=False)
+                timeout_graceful_shutdown=30, server_header=False,
+                http=GuardedH11Protocol.with_timeout(header_timeout))
 
 
 def register(cli: click.Group) -> None:

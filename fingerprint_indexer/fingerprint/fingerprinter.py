@@ -25,6 +25,8 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
+from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES, analyse
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
@@ -34,7 +36,7 @@ from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/2"
+ALGORITHM = "simhash64-tfidf/3"
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -50,6 +52,9 @@ class FingerprintConfig:
     lead_sentences: int = 3
     max_chunks: int = 32  # per document, so a huge document cannot flood the block index
     sketch_size: int = SKETCH_SIZE
+    # keep facts (numbers, dates, names) and frames for verification; without them template news with
+    # other facts looks duplicate
+    facts: bool = True
     min_features: int = 5
     keyword_digest_n: int = 10
     idf_path: str | None = None
@@ -88,6 +93,8 @@ class FingerprintResult:
     version: str
     chunks: tuple[int, ...] = ()  # lead and chunk SimHashes other than the document's, text order
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
+    facts: tuple[str, ...] = ()  # numbers, dates and names of the stripped text (see fingerprint.facts)
+    frames: tuple[int, ...] = ()  # skeleton and filling of each fact-bearing line (see fingerprint.facts)
     marks: bytes = b""  # block hashes of the text as given, winnowed ones flagged (copies.winnow.marked)
 
     @property
@@ -98,6 +105,11 @@ class FingerprintResult:
     def fingerprints(self) -> tuple[int, ...]:
         """Every fingerprint this document is indexed under: the document's first, then its chunks'."""
         return (self.fingerprint, *self.chunks)
+
+    @property
+    def evidence(self) -> Evidence:
+        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
+        return Evidence(self.fingerprints, self.sketch, self.facts, self.frames)
 
     def to_dict(self, with_terms: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -110,6 +122,8 @@ class FingerprintResult:
             "degenerate": self.degenerate,
             "n_tokens": self.n_tokens,
             "version": self.version,
+            "facts": list(self.facts),
+            "frames": [f"{f:016x}" for f in self.frames],
         }
         if with_terms:
             out["top_terms"] = [[t, round(w, 6)] for t, w in self.top_terms[:SHOWN_TERMS]]
@@ -127,7 +141,7 @@ class Fingerprinter:
         self.version = (
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
-            f"sketch={cfg.sketch_size};"
+            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}' if cfg.facts else 'off'};"
             f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
         )
 
@@ -201,6 +215,7 @@ class Fingerprinter:
         names = [t for t, _ in terms]
         fp = simhash_from_hashes(term_hashes(names), np.array([w for _, w in terms], dtype=np.float64))
         degenerate = len(counts) < cfg.min_features
+        facts, frames = analyse(body, counts) if cfg.facts else ((), ())
         return FingerprintResult(
             id=doc_id,
             fingerprint=fp,
@@ -213,6 +228,8 @@ class Fingerprinter:
             version=self.version,
             chunks=() if degenerate else tuple(c for c in chunks if c != fp),
             sketch=to_bytes(sketch(body, cfg.sketch_size)),
+            facts=facts,
+            frames=frames,
         )
 
     def fingerprint(

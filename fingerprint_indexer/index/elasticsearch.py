@@ -8,11 +8,12 @@ per block (``block_0`` = most significant bits) holding that block's keys of eve
 :meth:`ElasticsearchIndex.query` is the plain :class:`NearDupIndex` lookup of one fingerprint against
 document fingerprints. :meth:`ElasticsearchIndex.query_verified` is the measured rule of the embedded
 pipeline (docs/quality.md, :mod:`fingerprint_indexer.verify`): a candidate shares a block key with any of the
-query's fingerprints, and is accepted when some fingerprint pair lies within ``k`` and the sketches agree on
-at least ``MIN_SIMILARITY``; its distance is the smallest over all pairs. Candidates come from ``terms``
-filters on the block fields, their fingerprints and sketch from doc values, and verification runs on the
-client (scripting is absent on minimal clusters). The block layout is stored in the mapping's ``_meta`` so
-an index is always queried with the layout it was written with.
+query's fingerprints, and is accepted by :func:`fingerprint_indexer.verify.check_many` (some fingerprint
+pair within ``k``, sketches that agree, facts that do not conflict); its distance is the smallest over all
+pairs. Candidates come from ``terms`` filters on the block fields, their fingerprints, sketch, facts and
+frames from doc values, and verification runs on the client (scripting is absent on minimal clusters).
+The block layout is stored in the mapping's ``_meta`` so an index is always queried with the layout it
+was written with.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
 from fingerprint_indexer.copies.winnow import Marks
@@ -35,20 +35,30 @@ from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
-from fingerprint_indexer.fingerprint.sketch import from_bytes, from_bytes_many, similarities, similarity
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
-from fingerprint_indexer.verify import MIN_SIMILARITY, closest_many
+from fingerprint_indexer.servers import (
+    UnsupportedServer,
+    binary_doc_value,
+    client_for,
+    close_pit,
+    open_pit,
+    server_of,
+)
+from fingerprint_indexer.verify import Evidence, check_many
 
 MAPPING_FILE = "news.json"
 META_KEY = "fingerprint_indexer"
 FP_FIELD = "fingerprint"
 FPS_FIELD = "fingerprints"
 SKETCH_FIELD = "sketch"
+FACTS_FIELD = "facts"
+FRAMES_FIELD = "frames"
 COPY_FIELD = "copy_marks"  # winnowed block hashes (hex): partial-copy search
 #: Fields the index writes itself; a caller's meta cannot override them.
-RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD})
+RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
 #: Doc values a verified lookup needs of each candidate.
-VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}]
+VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}, {"field": FACTS_FIELD},
+                 {"field": FRAMES_FIELD}]  # fmt: skip
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
                   "responses.pit_id", "responses.status"]  # fmt: skip
@@ -79,10 +89,11 @@ def connect(
     request_timeout: float = 60.0,
     check: bool = True,
 ) -> Elasticsearch:
-    """A client for ``url`` (default ``ES_URL``); credentials default to ES_API_KEY, ES_USERNAME/ES_PASSWORD
-    and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate checks off (throw-away clusters only),
-    as for the service.  With ``check`` the cluster is contacted once so that a wrong URL fails here, with
-    one error naming it, rather than deep inside a command."""
+    """A client for ``url`` (default ``ES_URL``), speaking the wire format of the server found there
+    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); credentials default to
+    ES_API_KEY, ES_USERNAME/ES_PASSWORD and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate
+    checks off (throw-away clusters only), as for the service.  With ``check`` the cluster is contacted
+    once so that a wrong URL fails here, with one error naming it, rather than deep inside a command."""
     url = url or os.environ.get("ES_URL")
     if not url:
         raise ElasticsearchUnavailable("no Elasticsearch URL given (pass --es URL or set ES_URL)")
@@ -102,7 +113,12 @@ def connect(
         raise ElasticsearchUnavailable(str(exc)) from exc
     if not verify:
         kwargs.update(verify_certs=False, ssl_show_warn=False)
-    client = Elasticsearch(url, **kwargs)
+    try:
+        client, _server = client_for(url, check=check, **kwargs)  # the server's kind picks the wire format
+    except UnsupportedServer as exc:
+        raise ElasticsearchUnavailable(f"{url}: {exc}") from exc
+    except TransportError as exc:
+        raise ElasticsearchUnavailable(f"cannot reach Elasticsearch at {url}: {exc}") from exc
     if check:
         try:
             client.cluster.health(timeout="10s")
@@ -174,10 +190,12 @@ def fingerprint_fields(
     with_blocks: bool = True,
     chunks: Sequence[int] = (),
     sketch: bytes = b"",
+    facts: Sequence[str] = (),
+    frames: Sequence[int] = (),
 ) -> dict[str, Any]:
     """The fields that store a document's fingerprints: the document fingerprint, every fingerprint
-    (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents)
-    and the base64 ``sketch`` when there is one."""
+    (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents),
+    the base64 ``sketch`` when there is one, and the facts and frames verification compares."""
     fp = fingerprint & MASK64
     fps = [fp, *(c & MASK64 for c in chunks)]
     out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
@@ -188,14 +206,17 @@ def fingerprint_fields(
                    for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
     if sketch:
         out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
+    out[FACTS_FIELD] = list(facts)
+    out[FRAMES_FIELD] = [to_signed(f) for f in frames]
     return out
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
-    """:func:`fingerprint_fields` of a fingerprinted document (chunks and sketch included), and its copy
-    marks."""
+    """:func:`fingerprint_fields` of a fingerprinted document (chunks, sketch, facts and frames included),
+    and its copy marks."""
     return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
-                                 sketch=res.sketch), **copy_fields(res)}  # fmt: skip
+                                 sketch=res.sketch, facts=res.facts, frames=res.frames),
+            **copy_fields(res)}  # fmt: skip
 
 
 def copy_fields(res: FingerprintResult) -> dict[str, Any]:
@@ -218,47 +239,33 @@ def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:
 def hit_sketch(fields: Mapping[str, Any]) -> bytes:
     """The sketch bytes of a hit's doc values (empty when the document has none)."""
     values = fields.get(SKETCH_FIELD)
-    return base64.b64decode(values[0]) if values else b""
+    return binary_doc_value(values[0]) if values else b""
 
 
-def source_fingerprints(src: Mapping[str, Any]) -> tuple[list[int], bytes]:
-    """(fingerprints, sketch) of a document's ``_source``: the document fingerprint first, then its chunks
+def _listed(value: Any) -> list[Any]:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def hit_evidence(fields: Mapping[str, Any]) -> Evidence:
+    """What verification compares, from a hit's doc values (fingerprints in doc-value order: the closest
+    pair does not depend on it). A document written by an older version has no facts or frames: the
+    fact check then has nothing to compare and the other checks decide."""
+    facts = [str(f) for f in _listed(fields.get(FACTS_FIELD))]
+    frames = [to_unsigned(int(f)) for f in _listed(fields.get(FRAMES_FIELD))]
+    return Evidence(hit_fingerprints(fields), hit_sketch(fields), facts, frames)
+
+
+def source_evidence(src: Mapping[str, Any]) -> Evidence:
+    """:func:`hit_evidence` of a document's ``_source``: the document fingerprint first, then its chunks
     (``_source`` keeps the written order); a document indexed before chunks and sketches were stored has
-    its document fingerprint only, and no sketch."""
+    its document fingerprint only, and no sketch. No fingerprint at all: empty evidence."""
     if src.get(FP_FIELD) is None:
-        return [], b""
+        return Evidence([])
     fp = to_unsigned(int(src[FP_FIELD]))
-    stored = src.get(FPS_FIELD)
-    fps = hit_fingerprints({FPS_FIELD: stored if isinstance(stored, list) else [stored]}) if stored else []
+    fps = hit_fingerprints({FPS_FIELD: _listed(src.get(FPS_FIELD))})
     sketch = hit_sketch({SKETCH_FIELD: [src[SKETCH_FIELD]]}) if src.get(SKETCH_FIELD) else b""
-    return [fp, *fps[1:]] if fps and fps[0] == fp else [fp], sketch
-
-
-def confirmed(mine: bytes, theirs: bytes, min_similarity: float = MIN_SIMILARITY) -> bool:
-    """Whether two sketches confirm a candidate; without a sketch on either side (degenerate or
-    pre-sketch documents) the Hamming test alone decides."""
-    if not mine or not theirs:
-        return True
-    return similarity(from_bytes(mine), from_bytes(theirs)) >= min_similarity
-
-
-def sketches_confirm(mine: bytes, theirs: Sequence[str | bytes | None],
-                     min_similarity: float = MIN_SIMILARITY) -> npt.NDArray[np.bool_]:  # fmt: skip
-    """:func:`confirmed` of ``mine`` against several sketches at once (base64 doc values or raw bytes;
-    ``None`` or empty for a document without a sketch); one matrix comparison for those of ``mine``'s size."""
-    ok = np.ones(len(theirs), dtype=bool)
-    if not mine or not len(theirs):
-        return ok
-    q = from_bytes(mine)
-    raw = [base64.b64decode(t) if isinstance(t, str) else (t or b"") for t in theirs]
-    same = [i for i, b in enumerate(raw) if len(b) == len(mine)]
-    if same:
-        sims = similarities(q, from_bytes_many([raw[i] for i in same], q.size))
-        ok[same] = sims >= min_similarity
-    for i, b in enumerate(raw):
-        if b and len(b) != len(mine):  # another sketch size: the scalar rule (which refuses it)
-            ok[i] = confirmed(mine, b, min_similarity)
-    return ok
+    rest = hit_evidence({FACTS_FIELD: src.get(FACTS_FIELD), FRAMES_FIELD: src.get(FRAMES_FIELD)})
+    return Evidence([fp, *fps[1:]] if fps and fps[0] == fp else [fp], sketch, rest.facts, rest.frames)
 
 
 def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -283,16 +290,18 @@ def pit_scan(
     **request: Any,
 ) -> Iterator[dict[str, Any]]:
     """Every hit of ``query`` once, from a point-in-time snapshot paged by ``search_after`` on
-    ``_shard_doc``; ``request`` adds search options (``source``, ``docvalue_fields``, ...). With ``pit_id``
-    that snapshot is searched (and left open), else one is opened on ``index`` and closed."""
+    ``_shard_doc`` (or what the server has instead); ``request`` adds search options (``source``,
+    ``docvalue_fields``, ...). With ``pit_id`` that snapshot is searched (and left open), else one is opened
+    on ``index`` and closed."""
     own = pit_id is None
-    pit = client.open_point_in_time(index=index, keep_alive=keep_alive)["id"] if own else pit_id
+    pit = open_pit(client, index, keep_alive) if own else pit_id
+    sort = server_of(client).pit_sort
     try:
         after: list[Any] | None = None
         while True:
             kw: dict[str, Any] = {"search_after": after} if after is not None else {}
             resp = client.search(
-                query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=["_shard_doc"],
+                query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=sort,
                 track_total_hits=False, **request, **kw,
             )  # fmt: skip
             hits = resp["hits"]["hits"]
@@ -302,7 +311,7 @@ def pit_scan(
             pit, after = resp.get("pit_id", pit), hits[-1]["sort"]
     finally:
         if own:
-            client.close_point_in_time(id=pit)
+            close_pit(client, str(pit))
 
 
 class ElasticsearchIndex(NearDupIndex):
@@ -504,91 +513,63 @@ class ElasticsearchIndex(NearDupIndex):
         }
 
     @staticmethod
+    @staticmethod
     def verify_hits(
-        fingerprints: Sequence[int],
-        sketch: bytes,
-        hits: Iterable[Mapping[str, Any]],
-        k: int,
-        exclude: str | None = None,
+        ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None
     ) -> list[Match]:
-        """Candidates with a fingerprint pair within ``k`` whose sketch confirms them, nearest first.
-
-        Vectorised: all candidates' fingerprints are checked in one XOR + popcount pass, and the sketches
-        of those within ``k`` are compared as one matrix (see :func:`closest_many`, :func:`similarities`).
-        """
-        mine = [f & MASK64 for f in fingerprints]
+        """The candidates the verification rule accepts (:func:`fingerprint_indexer.verify.check_many`:
+        distances and sketches as matrices, facts for the survivors), nearest first."""
         ids: list[str] = []
-        flat: list[int] = []
-        lengths: list[int] = []
-        sketches: list[str | None] = []
+        cands: list[Evidence] = []
         for h in hits:
             fields = h.get("fields") or {}
-            values = fields.get(FPS_FIELD) or fields.get(FP_FIELD)
-            if not values:
-                continue
             doc_id = str(h["_id"])
-            if doc_id == exclude:
+            if doc_id == exclude or not (fields.get(FPS_FIELD) or fields.get(FP_FIELD)):
                 continue
             ids.append(doc_id)
-            flat.extend(values)
-            lengths.append(len(values))
-            sk = fields.get(SKETCH_FIELD)
-            sketches.append(sk[0] if sk else None)
-        if not ids:
-            return []
-        theirs = np.array(flat, dtype=np.int64).view(np.uint64)  # longs are two's complement
-        dist = closest_many(mine, theirs, lengths)
-        keep = np.flatnonzero(dist <= k)
-        if sketch:
-            ok = sketches_confirm(sketch, [sketches[i] for i in keep.tolist()])
-            keep = keep[ok]
-        out = [Match(ids[i], int(dist[i])) for i in keep.tolist()]
+            cands.append(hit_evidence(fields))
+        out = [Match(i, v.distance) for i, v in zip(ids, check_many(ev, cands, k), strict=True) if v.accepted]
         out.sort(key=lambda m: (m.distance, m.doc_id))
         return out
 
     def _finish_verified(
-        self, fingerprints: Sequence[int], sketch: bytes, hits: list[dict[str, Any]], k: int,
-        exclude: str | None,
-    ) -> list[Match]:  # fmt: skip
-        if len(hits) >= self.page_size:  # the first page may not hold every candidate
-            scan = self._scan_candidates(self.candidates_query(fingerprints), VERIFY_FIELDS, self.pinned)
-            return self.verify_hits(fingerprints, sketch, scan, k, exclude)
-        return self.verify_hits(fingerprints, sketch, hits, k, exclude)
-
-    def query_verified(
-        self, fingerprints: Sequence[int], sketch: bytes = b"", k: int = 3, exclude: str | None = None
+        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None
     ) -> list[Match]:
-        """Verified near-duplicates of a document with these fingerprints (document first, then chunks)
-        and sketch: any fingerprint pair within ``k`` and sketch similarity >= ``MIN_SIMILARITY`` (the
-        Hamming test alone when either side has no sketch). Distance = smallest over all pairs."""
-        return self.query_verified_many([(fingerprints, sketch)], k, [exclude])[0]
+        if len(hits) >= self.page_size:  # the first page may not hold every candidate
+            scan = self._scan_candidates(self.candidates_query(ev.fingerprints), VERIFY_FIELDS, self.pinned)
+            return self.verify_hits(ev, scan, k, exclude)
+        return self.verify_hits(ev, hits, k, exclude)
+
+    def query_verified(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[Match]:
+        """Verified near-duplicates of a document with this evidence (fingerprints document first, then
+        chunks): the candidates sharing a block key that :func:`fingerprint_indexer.verify.check` accepts.
+        Distance = smallest over all fingerprint pairs."""
+        return self.query_verified_many([ev], k, [exclude])[0]
 
     def query_verified_many(
-        self,
-        queries: Sequence[tuple[Sequence[int], bytes]],
-        k: int = 3,
-        exclude: Sequence[str | None] | None = None,
+        self, queries: Sequence[Evidence], k: int = 3, exclude: Sequence[str | None] | None = None
     ) -> list[list[Match]]:
-        """:meth:`query_verified` of each (fingerprints, sketch), one ``msearch`` per ``msearch_batch``;
-        against the pinned snapshot while there is one (:meth:`pin`)."""
+        """:meth:`query_verified` of each query, one ``msearch`` per ``msearch_batch``; against the pinned
+        snapshot while there is one (:meth:`pin`)."""
         self.layout.check_k(k)
         self._before_read()
         excl = list(exclude) if exclude is not None else [None] * len(queries)
         out: list[list[Match]] = []
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
-            if not all(fps for fps, _ in chunk):
+            if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
-            cols = block_keys(self.layout, [f for fps, _ in chunk for f in fps])  # one pass for the chunk
+            cols = block_keys(self.layout, [f for ev in chunk for f in ev.fingerprints])  # one pass
             bodies = []
             at = 0
-            for fps, _ in chunk:
-                bodies.append(self._verified_body(fps, [col[at : at + len(fps)] for col in cols]))
-                at += len(fps)
+            for ev in chunk:
+                n = len(ev.fingerprints)
+                bodies.append(self._verified_body(ev.fingerprints, [col[at : at + n] for col in cols]))
+                at += n
             responses = self._msearch(bodies)
-            for n, ((fps, sk), resp) in enumerate(zip(chunk, responses, strict=True)):
+            for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
-                out.append(self._finish_verified(fps, sk, hits, k, excl[start + n]))
+                out.append(self._finish_verified(ev, hits, k, excl[start + n]))
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -628,7 +609,7 @@ class ElasticsearchIndex(NearDupIndex):
         :meth:`unpin` (or the next ``pin``). For a writer that keeps what it wrote since in memory (the
         ``index`` command's pending set), so its own unrefreshed writes are not fetched again and again."""
         self.unpin()
-        self._pit = str(self.client.open_point_in_time(index=self.index, keep_alive=keep_alive)["id"])
+        self._pit = open_pit(self.client, self.index, keep_alive)
         self._pit_keep_alive = keep_alive
 
     def unpin(self) -> None:
@@ -636,7 +617,7 @@ class ElasticsearchIndex(NearDupIndex):
         pit, self._pit = self._pit, None
         if pit is not None:
             with contextlib.suppress(ApiError, TransportError):
-                self.client.close_point_in_time(id=pit)
+                close_pit(self.client, pit)
 
     def close(self) -> None:
         self.unpin()

@@ -1,7 +1,8 @@
 """Read documents from JSONL (optionally gzip), plain text/HTML files, folders, or stdin.
 
 Errors name the file and line (``InputError``); with ``skip_errors`` they are reported through
-``on_error`` and reading continues.
+``on_error`` and reading continues. A file read from a folder is identified by its path relative to
+that folder; files of other kinds in a folder are counted in a note on stderr, never dropped unsaid.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _raise(err: InputError) -> None:
 
 def _open_binary(path: Path) -> IO[bytes]:
     """The file's bytes, gunzipped for ``.gz``; the caller closes it."""
-    if path.suffix == ".gz":
+    if path.suffix.lower() == ".gz":
         return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
 
@@ -74,8 +75,10 @@ def read_jsonl(stream: IO[bytes], source: str, on_error: ErrorHandler = _raise) 
             on_error(InputError(source, lineno, str(exc)))
 
 
-def read_file_document(path: Path, on_error: ErrorHandler = _raise) -> Iterator[Document]:
-    """One document from a .txt/.html file; its id is the file name."""
+def read_file_document(
+    path: Path, on_error: ErrorHandler = _raise, doc_id: str | None = None
+) -> Iterator[Document]:
+    """One document from a .txt/.html file; its id is ``doc_id``, by default the file name."""
     try:
         data = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -85,9 +88,9 @@ def read_file_document(path: Path, on_error: ErrorHandler = _raise) -> Iterator[
         on_error(InputError(str(path), None, f"cannot read: {exc.strerror or exc}"))
         return
     if path.suffix.lower() in HTML_SUFFIXES:
-        yield Document(id=path.name, title=path.stem, html=data)
+        yield Document(id=doc_id or path.name, title=path.stem, html=data)
     else:
-        yield Document(id=path.name, title=path.stem, content=data)
+        yield Document(id=doc_id or path.name, title=path.stem, content=data)
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -95,10 +98,22 @@ def _is_jsonl(path: Path) -> bool:
     return name.endswith(JSONL_SUFFIXES)
 
 
-def _folder_files(folder: Path) -> list[Path]:
-    files = [p for p in folder.rglob("*") if p.is_file()]
-    wanted = [p for p in files if _is_jsonl(p) or p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES]
-    return sorted(wanted)
+def _wanted(path: Path) -> bool:
+    return _is_jsonl(path) or path.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
+
+
+def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The readable files under ``folder`` in name order, and the files passed over (other kinds)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return [p for p in files if _wanted(p)], [p for p in files if not _wanted(p)]
+
+
+def file_id(folder: Path, path: Path) -> str:
+    """A text/HTML file's id inside a folder input: its path relative to the folder, with ``/``.
+
+    The bare file name would merge ``business/001.txt`` and ``sport/001.txt`` into one document.
+    """
+    return path.relative_to(folder).as_posix()
 
 
 def read_documents(
@@ -110,8 +125,9 @@ def read_documents(
     """Documents from each input in turn: ``-`` is JSONL on stdin; a folder is walked in name order."""
     report = on_error or (lambda e: print(f"warning: {e}", file=sys.stderr))
     handler: ErrorHandler = report if skip_errors else _raise
+    file_ids: dict[str, Path] = {}  # id -> the text/HTML file that has it, so no file replaces another
 
-    def from_path(path: Path) -> Iterator[Document]:
+    def from_path(path: Path, doc_id: str | None = None) -> Iterator[Document]:
         if _is_jsonl(path):
             try:
                 stream = _open_binary(path)
@@ -121,7 +137,13 @@ def read_documents(
             with stream:
                 yield from read_jsonl(stream, str(path), handler)
         else:
-            yield from read_file_document(path, handler)
+            doc_id = doc_id or path.name
+            earlier = file_ids.setdefault(doc_id, path.resolve())
+            if earlier != path.resolve():
+                handler(InputError(str(path), None, f"id {doc_id!r} is already the id of {earlier}; give "
+                                   "their common folder instead (ids are then paths relative to it)"))
+                return
+            yield from read_file_document(path, handler, doc_id)
 
     for name in inputs:
         if name == "-":
@@ -129,9 +151,21 @@ def read_documents(
             continue
         path = Path(name)
         if path.is_dir():
-            for file in _folder_files(path):
-                yield from from_path(file)
+            files, passed_over = folder_files(path)
+            if passed_over:
+                print(f"note: {path}: {len(passed_over)} files are not JSONL, text or HTML and were not read "
+                      f"(first: {file_id(path, passed_over[0])})", file=sys.stderr)
+            for file in files:
+                yield from from_path(file, file_id(path, file))
         elif path.exists():
             yield from from_path(path)
         else:
             handler(InputError(name, None, "no such file or directory"))
+
+
+def read_one(path: str) -> Document:
+    """The first document of a file (for look-ups by example); an input error when it holds none."""
+    doc = next(read_documents([path]), None)
+    if doc is None:
+        raise InputError(path, None, "holds no document")
+    return doc

@@ -10,9 +10,10 @@ import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.elasticsearch import result_fields
-from fingerprint_indexer.service.delivery import BulkOp
+from fingerprint_indexer.service.delivery import BulkOp, is_queued
 from fingerprint_indexer.service.errors import ApiError
 from fingerprint_indexer.service.ingest import decide, es_fields, relink_op
 from fingerprint_indexer.service.models import (
@@ -120,6 +121,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
         for i, j in op_of.items():
             item = next(iter(items[j].values()))
             outcome = {"status": int(item.get("status", 500)), "result": item.get("result")}
+            if is_queued(items[j]):  # this API's own answer for a write kept in the spool
+                outcome = {"status": 202, "result": "queued"}
             if item.get("error") is not None:
                 outcome["error"] = item["error"]
                 errors = True
@@ -127,25 +130,32 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     return {"took_ms": round((time.perf_counter() - started) * 1000), "errors": errors, "results": results}
 
 
-async def _similar(state: ServiceState, index: str, fps: list[int], sketch: bytes, digest: str, k: int,
+async def _judged(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,
+                  exclude: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(near-duplicates, candidates the verification rule rejected with the reason), nearest first."""
+    hits = await state.stores.call(state.stores.neighbours, index, ev, digest, k, exclude)
+    return ([h.to_dict() for h in hits if not h.rejected_because],
+            [h.to_dict() for h in hits if h.rejected_because])
+
+
+async def _similar(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,
                    exclude: str | None) -> list[dict[str, Any]]:
-    hits = await state.stores.call(state.stores.neighbours, index, fps, sketch, digest, k, exclude)
-    return [h.to_dict() for h in hits]
+    return (await _judged(state, index, ev, digest, k, exclude))[0]
 
 
-@router.get("/v1/similar/{doc_id}", response_model=SimilarResponse, responses={**ERRORS, 404: {
+@router.get("/v1/similar/{doc_id:path}", response_model=SimilarResponse, responses={**ERRORS, 404: {
     "description": "No such document in the store"}}, tags=["v1"])
 async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
                         k: int | None = Query(None, ge=0, le=63)) -> dict[str, Any]:
-    """Near-duplicates of a stored document, nearest first."""
+    """Near-duplicates of a stored document, nearest first (the id may contain ``/``)."""
     state = svc(request)
     name, kk = _index(state, index), _k(state, k)
     rec = await state.stores.call(state.stores.record, name, doc_id)
     if rec is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
-    matches = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest, kk,
-                             doc_id)
-    return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches}
+    matches, rejected = await _judged(state, name, rec.evidence, rec.content_digest, kk, doc_id)
+    return {"index": name, "id": doc_id, "fingerprint": to_hex(rec.fingerprint), "k": kk, "matches": matches,
+            "rejected": rejected}
 
 
 @router.post("/v1/similar", response_model=SimilarResponse, responses=ERRORS, tags=["v1"])
@@ -155,8 +165,8 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
     assert state.pool is not None
     name, kk = _index(state, body.index_name), _k(state, body.k)
     res = await state.pool.raw(body.text, body.html)
-    matches = await _similar(state, name, list(res.fingerprints), res.sketch, res.content_digest, kk, None)
-    return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches}
+    matches, rejected = await _judged(state, name, res.evidence, res.content_digest, kk, None)
+    return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches, "rejected": rejected}
 
 
 async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, size: int,
@@ -180,7 +190,23 @@ async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, siz
     return with_cluster_sizes(entries, sizes)
 
 
-@router.get("/v1/related/{doc_id}", response_model=RelatedResponse, responses={**ERRORS, 404: {
+def es_refusal(resp: httpx.Response) -> ApiError:
+    """Elasticsearch's own refusal, passed on: a 4xx keeps its status and error type (the request, the
+    index or the credentials are at fault, retrying will not help); anything else is a 503."""
+    status = resp.status_code
+    if not 400 <= status < 500 or status in (401, 403, 429):
+        why = "Elasticsearch refused the service's credentials" if status in (401, 403) else "Elasticsearch"
+        return ApiError(503, "unavailable", f"{why} answered {status}", {"Retry-After": "1"})
+    try:
+        err = resp.json().get("error")
+    except ValueError:
+        err = None
+    if isinstance(err, dict):
+        return ApiError(status, str(err.get("type", "elasticsearch_exception")), str(err.get("reason", "")))
+    return ApiError(status, "elasticsearch_exception", f"Elasticsearch answered {status}")
+
+
+@router.get("/v1/related/{doc_id:path}", response_model=RelatedResponse, responses={**ERRORS, 404: {
     "description": "No such document"}, 503: {"description": "Elasticsearch unavailable"}}, tags=["v1"])
 async def related(doc_id: str, request: Request, index: str | None = None,
                   size: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
@@ -192,10 +218,11 @@ async def related(doc_id: str, request: Request, index: str | None = None,
     rec = await state.stores.call(state.stores.record, name, doc_id)
     dups: list[dict[str, Any]] = []
     if rec is not None:
-        dups = await _similar(state, name, rec.fingerprints, bytes.fromhex(rec.sketch), rec.content_digest,
-                              state.settings.k, doc_id)
+        dups = await _similar(state, name, rec.evidence, rec.content_digest, state.settings.k, doc_id)
     try:
         entries = await _related_entries(state.es.http, name, doc_id, size, exclude={d["id"] for d in dups})
+    except httpx.HTTPStatusError as exc:
+        raise es_refusal(exc.response) from exc
     except httpx.HTTPError as exc:
         raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if entries is None:
@@ -222,6 +249,13 @@ async def readyz(request: Request) -> Response:
                               "spool_depth": state.spool.depth}
     if not es_ok:  # why, without credentials or URLs: what an operator needs first
         checks["elasticsearch_reason"] = state.es.last_error
+    replayer = state.replayer
+    if replayer is not None:
+        if replayer.waiting and state.spool.depth:
+            checks["spool_waiting"] = replayer.waiting
+        if replayer.parked:  # writes Elasticsearch kept refusing: listed in rejected.ndjson
+            checks["parked"] = replayer.parked
+            checks["last_parked"] = replayer.last_parked
     ok = store_ok and es_ok and state.pool is not None
     return JSONResponse({"status": "ready" if ok else "not_ready", "checks": checks},
                         status_code=200 if ok else 503)

@@ -49,7 +49,8 @@ def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> 
     app.include_router(proxy.router)
     metrics = state.metrics if state is not None else Metrics()
     # the last added middleware runs first: metrics, then the key check, then the body limit
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes,
+                       idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -3,14 +3,26 @@
 :class:`Delivery` sends a list of bulk operations straight to Elasticsearch while the spool is empty and
 the cluster answers. When the cluster is down, slow or overloaded (connection failure, timeout, 429, 5xx,
 or a 429/5xx on single items), the operations go to the durable :class:`Spool` instead and are answered
-as ``queued`` (status 202). While anything is spooled, new writes are spooled behind it, so a document's
-versions reach Elasticsearch in the order they were acknowledged.
+as queued. A queued item is answered the way Elasticsearch answers an applied one (``index``/``create``:
+201 ``created``; ``update``: 200 ``updated``; ``delete``: 200 ``deleted``), so every official client
+parses it and none retries a write that is already kept; what is not known yet is marked: ``_version``
+-1, ``_seq_no`` -2, ``_shards.total`` 0 and ``"fingerprint_indexer": {"queued": true}``. While anything
+is spooled, new writes are spooled behind it, so a document's versions reach Elasticsearch in the order
+they were acknowledged.
 
 :class:`Replayer` is the background task that drains the spool in order. Every operation carries its
 ``_index`` and ``_id``, so a replay that repeats an already-applied operation leaves one copy (``index``
 overwrites; a ``create`` answered 409 on replay is taken as already applied). Items Elasticsearch rejects
 for good (a mapping error, say) are listed with id and reason in ``rejected.ndjson`` beside the spool,
-never dropped silently, and never with document bodies.
+never dropped silently, and never with document bodies. A 401/403 is not such a rejection: it refuses the
+service's own credentials, so the writes stay spooled (``/readyz`` says why) until the cluster takes them.
+
+*Poison writes*: an item Elasticsearch keeps refusing with a retryable status (429, 5xx) on its own, while
+the items around it are applied (or alone in its spool frame), is retried ``max_tries`` times and then
+parked: listed in ``rejected.ndjson`` with its id and the last reason, counted as
+``fpi_parked_operations_total``, shown by ``/readyz``; the writes behind it flow on. A replay in which
+every item of several frames is refused is taken as an overloaded cluster: nothing is counted, and the
+next try sends the oldest frame alone, which isolates a poison write from the rest.
 
 A *relink* operation (:attr:`BulkOp.relink`) is an update the service adds itself: under ``keep=longest``
 or ``newest`` it points the previous canonical of a group at the document that replaced it. It travels with
@@ -25,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +47,8 @@ from typing import Any, TypeVar
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.service.es import BulkRejected, EsClient, EsUnavailable
-from fingerprint_indexer.service.spool import Position, Spool
+from fingerprint_indexer.service.spool import Position, Spool, SpoolFull, SpoolUnavailable
+from fingerprint_indexer.service.worker import valid_index_name
 
 log = logging.getLogger("fingerprint_indexer.service")
 T = TypeVar("T")
@@ -51,6 +65,12 @@ class BulkOp:
     action: str
     meta: dict[str, Any]
     source: Any = None
+    #: the source line as received (None for operations the service makes): sent on byte for byte
+    #: while the source is unchanged, so ``_source`` keeps the caller's exact JSON, and a line this
+    #: service cannot read (``source`` None: invalid JSON or UTF-8) draws Elasticsearch's own item error
+    raw: bytes | None = None
+    #: fields the service adds to the source (appended to ``raw``'s object)
+    added: dict[str, Any] | None = None
     fingerprinted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     relink: bool = False  # added by the service (see the module docstring), never answered to a client
@@ -66,9 +86,25 @@ class BulkOp:
 
     def ndjson(self) -> bytes:
         out = json.dumps({self.action: self.meta}, ensure_ascii=False, separators=(",", ":")) + "\n"
-        if self.action in SOURCE_ACTIONS:
-            out += json.dumps(self.source, ensure_ascii=False, separators=(",", ":")) + "\n"
-        return out.encode()
+        if self.action not in SOURCE_ACTIONS:
+            return out.encode()
+        return out.encode() + self.source_line() + b"\n"
+
+    def source_line(self) -> bytes:
+        """The source line to send: the caller's bytes, with the added fields spliced into its object."""
+        if self.raw is not None and (self.source is None or not self.added):
+            return self.raw
+        if self.added and self.raw is not None and isinstance(self.source, dict) \
+                and not self.source.keys() & self.added.keys():
+            head = self.raw.rstrip()
+            head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head  # no BOM inside the new source
+            if head.endswith(b"}"):
+                extra = json.dumps(self.added, ensure_ascii=False, separators=(",", ":")).encode()
+                return head[:-1] + (b"," if self.source else b"") + extra[1:]
+        source = self.source
+        if self.added and isinstance(source, dict):
+            source = {**source, **self.added}
+        return json.dumps(source, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def encode_ops(ops: Sequence[BulkOp]) -> bytes:
@@ -79,12 +115,52 @@ def item_status(item: dict[str, Any]) -> int:
     return int(next(iter(item.values())).get("status", 500))
 
 
+#: The status and ``result`` a queued operation is answered with (as Elasticsearch answers it applied).
+QUEUED_ANSWER = {"index": (201, "created"), "create": (201, "created"), "update": (200, "updated"),
+                 "delete": (200, "deleted")}
+
+
 def queued_item(op: BulkOp) -> dict[str, Any]:
-    return {op.action: {"_index": op.index, "_id": op.id, "status": 202, "result": "queued"}}
+    status, result = QUEUED_ANSWER[op.action]
+    return {op.action: {"_index": op.index, "_id": op.id, "_version": -1, "result": result,
+                        "_shards": {"total": 0, "successful": 0, "failed": 0}, "_seq_no": -2,
+                        "_primary_term": 0, "status": status, "fingerprint_indexer": {"queued": True}}}
+
+
+def is_queued(item: dict[str, Any]) -> bool:
+    """The item was spooled, not yet applied (see :func:`queued_item`)."""
+    extra = next(iter(item.values())).get("fingerprint_indexer")
+    return isinstance(extra, dict) and extra.get("queued") is True
 
 
 def retryable(status: int) -> bool:
     return status == 429 or status >= 500
+
+
+def ensure_indices(ops: Sequence[BulkOp]) -> list[str]:
+    """The indices a request writes documents into, which must exist with the fingerprint mapping before
+    it is sent (else Elasticsearch would create them with a dynamic mapping). Only store-backed names:
+    the proxy passes everything else through unchanged."""
+    return sorted({op.index for op in ops if creates_documents(op) and valid_index_name(op.index)})
+
+
+def creates_documents(op: BulkOp) -> bool:
+    """Whether Elasticsearch creates a missing index for ``op``: for ``index``, ``create`` and every
+    ``update`` (even one without upsert, which then fails with ``document_missing_exception``), not for
+    ``delete``."""
+    return op.action in SOURCE_ACTIONS
+
+
+def _error_type(item_body: dict[str, Any]) -> str:
+    err = item_body.get("error")
+    return str(err.get("type")) if isinstance(err, dict) else str(err)
+
+
+def _error_text(err: Any) -> str:
+    """``type: reason`` of an Elasticsearch error object, shortened (reasons never hold bodies)."""
+    if isinstance(err, dict):
+        return f"{err.get('type')}: {str(err.get('reason'))[:300]}"
+    return str(err)[:300]
 
 
 def _split(payload: bytes) -> tuple[dict[str, Any], bytes]:
@@ -155,38 +231,45 @@ class Delivery:
         self._spool_thread.shutdown(wait=True)
 
     async def _to_spool(self, ops: Sequence[BulkOp], params: dict[str, str]) -> list[dict[str, Any]]:
-        ensure = sorted({op.index for op in ops if op.fingerprinted})
+        ensure = ensure_indices(ops)
         await self.in_spool_thread(self.spool.append, _spool_payload(ops, params, ensure))
         self.wake.set()
         if self._on_spooled:
             self._on_spooled(len(ops))
         return [queued_item(op) for op in ops]
 
-    async def submit(self, ops: Sequence[BulkOp], params: dict[str, str]) -> list[dict[str, Any]]:
-        """One ES-style bulk item per operation, in order. Raises SpoolFull (whole request, nothing
-        spooled) and BulkRejected (Elasticsearch refused the whole request with a 4xx)."""
+    async def submit(self, ops: Sequence[BulkOp], params: dict[str, str],
+                     answer: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """One ES-style bulk item per operation, in order; ``answer`` receives the other top-level
+        fields of Elasticsearch's answer worth passing on (``ingest_took``). Raises SpoolFull /
+        SpoolUnavailable (whole request, nothing spooled) and BulkRejected (Elasticsearch refused the
+        whole request with a 4xx)."""
         if not ops:
             return []
         if self.spool.depth > 0 or self.es_down:
             return await self._to_spool(ops, params)
         try:
-            for index in sorted({op.index for op in ops if op.fingerprinted}):
+            for index in ensure_indices(ops):
                 await self.es.ensure_index(index, self.layout)
             data = await self.es.bulk(encode_ops(ops), params)
         except EsUnavailable as exc:
             log.warning("Elasticsearch unavailable (%s): spooling %d operation(s)", exc, len(ops))
             self.es_down = True
             return await self._to_spool(ops, params)
+        if answer is not None and "ingest_took" in data:
+            answer["ingest_took"] = data["ingest_took"]
         items: list[dict[str, Any]] = list(data["items"])
         again = [i for i, it in enumerate(items) if retryable(item_status(it))]
         if again:
             try:
                 queued = await self._to_spool([ops[i] for i in again], params)
-            except Exception as exc:  # the spool is full: say so per item (clients retry 429 items)
+            except (SpoolFull, SpoolUnavailable) as exc:  # not kept: say so per item (clients retry 429s)
+                full = isinstance(exc, SpoolFull)
                 for i in again:
                     body = next(iter(items[i].values()))
-                    body["status"] = 429
-                    body["error"] = {"type": "spool_full", "reason": str(exc)}
+                    body["status"] = 429 if full else 503
+                    body["error"] = {"type": "spool_full" if full else "spool_unavailable",
+                                     "reason": str(exc)}
             else:
                 for i, q in zip(again, queued, strict=True):
                     items[i] = q
@@ -198,15 +281,25 @@ class Delivery:
 
 
 class Replayer:
-    """Drains the spool into Elasticsearch, oldest first, with capped exponential backoff."""
+    """Drains the spool into Elasticsearch, oldest first, with capped exponential backoff; parks poison
+    writes after ``max_tries`` (see the module docstring)."""
 
     def __init__(self, delivery: Delivery, backoff_max_s: float = 5.0,
                  on_replayed: Callable[[int], None] | None = None,
-                 on_rejected: Callable[[int], None] | None = None) -> None:
-        self.d, self.backoff_max_s = delivery, backoff_max_s
+                 on_rejected: Callable[[int], None] | None = None,
+                 on_parked: Callable[[int], None] | None = None, max_tries: int = 10) -> None:
+        self.d, self.backoff_max_s, self.max_tries = delivery, backoff_max_s, max(1, max_tries)
         self.rejected_path = Path(delivery.spool.dir) / "rejected.ndjson"
-        self._on_replayed, self._on_rejected = on_replayed, on_rejected
+        self._on_replayed, self._on_rejected, self._on_parked = on_replayed, on_rejected, on_parked
         self._task: asyncio.Task[None] | None = None
+        #: tries so far of the items refused with a retryable status, by (frame position, op in frame)
+        self._tries: dict[tuple[Position, int], int] = {}
+        self._alone = False  # next try: the oldest frame alone
+        #: parked writes since start, and the last one (index, id, reason): shown by /readyz
+        self.parked = 0
+        self.last_parked: dict[str, Any] | None = None
+        #: why the head of the spool is waiting (None while it flows)
+        self.waiting: str | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="spool-replayer")
@@ -229,6 +322,7 @@ class Replayer:
             try:
                 recs = await self.d.in_spool_thread(self.d.spool.peek_many, REPLAY_RECORDS, REPLAY_BYTES)
                 if not recs:
+                    self.waiting = None
                     if self.d.es_down:
                         if await self.d.es.ping():
                             self.d.es_down = False
@@ -239,9 +333,13 @@ class Replayer:
                         await self._idle(1.0)
                     continue
                 recs = _same_params(recs)
+                if self._alone:
+                    recs = recs[:1]
                 if await self._deliver(recs):
                     size = sum(len(p) for _, p in recs)
                     await self.d.in_spool_thread(self.d.spool.ack, recs[-1][0], size, len(recs))
+                    self._tries.clear()
+                    self._alone, self.waiting = False, None
                     backoff = 0.2
                 else:
                     await asyncio.sleep(backoff)
@@ -255,46 +353,87 @@ class Replayer:
 
     async def _deliver(self, recs: list[tuple[Position, bytes]]) -> bool:
         """Send spooled frames (with equal parameters) as one bulk request; True when they are done
-        with (applied, or rejected for good and recorded)."""
+        with (applied, or rejected for good / parked, and recorded)."""
         heads, bodies = zip(*(_split(p) for _, p in recs), strict=True)
         try:
             for index in sorted({i for h in heads for i in h.get("ensure", [])}):
                 await self.d.es.ensure_index(index, self.d.layout)
             data = await self.d.es.bulk(b"".join(bodies), heads[0].get("params") or {})
-        except EsUnavailable:
+        except EsUnavailable as exc:
             self.d.es_down = True
+            self.waiting = f"Elasticsearch unavailable: {exc}"
             return False
         except BulkRejected as exc:
+            if len(recs) > 1:  # e.g. 413 for the batch: try the frames one by one before judging any
+                self._alone = True
+                return False
             self._reject([{"index": None, "id": None, "status": exc.status, "error": exc.body.get("error")}])
             return True
         self.d.es_down = False
         items = data["items"]
-        if any(retryable(item_status(it)) for it in items):
-            return False
+        where = [(pos, j) for (pos, _), h in zip(recs, heads, strict=True) for j in range(int(h.get("n", 0)))]
+        if len(where) != len(items):
+            where = [(recs[0][0], j) for j in range(len(items))]
+        again = [i for i, it in enumerate(items) if retryable(item_status(it))]
+        parked: set[int] = set()
+        if again:
+            if len(again) == len(items) and len(recs) > 1:  # an overloaded cluster, or poison at the head
+                self._alone = True
+                self.waiting = f"{len(again)} item(s) refused with {item_status(items[again[0]])}; retrying"
+                return False
+            for i in again:
+                self._tries[where[i]] = self._tries.get(where[i], 0) + 1
+            if any(self._tries[where[i]] < self.max_tries for i in again):
+                first = next(iter(items[again[0]].values()))
+                self.waiting = (f"{len(again)} item(s) refused with {first.get('status')} "
+                                f"({_error_type(first)}), e.g. id {first.get('_id')}; try "
+                                f"{self._tries[where[again[0]]]} of {self.max_tries}")
+                return False
+            parked = set(again)
         flags = _relink_flags(heads)
         if len(flags) != len(items):
             flags = [False] * len(items)
         missing = set(log_relinks(list(zip(flags, items, strict=True))))
-        bad = []
+        bad, poison = [], []
         for i, it in enumerate(items):
             action, body_ = next(iter(it.items()))
             status = int(body_.get("status", 500))
-            if i in missing:
-                continue
-            if status >= 400 and not (action == "create" and status == 409):
-                bad.append({"index": body_.get("_index"), "id": body_.get("_id"), "status": status,
-                            "error": body_.get("error")})
+            row = {"index": body_.get("_index"), "id": body_.get("_id"), "status": status,
+                   "error": body_.get("error")}
+            if i in parked:
+                poison.append({**row, "parked_after_tries": self.max_tries})
+            elif i not in missing and status >= 400 and not (action == "create" and status == 409):
+                bad.append(row)
+        if poison:
+            self._park(poison)
         if bad:
             self._reject(bad)
         if self._on_replayed:
-            self._on_replayed(len(items) - len(bad) - len(missing))
+            self._on_replayed(len(items) - len(bad) - len(missing) - len(poison))
         return True
+
+    def _park(self, rows: list[dict[str, Any]]) -> None:
+        log.error("%d spooled operation(s) refused by Elasticsearch %d times in a row, parked in %s: %s",
+                  len(rows), self.max_tries, self.rejected_path,
+                  ", ".join(f"{r['index']}/{r['id']}" for r in rows[:10]))
+        self._write_rows(rows)
+        self.parked += len(rows)
+        last = rows[-1]
+        self.last_parked = {"index": last["index"], "id": last["id"], "status": last["status"],
+                            "reason": _error_text(last["error"])}
+        if self._on_parked:
+            self._on_parked(len(rows))
+
+    def _write_rows(self, rows: list[dict[str, Any]]) -> None:
+        with open(self.rejected_path, "a", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps({"time": round(time.time(), 3), **row}, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
 
     def _reject(self, rows: list[dict[str, Any]]) -> None:
         log.error("%d spooled operation(s) rejected by Elasticsearch; listed in %s", len(rows),
                   self.rejected_path)
-        with open(self.rejected_path, "a", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps({"time": round(time.time(), 3), **row}, ensure_ascii=False) + "\n")
+        self._write_rows(rows)
         if self._on_rejected:
             self._on_rejected(len(rows))

@@ -1,5 +1,6 @@
 """Error answers: always JSON, always a 4xx for the caller's mistakes, in Elasticsearch's own shape
-(``{"error": {"type", "reason"}, "status"}``) so proxy clients and API clients parse the same thing."""
+(``{"error": {"root_cause", "type", "reason"}, "status"}``) so proxy clients and API clients parse the
+same thing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fingerprint_indexer.service.spool import SpoolFull
+from fingerprint_indexer.service.spool import SpoolFull, SpoolUnavailable
 from fingerprint_indexer.service.worker import WorkerUnavailable
 
 log = logging.getLogger("fingerprint_indexer.service")
@@ -29,7 +30,7 @@ class ApiError(Exception):
 
 def error_body(status: int, type_: str, reason: str, details: list[dict[str, Any]] | None = None
                ) -> dict[str, Any]:
-    err: dict[str, Any] = {"type": type_, "reason": reason}
+    err: dict[str, Any] = {"root_cause": [{"type": type_, "reason": reason}], "type": type_, "reason": reason}
     if details:
         err["details"] = details
     return {"error": err, "status": status}
@@ -76,6 +77,11 @@ def install_handlers(app: FastAPI, retry_after_s: int) -> None:
     @app.exception_handler(SpoolFull)
     async def _full(_: Request, exc: SpoolFull) -> JSONResponse:
         return error_response(429, "spool_full", f"Elasticsearch is behind and the spool is full: {exc}",
+                              {"Retry-After": str(retry_after_s)})
+
+    @app.exception_handler(SpoolUnavailable)
+    async def _spool_down(_: Request, exc: SpoolUnavailable) -> JSONResponse:
+        return error_response(503, "spool_unavailable", f"the write could not be kept: {exc}",
                               {"Retry-After": str(retry_after_s)})
 
     @app.exception_handler(WorkerUnavailable)

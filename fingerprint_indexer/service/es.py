@@ -1,7 +1,10 @@
 """The service's own connection to Elasticsearch: one pooled ``httpx.AsyncClient``.
 
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
-byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates).
+byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates). These
+requests are the same on every supported server (Elasticsearch 8/9, OpenSearch 2/3); the server is still
+identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.servers`), so an
+unsupported one is reported by ``/readyz`` rather than failing on some later write.
 Credentials and the CA bundle come from :class:`EsSettings`; the caller's own ``Authorization`` header is
 never passed on.
 
@@ -22,6 +25,14 @@ import httpx
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.elasticsearch import load_index_body
+from fingerprint_indexer.servers import (
+    NODES_PATH,
+    ROOT_PATH,
+    Server,
+    UnsupportedServer,
+    from_nodes,
+    from_root,
+)
 from fingerprint_indexer.service.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
@@ -78,10 +89,16 @@ def status_reason(status: int) -> str:
     return f"Elasticsearch answered {status}"
 
 
+def not_now(status: int) -> bool:
+    """A status after which a write must wait and be retried: the cluster refused the service's own
+    credentials (401/403), is overloaded (429) or failing (5xx)."""
+    return status in (401, 403, 429) or status >= 500
+
+
 class EsClient:
     """Bulk writes, multi-get, index creation, health and raw relaying."""
 
-    def __init__(self, settings: EsSettings, write_timeout_s: float = 10.0) -> None:
+    def __init__(self, settings: EsSettings) -> None:
         self.settings = settings
         self.base = settings.url
         verify, self.config_error = ssl_context(settings)
@@ -94,10 +111,15 @@ class EsClient:
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(base_url=settings.url, headers=auth_headers(settings), verify=verify,
                                       timeout=httpx.Timeout(settings.timeout_s, connect=3.0), limits=limits)
-        # no default Accept-Encoding/User-Agent: relayed requests carry exactly the caller's headers
-        self.http.headers = httpx.Headers(auth_headers(settings))
-        self.write_timeout = httpx.Timeout(write_timeout_s, connect=3.0)
-        self._known_indices: set[str] = set()
+        # no default Accept/Accept-Encoding/User-Agent: relayed requests carry exactly the caller's headers
+        # (setting ``headers`` merges httpx's defaults back in, so they are removed one by one); without
+        # this, an answer the caller did not ask to be compressed would come back gzip-encoded
+        for name in ("accept", "accept-encoding", "user-agent", "connection"):
+            self.http.headers.pop(name, None)
+        # writes wait as long as ``--es-timeout`` says (a slow bulk is spooled, not cut short early)
+        self.write_timeout = httpx.Timeout(settings.timeout_s, connect=3.0)
+        #: The server, once it has answered (see :meth:`detect`).
+        self.server: Server | None = None
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -112,6 +134,8 @@ class EsClient:
             reason = failure_reason(exc)
         else:
             reason = None if r.status_code == 200 else status_reason(r.status_code)
+        if reason is None and self.server is None:
+            reason = await self.detect(timeout_s)
         if reason is not None and self.config_error:
             reason = f"{self.config_error}; {reason}"
         if reason != self.last_error:
@@ -121,6 +145,26 @@ class EsClient:
                 log.warning("Elasticsearch unreachable: %s", reason)
         self.last_error = reason
         return reason is None
+
+    async def detect(self, timeout_s: float = 2.0) -> str | None:
+        """Identify the server (``GET /``, else the nodes info API) into :attr:`server`; why that failed,
+        or None."""
+        try:
+            for path in (ROOT_PATH, NODES_PATH):
+                r = await self.http.get(path, headers={"accept": "application/json"}, timeout=timeout_s)
+                if r.status_code != 200:
+                    continue
+                body = r.json()
+                found = from_root(body) if path == ROOT_PATH else from_nodes(body, dict(r.headers))
+                if found is not None:
+                    self.server = found
+                    log.info("Elasticsearch endpoint is %s", found.title)
+                    return None
+        except UnsupportedServer as exc:
+            return str(exc)
+        except (httpx.HTTPError, ValueError) as exc:
+            return failure_reason(exc)
+        return "the server answered neither GET / nor the nodes info API with a version"
 
     async def mget(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """POST /_mget for ``docs`` (each with ``_index``, ``_id`` and optionally ``routing`` and
@@ -140,42 +184,48 @@ class EsClient:
         return data
 
     async def _post_json(self, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-        """POST a write-path request; (status, JSON body). No answer, 429, 5xx or a body that is not JSON
-        raise :class:`EsUnavailable` (retry later); other statuses are the caller's to judge."""
+        """POST a write-path request; (status, JSON body). No answer, 401/403 (the service's own
+        credentials), 429, 5xx or a body that is not JSON raise :class:`EsUnavailable` (retry later: the
+        writes are spooled, and :attr:`last_error` says why); other statuses are the caller's to judge."""
         try:
             r = await self.http.post(path, timeout=self.write_timeout, **kwargs)
         except httpx.HTTPError as exc:
-            raise EsUnavailable(failure_reason(exc)) from exc
-        if r.status_code == 429 or r.status_code >= 500:
-            raise EsUnavailable(status_reason(r.status_code))
+            raise self._unavailable(failure_reason(exc)) from exc
+        if not_now(r.status_code):
+            raise self._unavailable(status_reason(r.status_code))
         try:
             data: dict[str, Any] = r.json()
         except json.JSONDecodeError as exc:
             raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
         return r.status_code, data
 
-    async def ensure_index(self, index: str, layout: BlockLayout) -> None:
-        """Create ``index`` with the fingerprint mapping when it does not exist (once per process).
+    def _unavailable(self, reason: str) -> EsUnavailable:
+        """The exception for a write that must wait, with :attr:`last_error` set (``/readyz`` shows it)."""
+        self.last_error = reason
+        return EsUnavailable(reason)
 
-        The mapping is made dynamic, so an indexer's own extra fields stay searchable as they would be
-        without the proxy; the fingerprint fields keep their declared types.
+    async def ensure_index(self, index: str, layout: BlockLayout) -> None:
+        """Create ``index`` with the fingerprint mapping when it does not exist.
+
+        Asked before every write request (one ``HEAD``), not once per process: an index deleted while the
+        service runs is created again with this mapping by the next write, never by Elasticsearch's
+        dynamic mapping. The mapping is made dynamic, so an indexer's own extra fields stay searchable as
+        they would be without the proxy; the fingerprint fields keep their declared types. A 401/403
+        (the service's credentials) raises :class:`EsUnavailable` like an outage: the writes are spooled.
         """
-        if index in self._known_indices:
-            return
         try:
             r = await self.http.head(f"/{index}", timeout=self.write_timeout)
             if r.status_code == 404:
                 body = load_index_body(layout)
                 body["mappings"]["dynamic"] = True
                 r = await self.http.put(f"/{index}", json=body, timeout=self.write_timeout)
-                if r.status_code >= 500:
-                    raise EsUnavailable(f"creating index {index} answered {r.status_code}")
+                if not_now(r.status_code):
+                    raise self._unavailable(f"creating index {index}: {status_reason(r.status_code)}")
                 # 400 resource_already_exists (a concurrent creator) is fine; other errors show per item
-            elif r.status_code >= 500:
-                raise EsUnavailable(f"HEAD {index} answered {r.status_code}")
+            elif not_now(r.status_code):
+                raise self._unavailable(f"HEAD {index}: {status_reason(r.status_code)}")
         except httpx.HTTPError as exc:
-            raise EsUnavailable(f"{type(exc).__name__} talking to Elasticsearch") from exc
-        self._known_indices.add(index)
+            raise self._unavailable(failure_reason(exc)) from exc
 
 
 class BulkRejected(Exception):

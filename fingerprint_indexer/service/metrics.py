@@ -30,6 +30,9 @@ class Metrics:
         self.replayed = Counter("fpi_replayed_operations", "Spooled operations applied on replay", registry=r)
         self.rejected = Counter("fpi_rejected_operations",
                                 "Spooled operations Elasticsearch rejected for good", registry=r)
+        self.parked = Counter("fpi_parked_operations",
+                              "Spooled operations Elasticsearch kept refusing (429/5xx for that document), "
+                              "parked in rejected.ndjson after the bounded number of tries", registry=r)
         self.spool_depth = Gauge("fpi_spool_depth", "Undelivered spool records", registry=r)
         self.spool_bytes = Gauge("fpi_spool_bytes", "Undelivered spool payload bytes", registry=r)
         self.largest_bucket = Gauge("fpi_largest_block_bucket",

@@ -168,12 +168,24 @@ class Neighbour(BaseModel):
     duplicate_of: str | None
 
 
+class Rejected(BaseModel):
+    """A look-alike candidate the verification rule turned down, and why (e.g. ``facts differ: 569 vs
+    465``)."""
+
+    id: str
+    distance: int
+    cluster_id: str | None
+    duplicate_of: str | None
+    rejected_because: str
+
+
 class SimilarResponse(BaseModel):
     index: str
     id: str | None = None
     fingerprint: str
     k: int
     matches: list[Neighbour]
+    rejected: list[Rejected] = Field(default_factory=list)
 
 
 class RelatedEntry(BaseModel):

@@ -33,34 +33,42 @@ frame), by an update that points the previous canonical at it; that update's ite
 answer, which keeps one item per operation of the request. Under ``skip`` such a document is indexed (it
 is the one kept), and the replaced canonical stays in Elasticsearch, tagged.
 
-Deletes and sources without text go through unchanged. Answers are in Elasticsearch's own format, with
-each fingerprinted item carrying an extra ``fingerprint_indexer`` object. Queued items (Elasticsearch
-unavailable, see :mod:`delivery`) answer ``status: 202, result: queued``.
+Deletes and sources without text go through unchanged (sources byte for byte). Answers are in
+Elasticsearch's own format, with each fingerprinted item carrying an extra ``fingerprint_indexer`` object.
+Queued items (Elasticsearch unavailable, see :mod:`delivery`) are answered as applied and marked
+``fingerprint_indexer.queued``.
+
+Requests are read as Elasticsearch reads them (see :func:`parse_bulk`, :func:`doc_target`); what the proxy
+cannot read that way is passed through, so Elasticsearch answers it itself. Every write first makes sure
+its index exists with the fingerprint mapping (:meth:`EsClient.ensure_index`, asked per request).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote_plus, unquote
 
 import httpx
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
-from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp
+from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
 from fingerprint_indexer.service.errors import error_body
 from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
-from fingerprint_indexer.service.ingest import decide, es_fields, relink_op
+from fingerprint_indexer.service.ingest import Decided, decide, es_fields, relink_op
 from fingerprint_indexer.service.state import ServiceState
 from fingerprint_indexer.service.worker import StoreOwner, valid_index_name
 
@@ -75,57 +83,206 @@ OP_PARAMS = frozenset({"routing", "version", "version_type", "if_seq_no", "if_pr
                        "require_alias", "retry_on_conflict"})
 #: Source fields a fingerprint is made of (and so the only ones read back for an update).
 TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
+#: Query parameters about the shape of the answer, applied by the proxy (never sent on with a write).
+ANSWER_PARAMS = frozenset({"filter_path", "pretty", "human", "error_trace"})
+#: Response header giving the number of operations of the answer that were queued (spooled).
+QUEUED_HEADER = "X-Fingerprint-Indexer-Queued"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
 
+#: Metadata keys Elasticsearch accepts on a bulk action line; a line with any other is passed through,
+#: so Elasticsearch refuses it with its own error.
+META_KEYS = frozenset({"_index", "_id", "routing", "op_type", "version", "version_type", "retry_on_conflict",
+                       "pipeline", "_source", "if_seq_no", "if_primary_term", "require_alias",
+                       "require_data_stream", "list_executed_pipelines", "dynamic_templates"})
+BOM = b"\xef\xbb\xbf"
+COMPATIBLE = re.compile(r"vnd\.elasticsearch\+[a-z-]+\s*;\s*compatible-with\s*=\s*(\d+)", re.IGNORECASE)
+#: Request content types the proxy reads (with or without ``compatible-with``); any other body goes
+#: through unchanged and Elasticsearch answers it (e.g. 406 for a missing Content-Type).
+READABLE_TYPES = ("application/json", "application/x-ndjson", "application/vnd.elasticsearch+json",
+                  "application/vnd.elasticsearch+x-ndjson")
+
+
+def es_error(status: int, type_: str, reason: str, headers: dict[str, str] | None = None) -> Response:
+    """An error answered by the proxy itself, in Elasticsearch's error shape."""
+    raw = json.dumps(error_body(status, type_, reason)).encode()
+    return Response(raw, status_code=status, media_type="application/json",
+                    headers={**PRODUCT, **(headers or {})})
+
+
 class BulkParseError(ValueError):
-    pass
+    """The body is not a bulk request the proxy can take apart exactly as Elasticsearch would: it is
+    passed through, so Elasticsearch answers with its own error (or, rarely, applies it unfingerprinted)."""
 
 
-def es_error(status: int, type_: str, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    body = error_body(status, type_, reason)
-    body["error"]["root_cause"] = [{"type": type_, "reason": reason}]
-    return JSONResponse(body, status_code=status, headers=headers)
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # Elasticsearch refuses duplicate fields; re-encoding would hide them
+        raise ValueError("duplicate field")
+    return out
 
 
-def _json_line(raw: bytes, n: int) -> Any:
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise BulkParseError(f"line [{n}] is not valid UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise BulkParseError(f"line [{n}] is not valid JSON: {exc.msg}") from None
+def read_json(raw: bytes) -> Any:
+    """A JSON line as Elasticsearch reads it (a leading UTF-8 BOM is skipped, duplicate keys refused);
+    raises ValueError."""
+    if raw.startswith(BOM):
+        raw = raw[len(BOM):]
+    return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
 
 
 def parse_bulk(body: bytes, default_index: str | None) -> list[BulkOp]:
-    """The operations of an NDJSON bulk body (each with ``_index`` filled in from the path)."""
-    lines = [(n, line) for n, line in enumerate(body.split(b"\n"), 1) if line.strip()]
+    """The operations of an NDJSON bulk body (each with ``_index`` filled in from the path).
+
+    Follows Elasticsearch's own reading: the body must end with a newline; a last action without its
+    source line is ignored; a source line that is not valid UTF-8 JSON fails only its own item (it is
+    sent on as received, see :attr:`BulkOp.raw`). Anything else unusual raises :class:`BulkParseError`.
+    """
+    if not body or not body.endswith(b"\n"):
+        raise BulkParseError("the bulk request must be terminated by a newline")
+    lines = body.split(b"\n")[:-1]
     ops: list[BulkOp] = []
     i = 0
     while i < len(lines):
-        n, raw = lines[i]
-        head = _json_line(raw, n)
+        try:
+            head = read_json(lines[i])
+        except ValueError:
+            raise BulkParseError(f"action line [{i + 1}] is not valid JSON") from None
         if not isinstance(head, dict) or len(head) != 1 or next(iter(head)) not in ACTIONS:
-            raise BulkParseError(f"Malformed action/metadata line [{n}], expected one of "
-                                 f"{sorted(ACTIONS)} as the only key of an object")
+            raise BulkParseError(f"malformed action/metadata line [{i + 1}]")
         action, meta = next(iter(head.items()))
-        if not isinstance(meta, dict):
-            raise BulkParseError(f"Malformed action/metadata line [{n}]: metadata must be an object")
+        if not isinstance(meta, dict) or not meta.keys() <= META_KEYS or meta.get("_id") == "":
+            raise BulkParseError(f"malformed action/metadata line [{i + 1}]")
         if "_index" not in meta:
             if default_index is None:
-                raise BulkParseError(f"action on line [{n}] has no _index and the path names no index")
+                raise BulkParseError(f"action on line [{i + 1}] has no _index and the path names no index")
             meta["_index"] = default_index
-        source = None
-        if action in SOURCE_ACTIONS:
-            if i + 1 >= len(lines):
-                raise BulkParseError(f"action on line [{n}] has no source line after it")
+        if action not in SOURCE_ACTIONS:
+            ops.append(BulkOp(action, meta))
             i += 1
-            source = _json_line(lines[i][1], lines[i][0])
-        ops.append(BulkOp(action, meta, source))
-        i += 1
+            continue
+        if i + 1 >= len(lines):  # a dangling last action: Elasticsearch ignores it
+            break
+        raw = lines[i + 1]
+        if not raw.strip():
+            raise BulkParseError(f"source line [{i + 2}] is empty")
+        try:
+            source = read_json(raw)
+        except ValueError:
+            source = None  # its item fails alone, with Elasticsearch's own error
+        ops.append(BulkOp(action, meta, source, raw=raw))
+        i += 2
     if not ops:
         raise BulkParseError("request body is required")
     return ops
+
+
+def readable(request: Request) -> bool:
+    """Whether the request's Content-Type is one the proxy reads (else it is passed through)."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return ctype in READABLE_TYPES
+
+
+def path_segments(request: Request) -> list[str]:
+    """The request path's segments, each percent-decoded on its own: ``/i/_doc/a%2Fb`` gives
+    ``["i", "_doc", "a/b"]`` (the routes match the decoded path, where that ``/`` splits the id)."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    path = raw.decode("latin-1").partition("?")[0]
+    return [unquote(seg, errors="strict") for seg in path.split("/")[1:]]
+
+
+def filter_path(body: Any, spec: str) -> Any:
+    """Elasticsearch's ``filter_path`` response filtering: comma-separated dotted paths, ``*`` inside a
+    name, ``**`` for any depth, a leading ``-`` to exclude; arrays are transparent and objects or arrays
+    left empty by an inclusive filter are dropped."""
+    paths = [p.strip() for p in spec.split(",") if p.strip()]
+    includes = [tuple(p.split(".")) for p in paths if not p.startswith("-")]
+    excludes = [tuple(p[1:].split(".")) for p in paths if p.startswith("-")]
+    out = body
+    if includes:
+        out = _filter(body, includes, True)
+        if out is _DROP:
+            out = {}
+    if excludes:
+        out = _filter(out, excludes, False)
+        if out is _DROP:
+            out = {}
+    return out
+
+
+_DROP = object()
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    if "*" not in pattern:
+        return pattern == name
+    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), name) is not None
+
+
+def _advance(paths: list[tuple[str, ...]], key: str) -> tuple[bool, list[tuple[str, ...]]]:
+    """Whether ``key`` completes one of ``paths``, and the paths that continue below it."""
+    done, rest = False, []
+    for p in paths:
+        if p[0] == "**":
+            rest.append(p)
+            if len(p) == 1:
+                done = True
+            elif _name_matches(p[1], key):
+                if len(p) == 2:
+                    done = True
+                else:
+                    rest.append(p[2:])
+        elif _name_matches(p[0], key):
+            if len(p) == 1:
+                done = True
+            else:
+                rest.append(p[1:])
+    return done, rest
+
+
+def _filter(value: Any, paths: list[tuple[str, ...]], include: bool) -> Any:
+    if isinstance(value, list):
+        kept = [v for v in (_filter(v, paths, include) for v in value) if v is not _DROP]
+        return _DROP if include and not kept else kept
+    if not isinstance(value, dict):
+        return _DROP if include else value
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        done, rest = _advance(paths, key)
+        if done:
+            if include:
+                out[key] = v
+            continue
+        if rest and isinstance(v, dict | list):
+            sub = _filter(v, rest, include)
+            if sub is not _DROP:
+                out[key] = sub
+        elif not include:
+            out[key] = v
+    return _DROP if include and not out else out
+
+
+def es_json(body: Any, request: Request, status: int = 200, headers: dict[str, str] | None = None
+            ) -> Response:
+    """An answer in Elasticsearch's manner: ``filter_path`` applied to successful answers (Elasticsearch
+    never filters its error answers), ``pretty`` honoured, ``X-Elastic-Product`` set."""
+    spec = request.query_params.get("filter_path")
+    if spec and status < 300:
+        body = filter_path(body, spec)
+    pretty = request.query_params.get("pretty") not in (None, "false")
+    raw = json.dumps(body, ensure_ascii=False, indent=2 if pretty else None,
+                     separators=None if pretty else (",", ":")).encode()
+    return Response(raw + (b"\n" if pretty else b""), status_code=status, media_type=answer_type(request),
+                    headers={**PRODUCT, **(headers or {})})
+
+
+def answer_type(request: Request) -> str:
+    """The Content-Type Elasticsearch answers with: its versioned media type when the request asked for
+    one (``compatible-with=N`` in Accept, else in Content-Type), plain JSON otherwise."""
+    for name in ("accept", "content-type"):
+        found = COMPATIBLE.search(request.headers.get(name, ""))
+        if found:
+            return f"application/vnd.elasticsearch+json;compatible-with={found.group(1)}"
+    return "application/json"
 
 
 def _text_ok(value: str) -> bool:
@@ -313,14 +470,17 @@ def _item(op: BulkOp, status: int, **fields: Any) -> dict[str, Any]:
     return {op.action: {"_index": op.index, "_id": op.id, "status": status, **fields}}
 
 
-async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, str]) -> list[dict[str, Any]]:
-    """Fingerprint, decide, apply the policy, deliver; one bulk item per operation, in order."""
+async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, str],
+                      answer: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Fingerprint, decide, apply the policy, deliver; one bulk item per operation, in order (``answer``
+    gets Elasticsearch's other top-level answer fields, see :meth:`Delivery.submit`)."""
     assert state.pool is not None and state.delivery is not None
     out: list[dict[str, Any] | None] = [None] * len(ops)
     todo: list[tuple[int, str, Document]] = []
     named: list[tuple[str, str]] = []  # creates with the caller's own id (an assigned one is new)
     for op in ops:
-        if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None:
+        if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None \
+                and op.source is not None:
             op.meta["_id"] = uuid.uuid4().hex
         elif op.action == "create" and valid_index_name(op.index):
             named.append((op.index, str(op.id)))
@@ -356,7 +516,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         log.warning("%d create(s) of ids in the embedded store passed on without fingerprints (%s); their "
                     "entries are kept", unsure, why)
     t0 = time.perf_counter()
-    decided = await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
+    decided = await decide_in_order(state, ops, todo)
     if todo:
         state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     policy = state.settings.on_duplicate
@@ -370,12 +530,13 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         if plan is not None:  # an update: the fields go into the part of the body that gets applied
             extra = _fingerprint_nulls(state.layout) if plan.target == "doc" else {}
             op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **fields}}
+            op.raw = None  # re-encoded with the fields inside doc/upsert
         elif policy == "skip" and d.is_duplicate:
             state.metrics.skipped.inc()
             out[pos] = _item(op, 200, result="noop", fingerprint_indexer=summary)
             continue
         else:
-            op.source = {**op.source, **fields}
+            op.added = fields
         op.fingerprinted = True
         op.extra = summary
         if (relink := relink_op(op.index, d.decision)) is not None:
@@ -389,7 +550,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
 
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
     sent = [o for pos in forward for o in (ops[pos], relinks.get(pos)) if o is not None]
-    answered = await state.delivery.submit(sent, params)
+    answered = await state.delivery.submit(sent, params, answer)
     # the client sees one item per operation it sent: the relinks' items are left out (their failures
     # are logged by the delivery)
     items = [it for o, it in zip(sent, answered, strict=True) if not o.relink]
@@ -401,7 +562,8 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             if not superseded(pos, op):
                 await state.stores.call(state.stores.forget, op.index, str(op.id))
         elif op.fingerprinted:
-            next(iter(item.values()))["fingerprint_indexer"] = op.extra
+            body = next(iter(item.values()))
+            body["fingerprint_indexer"] = {**op.extra, **body.get("fingerprint_indexer", {})}
         elif (op.action == "delete" or outcomes.get(pos) == "unknown_source") and op.id \
                 and valid_index_name(op.index) and not _has_error(item) and not superseded(pos, op):
             # deleted (or queued for deletion) in Elasticsearch, or its text changed in a way we could not
@@ -409,6 +571,30 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             await state.stores.call(state.stores.forget, op.index, op.id)
         out[pos] = item
     return [it for it in out if it is not None]
+
+
+async def decide_in_order(state: ServiceState, ops: list[BulkOp], todo: list[tuple[int, str, Document]]
+                          ) -> list[Decided]:
+    """Decide the ``todo`` documents as if the request's operations ran one after the other: a ``delete``
+    leaves the embedded store before the documents after it are decided, so a copy of a document
+    deleted earlier in the same request is not called its duplicate. (Should Elasticsearch then refuse
+    that delete, which it does only for a version conflict or a missing routing, the entry stays out of
+    the store: later copies of it count as new rather than pointing at it.)"""
+    assert state.pool is not None
+    deletes = [pos for pos, op in enumerate(ops)
+               if op.action == "delete" and op.id is not None and valid_index_name(op.index)]
+    if not deletes or not todo:
+        return await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
+    out: list[Decided] = []
+    start = 0
+    for cut in [*deletes, len(ops)]:
+        run = [t for t in todo if start <= t[0] < cut]
+        if run:
+            out += await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in run])
+        if cut < len(ops):
+            await state.stores.call(state.stores.forget, ops[cut].index, str(ops[cut].id))
+        start = cut
+    return out
 
 
 def _has_error(item: dict[str, Any]) -> bool:
@@ -419,23 +605,28 @@ async def _bulk(request: Request, index: str | None) -> Response:
     state = svc(request)
     if index is not None and not valid_index_name(index):
         return await passthrough(request)
+    if not readable(request):
+        return await write_through(request, index)
     started = time.perf_counter()
+    body = await request.body()
     try:
-        ops = parse_bulk(await request.body(), index)
+        ops = parse_bulk(body, index)
     except BulkParseError as exc:
-        return es_error(400, "illegal_argument_exception", str(exc))
+        return await passthrough(request, f"bulk request not fingerprinted ({exc})")
     if len(ops) > state.settings.max_bulk_actions:
         return es_error(413, "request_entity_too_large",
                         f"{len(ops)} operations in one bulk request; the limit is "
                         f"{state.settings.max_bulk_actions}")
-    params = {k: v for k, v in request.query_params.items() if k != "filter_path"}
+    params = {k: v for k, v in request.query_params.items() if k not in ANSWER_PARAMS}
+    extra: dict[str, Any] = {}
     try:
-        items = await process_ops(state, ops, params)
+        items = await process_ops(state, ops, params, extra)
     except BulkRejected as exc:
-        return JSONResponse(exc.body, status_code=exc.status, headers=PRODUCT)
-    body = {"errors": any(_has_error(it) for it in items),
-            "took": round((time.perf_counter() - started) * 1000), "items": items}
-    return JSONResponse(body, headers=PRODUCT)
+        return es_json(exc.body, request, exc.status)
+    out = {"errors": any(_has_error(it) for it in items),
+           "took": round((time.perf_counter() - started) * 1000), **extra, "items": items}
+    queued = sum(1 for it in items if is_queued(it))
+    return es_json(out, request, headers={QUEUED_HEADER: str(queued)} if queued else None)
 
 
 @router.post("/_bulk", tags=["proxy"], summary="Bulk write with fingerprints (Elasticsearch _bulk)")
@@ -452,17 +643,36 @@ async def bulk_index(index: str, request: Request) -> Response:
     return await _bulk(request, index)
 
 
-async def _single(request: Request, index: str, doc_id: str | None, action: str) -> Response:
-    state = svc(request)
-    if not valid_index_name(index):
-        return await passthrough(request)
-    raw = await request.body()
+def doc_target(request: Request, endpoint: str) -> tuple[str, str | None] | None:
+    """``(index, id)`` of a single-document request ``/{index}/{endpoint}[/{id}]`` read from the raw
+    path (an id may hold ``/`` as ``%2F``, spaces, non-ASCII); None when the path has another shape or
+    the index is not one the proxy keeps a store for (then it is passed through)."""
     try:
-        source = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return es_error(400, "mapper_parsing_exception", "request body is not valid UTF-8 JSON")
-    if not isinstance(source, dict):
-        return es_error(400, "mapper_parsing_exception", "the document must be a JSON object")
+        segs = path_segments(request)
+    except UnicodeDecodeError:
+        return None
+    if len(segs) not in (2, 3) or segs[1] != endpoint or not valid_index_name(segs[0]):
+        return None
+    if len(segs) == 3 and segs[2] == "":
+        return None
+    return segs[0], (segs[2] if len(segs) == 3 else None)
+
+
+async def _single(request: Request, endpoint: str, action: str) -> Response:
+    state = svc(request)
+    target = doc_target(request, endpoint)
+    if target is None:
+        return await passthrough(request)
+    index, doc_id = target
+    raw, source = b"", None
+    if action != "delete":
+        if not readable(request):
+            return await write_through(request, index)
+        raw = await request.body()
+        with contextlib.suppress(ValueError):
+            source = read_json(raw)
+        if not isinstance(source, dict):  # Elasticsearch answers with its own parsing error
+            return await write_through(request, index)
     meta: dict[str, Any] = {"_index": index}
     if doc_id is not None:
         meta["_id"] = doc_id
@@ -472,71 +682,102 @@ async def _single(request: Request, index: str, doc_id: str | None, action: str)
             action = "create" if v == "create" else action
         elif k in OP_PARAMS:
             meta[k] = v
-        elif k != "filter_path":
+        elif k not in ANSWER_PARAMS:
             params[k] = v
-    op = BulkOp(action, meta, source)
+    if action == "update" and not update_wants_source(BulkOp("update", meta, source)):
+        op_ = BulkOp("update", meta, source)
+        if not spooling(state):  # Elasticsearch applies and answers it itself
+            state.metrics.updates.labels("scripted" if is_scripted(op_) else "no_text").inc()
+            return await write_through(request, index if creates_documents(op_) else None)
+        # else it queues behind the spooled writes like any other (order; an acknowledged answer)
+    op = BulkOp(action, meta, source, raw=raw.strip() if action in ("index", "create") else None)
     try:
         item = next(iter((await process_ops(state, [op], params))[0].values()))
     except BulkRejected as exc:
-        return JSONResponse(exc.body, status_code=exc.status, headers=PRODUCT)
+        return es_json(exc.body, request, exc.status)
     status = int(item.pop("status", 500))
     if "error" in item:
-        return JSONResponse({"error": item["error"], "status": status}, status_code=status, headers=PRODUCT)
-    headers = dict(PRODUCT)
+        err = dict(item["error"])
+        err.setdefault("root_cause", [{k: v for k, v in err.items() if k != "caused_by"}])
+        # Elasticsearch puts root_cause first
+        err = {"root_cause": err.pop("root_cause"), **err}
+        return es_json({"error": err, "status": status}, request, status)
+    headers: dict[str, str] = {}
     if status == 201:
-        headers["Location"] = f"/{index}/_doc/{item.get('_id')}"
-    return JSONResponse(item, status_code=status, headers=headers)
+        # as Elasticsearch writes it (Java's URLEncoder: form encoding, a space as '+')
+        encoded = quote_plus(str(item.get("_id")), safe="*").replace("~", "%7E")
+        headers["Location"] = f"/{index}/_doc/{encoded}"
+    if is_queued({action: item}):
+        headers[QUEUED_HEADER] = "1"
+    return es_json(item, request, status, headers)
 
 
-@router.put("/{index}/_doc/{doc_id}", tags=["proxy"], summary="Index one document with fingerprints")
-@router.post("/{index}/_doc/{doc_id}", include_in_schema=False)
+@router.put("/{index}/_doc/{doc_id:path}", tags=["proxy"], summary="Index one document with fingerprints")
+@router.post("/{index}/_doc/{doc_id:path}", include_in_schema=False)
 async def doc_with_id(index: str, doc_id: str, request: Request) -> Response:
-    """As Elasticsearch's index API; the answer is Elasticsearch's."""
-    return await _single(request, index, doc_id, "index")
+    """As Elasticsearch's index API; the answer is Elasticsearch's. Ids may contain any character
+    (percent-encoded in the path, ``/`` as ``%2F``)."""
+    return await _single(request, "_doc", "index")
 
 
 @router.post("/{index}/_doc", tags=["proxy"], summary="Index one document (id assigned) with fingerprints")
 async def doc_without_id(index: str, request: Request) -> Response:
     """As Elasticsearch's index API with an automatic id (assigned by the service)."""
-    return await _single(request, index, None, "index")
+    return await _single(request, "_doc", "index")
 
 
-@router.put("/{index}/_create/{doc_id}", tags=["proxy"], summary="Create one document with fingerprints")
-@router.post("/{index}/_create/{doc_id}", include_in_schema=False)
+@router.put("/{index}/_create/{doc_id:path}", tags=["proxy"], summary="Create one document with fingerprints")
+@router.post("/{index}/_create/{doc_id:path}", include_in_schema=False)
 async def create_with_id(index: str, doc_id: str, request: Request) -> Response:
     """As Elasticsearch's create API; the answer is Elasticsearch's."""
-    return await _single(request, index, doc_id, "create")
+    return await _single(request, "_create", "create")
 
 
-@router.post("/{index}/_update/{doc_id}", tags=["proxy"], summary="Update one document (fingerprints follow)")
+@router.post("/{index}/_update/{doc_id:path}", tags=["proxy"],
+             summary="Update one document (fingerprints follow)")
 async def update_doc(index: str, doc_id: str, request: Request) -> Response:
     """As Elasticsearch's update API. A partial ``doc`` (or ``upsert``) that sets a text field is
     fingerprinted as merged over the current document; every other update is passed through unchanged."""
-    try:
-        body = json.loads((await request.body()).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        body = None
-    op = BulkOp("update", {"_index": index, "_id": doc_id}, body)
-    if not update_wants_source(op):
-        svc(request).metrics.updates.labels("scripted" if is_scripted(op) else "no_text").inc()
-        return await passthrough(request)
-    return await _single(request, index, doc_id, "update")
+    return await _single(request, "_update", "update")
 
 
-@router.delete("/{index}/_doc/{doc_id}", include_in_schema=False)
+@router.delete("/{index}/_doc/{doc_id:path}", include_in_schema=False)
 async def delete_doc(index: str, doc_id: str, request: Request) -> Response:
     """Elasticsearch's delete API, passed through; a document that is gone (or was never there) is
-    also dropped from the embedded store, so later copies are not reported as duplicates of it."""
+    also dropped from the embedded store, so later copies are not reported as duplicates of it. While
+    writes are being spooled, the delete is spooled behind them (else it could overtake an earlier
+    spooled write of the same document, which the replay would then bring back)."""
+    target = doc_target(request, "_doc")
+    if target is not None and target[1] is not None and spooling(svc(request)):
+        return await _single(request, "_doc", "delete")
     resp = await passthrough(request)
-    if valid_index_name(index) and (200 <= resp.status_code < 300 or resp.status_code == 404):
+    if target is not None and target[1] is not None \
+            and (200 <= resp.status_code < 300 or resp.status_code == 404):
         state = svc(request)
-        await state.stores.call(state.stores.forget, index, doc_id)
+        await state.stores.call(state.stores.forget, target[0], target[1])
     return resp
 
 
-async def passthrough(request: Request) -> Response:
+def spooling(state: ServiceState) -> bool:
+    """Writes are being queued (Elasticsearch down, or the spool not drained yet): a write passed
+    through now could overtake them, so writes go through the delivery (and the spool) instead."""
+    return state.spool.depth > 0 or (state.delivery is not None and state.delivery.es_down)
+
+
+async def write_through(request: Request, index: str | None) -> Response:
+    """Pass a write the proxy does not fingerprint through, after making sure its index exists with the
+    fingerprint mapping (else Elasticsearch would create it with a dynamic one)."""
+    state = svc(request)
+    if index is not None and valid_index_name(index) and state.es is not None:
+        with contextlib.suppress(EsUnavailable):  # then the pass-through says what is wrong
+            await state.es.ensure_index(index, state.layout)
+    return await passthrough(request)
+
+
+async def passthrough(request: Request, why: str | None = None) -> Response:
     """Relay the request to Elasticsearch and its answer back, headers included (minus hop-by-hop ones
-    and the service's own key)."""
+    and the service's own key). ``why``: a write the proxy could not read; should Elasticsearch apply it
+    after all, that is logged (its documents carry no fingerprint fields)."""
     state = svc(request)
     assert state.es is not None
     http = state.es.http
@@ -552,6 +793,8 @@ async def passthrough(request: Request) -> Response:
     except httpx.HTTPError as exc:
         return es_error(502, "proxy_exception",
                         f"Elasticsearch did not answer ({type(exc).__name__})", {"Retry-After": "1"})
+    if why is not None and resp.status_code < 300:
+        log.warning("%s, but Elasticsearch applied it: its documents have no fingerprint fields", why)
     out = StreamingResponse(resp.aiter_raw(), status_code=resp.status_code,
                             background=BackgroundTask(resp.aclose))
     out.raw_headers = [(k.lower(), v) for k, v in resp.headers.raw

@@ -85,6 +85,13 @@ class ServiceSettings:
     retry_after_s: int = 5
     max_open_indices: int = 64
     replay_backoff_max_s: float = 5.0
+    #: replays of a write Elasticsearch keeps refusing (429/5xx for it alone) before it is parked
+    replay_max_tries: int = 10
+    #: seconds a connection may take to send a request's headers (slow or idle clients are closed)
+    header_timeout_s: float = 10.0
+    #: seconds a request body may pause between two chunks, and take in all
+    body_idle_timeout_s: float = 30.0
+    body_timeout_s: float = 300.0
 
     @property
     def store_root(self) -> Path:

@@ -15,6 +15,7 @@ On open, a torn frame at the tail of the newest segment (a write that was never 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -30,6 +31,11 @@ MAX_FRAME = 1 << 30
 
 class SpoolFull(Exception):
     """The spool holds more undelivered bytes than its limit: the caller should answer 429."""
+
+
+class SpoolUnavailable(Exception):
+    """The spool could not be written (disk full, I/O or fsync error): nothing was acknowledged, and the
+    caller should answer 503; the spool's file is left as it was before the write."""
 
 
 class SpoolLocked(Exception):
@@ -139,20 +145,40 @@ class Spool:
 
     # ----------------------------------------------------------------------------------------- API
     def append(self, payload: bytes) -> None:
-        """Write one frame and fsync it; raises :class:`SpoolFull` past the limit."""
+        """Write one frame and fsync it; raises :class:`SpoolFull` past the limit and
+        :class:`SpoolUnavailable` when the disk refuses the write (a partial frame is cut off again, so
+        later frames never sit behind a torn one)."""
         with self._lock:
             if self.pending_bytes + len(payload) > self.limit_bytes and self.depth > 0:
                 raise SpoolFull(f"spool holds {self.pending_bytes} bytes (limit {self.limit_bytes})")
-            if self._writer.tell() >= self.segment_bytes:
-                self._writer.close()
-                self._write_segment += 1
-                self._writer = open(self._segment_path(self._write_segment), "ab")  # noqa: SIM115
-                _fsync_dir(self.dir)
-            self._writer.write(HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
-            self._writer.flush()
-            os.fdatasync(self._writer.fileno())
+            try:
+                if self._writer.tell() >= self.segment_bytes:
+                    self._writer.close()
+                    self._write_segment += 1
+                    self._writer = open(self._segment_path(self._write_segment), "ab")  # noqa: SIM115
+                    _fsync_dir(self.dir)
+                start = self._writer.tell()
+                try:
+                    self._writer.write(HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+                    self._writer.flush()
+                    os.fdatasync(self._writer.fileno())
+                except OSError:
+                    self._cut_back(start)
+                    raise
+            except OSError as exc:
+                raise SpoolUnavailable(f"spool {self.dir} cannot be written: "
+                                       f"{exc.strerror or type(exc).__name__}") from exc
             self.depth += 1
             self.pending_bytes += len(payload)
+
+    def _cut_back(self, end: int) -> None:
+        """After a failed write: drop whatever reached the segment past ``end`` (best effort; a tail that
+        cannot be cut is a torn frame, cut off at the next open)."""
+        with contextlib.suppress(OSError):
+            self._writer.close()
+        with contextlib.suppress(OSError), open(self._segment_path(self._write_segment), "r+b") as f:
+            f.truncate(end)
+        self._writer = open(self._segment_path(self._write_segment), "ab")  # noqa: SIM115
 
     def would_overflow(self, n_bytes: int) -> bool:
         return self.depth > 0 and self.pending_bytes + n_bytes > self.limit_bytes

@@ -61,7 +61,8 @@ class ServiceState:
         m = self.metrics
         self.delivery = Delivery(self.es, self.spool, self.layout, on_spooled=m.spooled.inc)
         self.replayer = Replayer(self.delivery, s.replay_backoff_max_s, on_replayed=m.replayed.inc,
-                                 on_rejected=m.rejected.inc)
+                                 on_rejected=m.rejected.inc, on_parked=m.parked.inc,
+                                 max_tries=s.replay_max_tries)
         delivery = self.delivery
         m.bind(spool_depth=lambda: self.spool.depth, spool_bytes=lambda: self.spool.pending_bytes,
                largest_bucket=lambda: self.stores.largest_bucket,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
 from fingerprint_indexer.store.exact import ExactStore
@@ -125,10 +126,14 @@ class Neighbour:
     distance: int
     cluster_id: str | None
     duplicate_of: str | None
+    rejected_because: str = ""  # set on candidates the verification rule turned down
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "distance": self.distance, "cluster_id": self.cluster_id,
-                "duplicate_of": self.duplicate_of}
+        out = {"id": self.id, "distance": self.distance, "cluster_id": self.cluster_id,
+               "duplicate_of": self.duplicate_of}
+        if self.rejected_because:
+            out["rejected_because"] = self.rejected_because
+        return out
 
 
 #: LevelDB block cache per open store. The service keeps up to ``max_open`` stores open, so the
@@ -189,14 +194,16 @@ class StoreOwner:
             self.largest_bucket = max(self.largest_bucket, *store.index.bucket_sizes(fp))
 
     def neighbours(
-        self, index: str, fps: list[int], sketch: bytes, digest: str, k: int, exclude: str | None
+        self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
     ) -> list[Neighbour]:
-        """Stored documents within ``k`` (plus exact copies, which may be degenerate), nearest first."""
+        """Stored near-duplicates (plus exact copies, which may be degenerate), nearest first, then the
+        candidates the verification rule rejected, each with its reason."""
         pipe = self.pipeline(index, create=False)
         if pipe is None:
             return []
-        hits = pipe.store.neighbours(fps, sketch, digest, k, exclude)
-        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of) for rec, why in hits]
+        hits = pipe.store.neighbours(ev, digest, k, exclude, rejected=True)
+        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of, why.reason)
+                for rec, why in hits]
 
     def forget(self, index: str, doc_id: str) -> bool:
         """Remove a document deleted from Elasticsearch from the index's embedded store."""

@@ -4,10 +4,12 @@ Composite aggregations page through every block field (and the content digest); 
 more documents is a candidate group, whose members come back in the same response (``top_hits`` with only
 doc values; a bucket larger than that is fetched by a ``term`` query). Block fields hold the keys of every
 document and chunk fingerprint, so a pair is a candidate when the fingerprints that put both members in the
-bucket lie within Hamming ``k``; it is accepted only when the MinHash sketches confirm it (as the embedded
-pipeline does, docs/quality.md). Accepted pairs are joined into groups (connected components), and every
-member of a group gets ``cluster_id`` and ``duplicate_of`` (the group's canonical document: earliest
-``published_at``, then smallest id) written back, with ``distance`` the smallest Hamming distance over all
+bucket lie within Hamming ``k``; it is accepted only by the verification rule (sketch and facts,
+:func:`fingerprint_indexer.verify.check`, as every writer). Accepted pairs are joined into groups
+(connected components); a member whose facts conflict with the canonical's stays out of the group (it
+was linked through another story of the same template), and every member of a group gets
+``cluster_id`` and ``duplicate_of`` (the group's canonical document: earliest ``published_at``, then
+smallest id) written back, with ``distance`` the smallest Hamming distance over all
 fingerprint pairs with the canonical.
 Elasticsearch distributes the bucket work over its shards; the client only verifies and joins.
 """
@@ -26,22 +28,18 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.elasticsearch import (
     FP_FIELD,
-    FPS_FIELD,
-    SKETCH_FIELD,
+    VERIFY_FIELDS,
     ElasticsearchIndex,
     ElasticsearchWriteError,
-    confirmed,
+    hit_evidence,
     hit_fingerprints,
-    hit_sketch,
     pit_scan,
 )
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.verify import Evidence, check, closest, same_facts
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
 MEMBER_FIELDS = [
-    {"field": FP_FIELD},
-    {"field": FPS_FIELD},
-    {"field": SKETCH_FIELD},
+    *VERIFY_FIELDS,
     {"field": "content_digest"},
     {"field": "published_at", "format": "epoch_millis"},
 ]
@@ -53,11 +51,10 @@ class Member:
     fingerprint: int
     digest: str | None
     published: float | None
-    fingerprints: list[int] = field(default_factory=list)  # document and chunks (doc-value order)
-    sketch: bytes = b""
+    evidence: Evidence = field(default_factory=lambda: Evidence([]))  # fingerprints in doc-value order
 
     def all_fingerprints(self) -> list[int]:
-        return self.fingerprints or [self.fingerprint]
+        return list(self.evidence.fingerprints) or [self.fingerprint]
 
 
 @dataclass
@@ -105,7 +102,7 @@ def _member(hit: dict[str, Any]) -> Member | None:
     published = f.get("published_at")
     return Member(str(hit["_id"]), hit_fingerprints({FP_FIELD: f[FP_FIELD]})[0],
                   (f.get("content_digest") or [None])[0], float(published[0]) if published else None,
-                  hit_fingerprints(f), hit_sketch(f))  # fmt: skip
+                  hit_evidence(f))  # fmt: skip
 
 
 def _bucket_members(client: Elasticsearch, index: str, fname: str, key: str, page: int) -> list[Member]:
@@ -150,7 +147,8 @@ def keyed_buckets(
 def _close_pairs(
     members: list[Member], k: int, layout: BlockLayout | None = None, block: int = 0, key: str = ""
 ) -> list[tuple[int, int]]:
-    """Index pairs (i < j) of members with fingerprints within distance k whose sketches confirm them.
+    """Index pairs (i < j) of members with fingerprints within distance k that the verification rule
+    accepts (:func:`fingerprint_indexer.verify.check`).
 
     With ``layout`` only the fingerprints that put a member into this bucket (block ``block`` = ``key``)
     are compared: any pair within k shares a block key, so it is found in the bucket of that key.
@@ -170,7 +168,7 @@ def _close_pairs(
     a, b = np.nonzero(np.triu(dist <= k, 1))
     pairs = {(int(min(x, y)), int(max(x, y))) for x, y in zip(own[a].tolist(), own[b].tolist(), strict=True)
              if x != y}  # fmt: skip
-    return sorted((i, j) for i, j in pairs if confirmed(members[i].sketch, members[j].sketch))
+    return sorted((i, j) for i, j in pairs if check(members[i].evidence, members[j].evidence, k).accepted)
 
 
 def batch_dedupe(
@@ -204,12 +202,15 @@ def batch_dedupe(
     for doc_id in uf.parent:
         groups.setdefault(uf.find(doc_id), []).append(members_by_id[doc_id])
     actions = []
-    for group in groups.values():
+    for linked in groups.values():
+        canon = min(linked, key=lambda m: (m.published if m.published is not None else float("inf"), m.id))
+        # as in the pipeline: a member whose facts conflict with the canonical's was linked through
+        # another story of the same template, and stays out of the group
+        group = [m for m in linked if m is canon or same_facts(m.evidence, canon.evidence)]
         if len(group) < 2:
             continue
         report.groups += 1
         report.documents_in_groups += len(group)
-        canon = min(group, key=lambda m: (m.published if m.published is not None else float("inf"), m.id))
         for m in group:
             is_canon = m.id == canon.id
             same = m.digest is not None and m.digest == canon.digest

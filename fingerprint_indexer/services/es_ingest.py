@@ -8,9 +8,11 @@ batch. Rules, mirroring the embedded pipeline:
 
 - same id already indexed with the same content digest and algorithm version: its stored decision stands
   and nothing is written (re-running an input is idempotent);
-- a near-duplicate matches the nearest verified candidate; ``duplicate_of`` is the canonical (first
-  indexed) document of the group, ``distance`` the smallest Hamming distance over all fingerprint pairs
-  with it; ``cluster_id`` is the cluster of the matched document, or the document's own id for a new story;
+- a near-duplicate matches the nearest verified candidate (and is new when the facts of that
+  candidate's canonical conflict with its own, as in the embedded pipeline); ``duplicate_of`` is the
+  canonical (first indexed) document of the group, ``distance`` the smallest Hamming distance over all
+  fingerprint pairs with it; ``cluster_id`` is the cluster of the matched document, or the document's own
+  id for a new story;
 - degenerate documents (too few features) are matched exactly only and get no block keys.
 """
 
@@ -35,21 +37,20 @@ from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchWriteError,
     copy_fields,
     fingerprint_fields,
-    sketches_confirm,
-    source_fingerprints,
+    source_evidence,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.verify import Evidence, check_many, closest, joins
 
 OnDuplicate = Literal["tag", "skip"]
 Mode = Literal["index", "update"]
 #: Terms kept in the ``terms`` field: enough for more_like_this, bounded so long articles stay cheap to index.
 MAX_TERMS = 256
-RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "content_digest", "fp_version", "cluster_id",
-                 "duplicate_of", "decision", "distance", "degenerate"]  # fmt: skip
+RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest", "fp_version",
+                 "cluster_id", "duplicate_of", "decision", "distance", "degenerate"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ class _Rec:
     degenerate: bool = False
     chunks: tuple[int, ...] = ()
     sketch: bytes = b""
+    facts: tuple[str, ...] = ()
+    frames: tuple[int, ...] = ()
 
     @property
     def root(self) -> str:
@@ -100,16 +103,22 @@ class _Rec:
     def fingerprints(self) -> list[int]:
         return [self.fingerprint, *self.chunks]
 
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.fingerprints, self.sketch, self.facts, self.frames)
+
     @classmethod
     def from_source(cls, doc_id: str, src: Mapping[str, Any]) -> _Rec | None:
         if src.get("fingerprint") is None:
             return None
-        fps, sketch = source_fingerprints(src)
+        ev = source_evidence(src)
         return cls(
             id=doc_id,
-            fingerprint=fps[0],
-            chunks=tuple(fps[1:]),
-            sketch=sketch,
+            fingerprint=ev.fingerprints[0],
+            chunks=tuple(ev.fingerprints[1:]),
+            sketch=ev.sketch,
+            facts=tuple(ev.facts),
+            frames=tuple(ev.frames),
             cluster_id=str(src.get("cluster_id") or doc_id),
             duplicate_of=src.get("duplicate_of"),
             content_digest=str(src.get("content_digest") or ""),
@@ -214,7 +223,7 @@ class EsDecider:
         batch_ids = {doc.id for doc, _ in batch}
         existing = self._mget(doc.id for doc, _ in batch if doc.id not in start)
         exact = self._by_digest(res.content_digest for _, res in batch)
-        near_q = [(res.fingerprints, res.sketch) for _, res in batch if not res.degenerate]
+        near_q = [res.evidence for _, res in batch if not res.degenerate]
         near_x = [doc.id for doc, res in batch if not res.degenerate]
         found = self.index.query_verified_many(near_q, self.k, near_x) if near_q else []
         near_iter: Iterator[list[Match]] = iter(found)
@@ -240,6 +249,9 @@ class EsDecider:
             match = self._match(doc.id, res, exact, near[i], known, pend)
             kind, rec = match if match else ("new", None)
             root = None if rec is None else self._pending.get(rec.root) or known.get(rec.root) or rec
+            if kind == "near_duplicate" and rec is not None and root is not None and not joins(
+                    res.evidence, rec.id, root.id, root.evidence):  # fmt: skip
+                kind, rec, root = "new", None, None
             new = _Rec(
                 id=doc.id,
                 fingerprint=res.fingerprint,
@@ -252,6 +264,8 @@ class EsDecider:
                 degenerate=res.degenerate,
                 chunks=res.chunks,
                 sketch=res.sketch,
+                facts=res.facts,
+                frames=res.frames,
             )
             written = kind == "new" or self.on_duplicate == "tag"
             decisions.append(EsDecision(new.id, to_hex(new.fingerprint), kind, new.duplicate_of,
@@ -330,8 +344,8 @@ class EsDecider:
         start: Mapping[str, _Rec], written_at: Sequence[_Rec | None],
     ) -> list[tuple[int, str, _Rec]]:  # fmt: skip
         """Documents pending now (decided since the last refresh) with any fingerprint within k of any of
-        ``res``'s, confirmed by their sketch (the rule of :meth:`ElasticsearchIndex.query_verified`), as
-        (distance, id, record); the sketches are compared as one matrix."""
+        ``res``'s that the verification rule accepts (:func:`fingerprint_indexer.verify.check_many`, as
+        :meth:`ElasticsearchIndex.query_verified` does for indexed ones), as (distance, id, record)."""
         pending = self._pending
         cands: list[tuple[int, str, _Rec]] = []
         for d, dist in before.items():
@@ -342,10 +356,8 @@ class EsDecider:
             rec = written_at[j]
             if rec is not None and rec.id != doc_id and pending.get(rec.id) is rec:
                 cands.append((dist, rec.id, rec))
-        if not cands or not res.sketch:
-            return cands
-        ok = sketches_confirm(res.sketch, [c[2].sketch for c in cands])
-        return [c for c, keep in zip(cands, ok.tolist(), strict=True) if keep]
+        verdicts = check_many(res.evidence, [c[2].evidence for c in cands], self.k)
+        return [c for c, v in zip(cands, verdicts, strict=True) if v.accepted]
 
     def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec]) -> None:
         """Put the batch's written records into the pending block tables (last version of each id)."""
@@ -383,7 +395,7 @@ class EsDecider:
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec) -> dict[str, Any]:
         out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate,
-                                 chunks=rec.chunks, sketch=rec.sketch)
+                                 chunks=rec.chunks, sketch=rec.sketch, facts=rec.facts, frames=rec.frames)
         out.update(content_digest=rec.content_digest, fp_version=rec.fp_version, cluster_id=rec.cluster_id,
                    duplicate_of=rec.duplicate_of, decision=rec.decision, distance=rec.distance,
                    degenerate=rec.degenerate)  # fmt: skip

@@ -26,11 +26,13 @@ from typing import Any
 from elasticsearch import Elasticsearch, NotFoundError
 
 from fingerprint_indexer.index.elasticsearch import (
+    FACTS_FIELD,
     FP_FIELD,
     FPS_FIELD,
+    FRAMES_FIELD,
     SKETCH_FIELD,
     ElasticsearchIndex,
-    source_fingerprints,
+    source_evidence,
 )
 
 MLT_FIELDS = ("terms",)
@@ -152,16 +154,16 @@ def related(
     """
     try:
         doc = client.get(index=index, id=doc_id,
-                         source_includes=[FP_FIELD, FPS_FIELD, SKETCH_FIELD, *SOURCE_FIELDS])
+                         source_includes=[FP_FIELD, FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD,
+                                          *SOURCE_FIELDS])
     except NotFoundError as exc:
         raise LookupError(f"no document {doc_id!r} in index {index!r}") from exc
     src = doc.get("_source") or {}
     own_cluster = src.get("cluster_id")
     near: list[dict[str, Any]] = []
     if src.get(FP_FIELD) is not None:
-        fps, sketch = source_fingerprints(src)
         es_index = ElasticsearchIndex(client, index, create=False)
-        matches = es_index.query_verified(fps, sketch, k, exclude=doc_id)
+        matches = es_index.query_verified(source_evidence(src), k, exclude=doc_id)
         near = [{"id": m.doc_id, "distance": m.distance} for m in matches]
     if own_cluster:  # reports clustered with this one are near-duplicates too, even beyond k
         resp = client.search(

@@ -1,4 +1,4 @@
-"""Errors raised when opening or using a persistent store."""
+"""Errors raised when opening or using a persistent store: each says in one line what is wrong."""
 
 from __future__ import annotations
 
@@ -15,5 +15,17 @@ class StoreLockedError(StoreError):
         super().__init__(f"store {path} is locked by another process")
 
 
+class StoreReadOnlyError(StoreError):
+    """The store's folder cannot be written (read-only file system or no permission)."""
+
+
 class StoreMismatchError(StoreError):
     """The store was written with a different block layout or fingerprint algorithm version."""
+
+
+class StoreDamagedError(StoreError):
+    """Files of the store are missing or corrupt, or it lost writes it had recorded."""
+
+
+class StoreWriteError(StoreError):
+    """A write to the store failed (disk full, I/O error); nothing of the failed batch was stored."""

@@ -10,50 +10,72 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/meta/...                -> format, generation, counts
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
+                                 (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
     w/d/<doc id>              -> winnowed copy marks (copies.winnow.Marks bytes)
     w/h/<mark hex>/<doc id>   -> cluster id       (copy mark -> doc ids: partial-copy search)
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
-file is missing, corrupt or saved at another generation. LevelDB stays exact; the filter only says "maybe".
+file is missing, corrupt, older than the store or of another store (the store id ``s/meta/store_id`` is
+written at creation and into the file). A file *newer* than the store means LevelDB lost committed
+writes (a truncated write-ahead log): the store refuses to open until ``store repair`` accepts the
+loss. LevelDB stays exact; the filter only says "maybe".
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+import plyvel
 
 from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
+from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
-from fingerprint_indexer.store.bloom import load_bloom, new_bloom, save_bloom
-from fingerprint_indexer.store.db import CACHE_BYTES, open_db
-from fingerprint_indexer.store.errors import StoreMismatchError
-from fingerprint_indexer.verify import MIN_SIMILARITY, Verdict, closest
+from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
+from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
+from fingerprint_indexer.store.errors import (
+    StoreDamagedError,
+    StoreMismatchError,
+    StoreReadOnlyError,
+    StoreWriteError,
+)
+from fingerprint_indexer.verify import Verdict, check_many
 
 FORMAT = b"2"
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
+_ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
+_UNESCAPE = re.compile("\x1e([\x1e\x1d])")
 
 
 def entry_id(doc_id: str, n: int) -> str:
-    """Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint)."""
+    r"""Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
+
+    Ids without \x1e or \x1f are used as they are; in others \x1e becomes \x1e\x1e and \x1f becomes
+    \x1e\x1d, so an id ``a\x1f1`` cannot collide with the first chunk entry of ``a``.
+    """
+    if _ESC in doc_id or CHUNK_SEP in doc_id:
+        doc_id = doc_id.replace(_ESC, _ESC + _ESC).replace(CHUNK_SEP, _ESC + "\x1d")
     return doc_id if n == 0 else f"{doc_id}{CHUNK_SEP}{n}"
 
 
 def doc_of(entry: str) -> str:
-    """The document an index entry belongs to."""
-    return entry.split(CHUNK_SEP, 1)[0]
+    """The document an index entry belongs to (the inverse of :func:`entry_id`)."""
+    doc = entry.split(CHUNK_SEP, 1)[0]
+    if _ESC not in doc:
+        return doc
+    return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
 
 
 @dataclass
@@ -75,18 +97,24 @@ class DocRecord:
     time: float
     chunks: list[int] = field(default_factory=list)  # chunk fingerprints (also indexed)
     sketch: str = ""  # hex of the MinHash sketch: the second-stage check on candidates
+    facts: list[str] = field(default_factory=list)  # numbers, dates, names: the third-stage check
+    frames: list[int] = field(default_factory=list)  # skeleton + filling of fact-bearing lines (same)
+    replaces: str | None = None  # the canonical this document took over from (keep longest/newest)
 
     @property
     def fingerprints(self) -> list[int]:
         return [self.fingerprint, *self.chunks]
 
-    def sketch_array(self) -> npt.NDArray[np.uint32]:
-        return from_bytes(bytes.fromhex(self.sketch))
+    @property
+    def evidence(self) -> Evidence:
+        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
+        return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
 
     def to_json(self) -> bytes:
         data = asdict(self)
         data["fingerprint"] = f"{self.fingerprint:016x}"
         data["chunks"] = [f"{c:016x}" for c in self.chunks]
+        data["frames"] = [f"{f:016x}" for f in self.frames]
         return json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
 
     @classmethod
@@ -94,41 +122,37 @@ class DocRecord:
         data = json.loads(raw)
         data["fingerprint"] = int(data["fingerprint"], 16)
         data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
+        data["frames"] = [int(f, 16) for f in data.get("frames", [])]
         return cls(**data)
 
 
-def confirms(mine: npt.NDArray[np.uint32] | None, rec: DocRecord) -> bool:
-    """Whether ``rec``'s sketch confirms a candidate; without a sketch on either side (degenerate
-    text) the Hamming test alone decides."""
-    return mine is None or not rec.sketch or similarity(mine, rec.sketch_array()) >= MIN_SIMILARITY
+def judged_near(
+    ev: Evidence,
+    k: int,
+    query: Callable[[int, int], list[Match]],
+    record: Callable[[str], DocRecord | None],
+    exclude: str | None = None,
+) -> list[tuple[DocRecord, Verdict]]:
+    """Every document with a fingerprint within ``k`` of one of ``ev``'s, with the rule's verdict on it
+    (:func:`fingerprint_indexer.verify.check_many`), nearest first."""
+    ids: set[str] = set()
+    for fp in ev.fingerprints:
+        ids.update(doc_of(m.doc_id) for m in query(fp, k))
+    ids.discard(exclude or "")
+    recs = [r for r in map(record, sorted(ids)) if r is not None]
+    judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
+    return sorted(judged, key=lambda x: (x[1].distance, x[0].id))
 
 
 def verified_near(
-    fps: Sequence[int],
-    sketch: bytes,
+    ev: Evidence,
     k: int,
     query: Callable[[int, int], list[Match]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
 ) -> list[Match]:
-    """Documents with any fingerprint within ``k`` of any of ``fps`` whose sketch confirms the match.
-
-    The distance is the smallest over all fingerprint pairs found. Without a sketch on either side
-    (degenerate text) the Hamming test alone decides.
-    """
-    best: dict[str, int] = {}
-    for fp in fps:
-        for m in query(fp, k):
-            d = doc_of(m.doc_id)
-            if d != exclude and m.distance < best.get(d, k + 1):
-                best[d] = m.distance
-    mine = from_bytes(sketch) if sketch else None
-    out: list[Match] = []
-    for d, dist in sorted(best.items(), key=lambda x: (x[1], x[0])):
-        rec = record(d)
-        if rec is not None and confirms(mine, rec):
-            out.append(Match(d, dist))
-    return out
+    """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
+    return [Match(r.id, v.distance) for r, v in judged_near(ev, k, query, record, exclude) if v.accepted]
 
 
 @dataclass
@@ -152,8 +176,21 @@ def _fp_key(fp: int, doc_id: str) -> bytes:
     return b"s/f/%016x/" % fp + doc_id.encode()
 
 
+def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
+    return StoreDamagedError(
+        f"store {directory} lost committed writes: its Bloom filter was saved at generation {recorded}, "
+        f"LevelDB holds generation {stored} (a truncated write-ahead log?); documents committed after "
+        f"generation {stored} are gone. 'fingerprint-indexer store repair {directory}' accepts the loss; "
+        "then run their input again")
+
+
 class ExactStore:
-    """Open a store directory (created if missing); one process at a time (LevelDB's lock)."""
+    """Open a store directory (created if missing or empty); one process at a time (LevelDB's lock).
+
+    The folder must be writable, checked before any work; ``readonly`` opens a store that cannot be
+    written for reading only, through a private copy of LevelDB's small files (nothing is ever saved).
+    ``accept_lost_writes`` opens a store whose Bloom filter is newer than LevelDB (``store repair``).
+    """
 
     def __init__(
         self,
@@ -161,33 +198,74 @@ class ExactStore:
         layout: BlockLayout | None = None,
         algorithm: str | None = None,
         cache_bytes: int = CACHE_BYTES,
+        readonly: bool = False,
+        accept_lost_writes: bool = False,
     ) -> None:
         self.directory = Path(directory)
-        self.db = open_db(self.directory / "leveldb", cache_bytes=cache_bytes)
+        self.readonly = readonly
+        self.bloom_path = self.directory / "bloom.bin"
+        self.bloom_error: str | None = None
+        self._snapshot: Path | None = None
+        ldb = self.directory / "leveldb"
+        if self.bloom_path.exists() and not self.bloom_path.is_file():
+            raise StoreDamagedError(f"store {self.directory}: {self.bloom_path} is not a file; move it away "
+                                    "(the Bloom filter is rebuilt from LevelDB)")
+        if self.bloom_path.exists() and not ldb.exists():
+            raise StoreDamagedError(f"store {self.directory} is damaged: {ldb} is missing")
+        if readonly:
+            self.db, self._snapshot = open_snapshot(ldb, cache_bytes, store=self.directory)
+        else:
+            if self.directory.exists() and not writable(self.directory):
+                raise StoreReadOnlyError(f"store {self.directory} is read-only (its folder cannot be written)"
+                                         "; nothing was read or decided")
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise describe(self.directory, exc) from None
+            self.db = open_db(ldb, cache_bytes=cache_bytes, store=self.directory)
         try:
-            fmt = self.db.get(b"s/meta/format")
-            if fmt is not None and fmt != FORMAT:
-                raise StoreMismatchError(
-                    f"store {self.directory} has format {fmt.decode()!r}; "
-                    f"this version reads {FORMAT.decode()!r}"
-                )
-            self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm)
-            self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
-                                        algorithm=algorithm)
-            self.layout = self.index.layout
-            self.algorithm = self.index.algorithm
-            if fmt is None:
-                self.db.put(b"s/meta/format", FORMAT, sync=True)
-            self.generation = int(self.db.get(b"s/meta/generation") or b"0")
-            self.n_docs = int(self.db.get(b"s/meta/docs") or b"0")
-            self.n_clusters = int(self.db.get(b"s/meta/clusters") or b"0")
-            self.bloom_path = self.directory / "bloom.bin"
-            loaded = load_bloom(self.bloom_path, self.generation)
-            self.bloom_rebuilt = loaded is None
-            self.bloom = loaded if loaded is not None else self._rebuild_bloom()
+            self._open(layout, algorithm, accept_lost_writes)
+        except plyvel.Error as exc:
+            self._release()
+            raise describe(ldb, exc, self.directory) from None
         except BaseException:
-            self.db.close()
+            self._release()
             raise
+
+    def _open(self, layout: BlockLayout | None, algorithm: str | None, accept_lost_writes: bool) -> None:
+        fmt = self.db.get(b"s/meta/format")
+        if fmt is not None and fmt != FORMAT:
+            raise StoreMismatchError(
+                f"store {self.directory} has format {fmt.decode()!r}; "
+                f"this version reads {FORMAT.decode()!r}"
+            )
+        self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm)
+        self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
+                                    algorithm=algorithm)
+        self.layout = self.index.layout
+        self.algorithm = self.index.algorithm
+        if fmt is None:
+            self.db.put(b"s/meta/format", FORMAT, sync=True)
+        store_id = self.db.get(b"s/meta/store_id")
+        if store_id is None and not self.readonly:  # a new store, or one made before stores had ids
+            store_id = os.urandom(16)
+            self.db.put(b"s/meta/store_id", store_id, sync=True)
+        self.store_id = store_id or b""
+        self.generation = int(self.db.get(b"s/meta/generation") or b"0")
+        self.n_docs = int(self.db.get(b"s/meta/docs") or b"0")
+        self.n_clusters = int(self.db.get(b"s/meta/clusters") or b"0")
+        loaded, self.bloom_state = load_bloom(self.bloom_path, self.generation, self.store_id)
+        if self.bloom_state is BloomState.AHEAD and not accept_lost_writes:
+            raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
+        self.bloom_rebuilt = loaded is None
+        self.bloom = loaded if loaded is not None else self._rebuild_bloom()
+
+    def _release(self) -> None:
+        if not self.db.closed:
+            self.db.close()
+        if self._snapshot is not None:
+            shutil.rmtree(self._snapshot, ignore_errors=True)
+            self._snapshot = None
 
     # ----------------------------------------------------------------- Bloom
     def _bloom_items(self) -> list[str]:
@@ -198,13 +276,31 @@ class ExactStore:
     def _rebuild_bloom(self) -> Any:
         items = self._bloom_items()
         bloom = new_bloom(items, capacity=max(100_000, 2 * len(items)))
-        save_bloom(self.bloom_path, bloom, self.generation)
+        if not self.readonly:
+            self._save_bloom(bloom)
         return bloom
+
+    def _save_bloom(self, bloom: Any) -> None:
+        """Save the filter; one that cannot be saved (disk full) costs only a rebuild at the next open,
+        so it is noted in ``bloom_error`` rather than raised over whatever is being reported."""
+        try:
+            save_bloom(self.bloom_path, bloom, self.generation, self.store_id)
+        except OSError as exc:
+            self.bloom_error = (f"{self.bloom_path} could not be saved ({exc.strerror or exc}); "
+                                "it is rebuilt from LevelDB at the next open")
 
     # ----------------------------------------------------------------- reads
     def record(self, doc_id: str) -> DocRecord | None:
-        raw = self.db.get(b"s/d/" + doc_id.encode())
-        return None if raw is None else DocRecord.from_json(raw)
+        # checksums verified: a damaged block is an error here, never a record silently missing
+        raw = self.db.get(b"s/d/" + doc_id.encode(), verify_checksums=True)
+        if raw is None:
+            return None
+        try:
+            return DocRecord.from_json(raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreDamagedError(f"store {self.directory} is damaged: the record of {doc_id!r} cannot be "
+                                    f"read ({exc}); see 'fingerprint-indexer store check {self.directory}'"
+                                    ) from None
 
     def doc_with_digest(self, digest: str) -> str | None:
         """The first stored document with this content digest (Bloom filter first, LevelDB decides)."""
@@ -248,40 +344,33 @@ class ExactStore:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
 
-    def near_docs(
-        self, fps: Sequence[int], sketch: bytes, k: int, exclude: str | None = None
-    ) -> list[Match]:
-        """Verified near-duplicate documents of the given fingerprints and sketch, nearest first."""
-        return verified_near(fps, sketch, k, self.index.query, self.record, exclude)
+    def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
+        """Verified near-duplicate documents of a document with this evidence, nearest first."""
+        return verified_near(ev, k, self.index.query, self.record, exclude)
 
     def neighbours(
-        self, fps: Sequence[int], sketch: bytes, digest: str, k: int, exclude: str | None = None
+        self, ev: Evidence, digest: str, k: int, exclude: str | None = None, rejected: bool = False
     ) -> list[tuple[DocRecord, Verdict]]:
-        """Stored near-duplicates with why they match, nearest first: verified block-index matches,
-        exact copies (same content digest), and documents with the same document fingerprint (degenerate
-        ones are in no block bucket) whose sketch confirms them.
+        """Stored near-duplicates with the rule's verdict, nearest first: block-index candidates, exact
+        copies (same content digest; always accepted), and documents with the same document fingerprint
+        (degenerate ones are in no block bucket). With ``rejected`` the candidates the rule turned down
+        are listed too, each with its reason.
 
         A shared document fingerprint alone proves little: under ``tf^3`` weighting one dominant term
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
-        ids = {m.doc_id for m in self.near_docs(fps, sketch, k)}
+        judged = {r.id: (r, v) for r, v in judged_near(ev, k, self.index.query, self.record, exclude)}
         exact = self.doc_with_digest(digest)
-        if exact is not None:
-            ids.add(exact)
-        same_fp = set(self.ids_with_fingerprint(fps[0])) - ids
-        ids.discard(exclude or "")
-        same_fp.discard(exclude or "")
-        mine = from_bytes(sketch) if sketch else None
-        out = []
-        for other in ids | same_fp:
-            rec = self.record(other)
-            if rec is None or (other in same_fp and not confirms(mine, rec)):
-                continue
-            theirs = rec.sketch_array() if rec.sketch else None
-            d, where = closest(fps, rec.fingerprints)
-            sim = similarity(mine, theirs) if mine is not None and theirs is not None else 1.0
-            out.append((rec, Verdict(d, where, sim, True)))
-        return sorted(out, key=lambda x: (x[1].distance, x[0].id))
+        extra = {exact} if exact is not None else set()
+        extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
+        extra -= {exclude or "", *judged}
+        recs = [r for r in map(self.record, sorted(extra)) if r is not None]
+        for rec, v in zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True):
+            if rec.id == exact and not v.accepted:  # the same text: the checks cannot disagree with it
+                v = Verdict(v.distance, v.matched, v.similarity, True)
+            judged[rec.id] = (rec, v)
+        out = [x for x in judged.values() if rejected or x[1].accepted]
+        return sorted(out, key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
 
     def batch(self) -> StoreBatch:
         return StoreBatch(self)
@@ -298,9 +387,10 @@ class ExactStore:
         if self.db.closed:
             return
         try:
-            save_bloom(self.bloom_path, self.bloom, self.generation)
+            if not self.readonly:
+                self._save_bloom(self.bloom)
         finally:
-            self.db.close()
+            self._release()
 
     def __enter__(self) -> ExactStore:
         return self
@@ -348,9 +438,9 @@ class StoreBatch:
         hits += self._staged_index.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
-    def near_docs(self, fps: Sequence[int], sketch: bytes, k: int) -> list[Match]:
+    def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(fps, sketch, k, self.near, self.record)
+        return verified_near(ev, k, self.near, self.record)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
@@ -412,8 +502,12 @@ class StoreBatch:
         self.wb.delete(_fp_key(rec.fingerprint, doc_id))
         self._drop_marks(doc_id)
         if self.doc_with_digest(rec.content_digest) == doc_id:
-            self.wb.delete(b"s/c/" + rec.content_digest.encode())
-            self._digests[rec.content_digest] = None
+            heir = self._other_with_digest(rec, doc_id)
+            if heir is None:
+                self.wb.delete(b"s/c/" + rec.content_digest.encode())
+            else:  # later exact copies still find the text through the documents that keep it
+                self.wb.put(b"s/c/" + rec.content_digest.encode(), heir.encode())
+            self._digests[rec.content_digest] = heir
         for n in range(len(rec.fingerprints)):
             self.ix.remove(entry_id(doc_id, n))
             self._staged_index.remove(entry_id(doc_id, n))
@@ -421,6 +515,15 @@ class StoreBatch:
         self._records[doc_id] = None
         self._docs_delta -= 1
         return True
+
+    def _other_with_digest(self, rec: DocRecord, doc_id: str) -> str | None:
+        """The earliest other document holding ``rec``'s text (same text, same document fingerprint)."""
+        ids = set(self.store.ids_with_fingerprint(rec.fingerprint))
+        ids |= {i for i, r in self._records.items() if r is not None and r.fingerprint == rec.fingerprint}
+        ids.discard(doc_id)
+        holders = [r for r in map(self.record, ids)
+                   if r is not None and r.content_digest == rec.content_digest]
+        return min(holders, key=lambda r: (r.time, r.id)).id if holders else None
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
         """A new cluster whose id is its founder's doc id (suffixed if that id is taken)."""
@@ -447,7 +550,11 @@ class StoreBatch:
         self.wb.put(b"s/meta/generation", str(store.generation + 1).encode())
         self.wb.put(b"s/meta/docs", str(store.n_docs + self._docs_delta).encode())
         self.wb.put(b"s/meta/clusters", str(store.n_clusters + self._clusters_delta).encode())
-        self.wb.write()
+        try:
+            self.wb.write()
+        except plyvel.Error as exc:
+            err = describe(store.directory, exc)
+            raise StoreWriteError(f"{err}; nothing of this batch was stored") from None
         store.generation += 1
         store.n_docs += self._docs_delta
         store.n_clusters += self._clusters_delta

@@ -53,10 +53,14 @@ LINE_MARKERS: tuple[str, ...] = (
 
 _MARKER_RE = re.compile("|".join(re.escape(m) for m in sorted(MARKERS, key=len, reverse=True)))
 _LINE_MARKER_RE = re.compile("|".join(re.escape(m) for m in LINE_MARKERS))
+# Code patterns. Each is tried once per position, so none may rescan an unbounded stretch from every
+# position: a leading ``[a-z-]+`` before ``:`` is written ``[a-z-]`` (the same lines match), and the CSS
+# rule ``\w+\s*\{[^}]*:[^}]*;`` is checked by :func:`_has_css_rule` in one pass.
 _CODE_RE = re.compile(
-    r"function\s*\(|\bvar\s+[\w$]+\s*=|document\.|window\.|\w+\s*\{[^}]*:[^}]*;|^\s*[{}()\[\];,]+\s*$"
-    r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]+:\s*[^;]{0,40};\s*[a-z-]+:"
+    r"function\s*\(|\bvar\s+[\w$]+\s*=|document\.|window\.|^\s*[{}()\[\];,]+\s*$"
+    r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]:\s*[^;]{0,40};\s*[a-z-]+:"
 )
+_WORD_BRACE = re.compile(r"\w\s*\{")
 # Sentence pieces: up to and including a sentence-final mark (Chinese or Latin), or the rest of the line.
 _SENTENCE_RE = re.compile(r".+?(?:[。!?;…]+[\"'”’」)]*|\.[\"'”’)]*(?=\s|$)|$)")
 _FINAL_PUNCT = re.compile(r"[。!?.…\"'”」)]$")
@@ -68,12 +72,31 @@ MIN_KEPT = 0.2  # when less than this share of the text survives, the rules misf
 EDGE_LINE = 40  # characters: short unpunctuated lines at the edges are titles, datelines, breadcrumbs
 
 
+def _has_css_rule(line: str) -> bool:
+    """Whether ``line`` holds ``word {... : ... ;`` with no ``}`` in between (a CSS rule), in linear time.
+
+    Same answer as searching ``\\w+\\s*\\{[^}]*:[^}]*;``, which backtracks quadratically (cubically
+    on ``a{:a{:...``) on long text. Between two ``}``, only the first ``{`` that follows a word can
+    matter (any later one sees less of the same stretch), so each stretch is looked at once.
+    """
+    pos = 0
+    while (m := _WORD_BRACE.search(line, pos)) is not None:
+        end = line.find("}", m.end())
+        if end < 0:
+            end = len(line)
+        colon = line.find(":", m.end(), end)
+        if colon >= 0 and line.find(";", colon + 1, end) >= 0:
+            return True
+        pos = end + 1
+    return False
+
+
 def is_code(line: str) -> bool:
     """A line of left-over CSS or JavaScript: a code pattern in a short or mostly-ASCII line.
 
     A long prose paragraph that merely quotes a URL is not code (its ASCII share is low).
     """
-    if not _CODE_RE.search(line):
+    if not (_CODE_RE.search(line) or _has_css_rule(line)):
         return False
     if len(line) <= CODE_LINE:
         return True

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.corpus import ZH_NEWS, iter_records
+from support.templates import DAY_1, DAY_2
 
 from fingerprint_indexer.store.exact import ExactStore
 
@@ -179,3 +180,19 @@ def test_zh_news_exact_copy_groups_come_out_as_exact_duplicates(tmp_path):
             assert out[other]["decision"] == "exact_duplicate", (other, out[other])
             assert out[other]["duplicate_of"] in (first, out[first]["duplicate_of"])
             assert out[other]["cluster_id"] == out[first]["cluster_id"]
+
+
+def test_template_items_stay_apart_and_explain_says_why(tmp_path):
+    docs = [{"id": "nov7", "content": DAY_1}, {"id": "nov2", "content": DAY_2}]
+    src = write_jsonl(tmp_path / "in.jsonl", docs)
+    p = run("dedupe", str(src), "--store", str(tmp_path / "s"))
+    assert p.returncode == 0, p.stderr
+    assert [o["decision"] for o in lines(p.stdout)] == ["new", "new"]
+    plain = run("similar", "--store", str(tmp_path / "s"), "--id", "nov2")
+    assert plain.returncode == 0 and lines(plain.stdout) == []
+    explained = run("similar", "--store", str(tmp_path / "s"), "--id", "nov2", "--explain")
+    rows = lines(explained.stdout)
+    assert [r["id"] for r in rows] == ["nov7"]
+    why = rows[0]["why"]
+    assert why["accepted"] is False and why["distance"] <= 3
+    assert "differ" in why["rejected_because"] or "same template" in why["rejected_because"]

@@ -34,3 +34,5 @@ def test_reference_vector(fpr: Fingerprinter, case: dict) -> None:
     assert r.degenerate == case["degenerate"]
     assert [to_hex(c) for c in r.chunks] == case["chunks"]
     assert hashlib.sha256(r.sketch).hexdigest() == case["sketch_sha256"]
+    assert list(r.facts) == case["facts"]
+    assert [f"{f:016x}" for f in r.frames] == case["frames"]

@@ -7,6 +7,7 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, fingerprint_fields
+from fingerprint_indexer.verify import Evidence
 
 pytestmark = pytest.mark.elasticsearch
 TEXT = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，请市民注意添衣保暖。" * 3
@@ -20,7 +21,7 @@ def _write(index: ElasticsearchIndex, doc_id: str, fp: int) -> None:
 
 
 def _found(index: ElasticsearchIndex) -> list[str]:
-    return sorted(m.doc_id for m in index.query_verified([0b111], SKETCH, 3))
+    return sorted(m.doc_id for m in index.query_verified(Evidence([0b111], SKETCH), 3))
 
 
 def test_pinned_lookups_see_the_snapshot(es_client: Elasticsearch, es_index: str) -> None:

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import to_signed
-from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity, to_bytes
+from fingerprint_indexer.fingerprint.sketch import to_bytes
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
+    FACTS_FIELD,
     FP_FIELD,
     FPS_FIELD,
     SKETCH_FIELD,
@@ -22,7 +23,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     hit_sketch,
 )
-from fingerprint_indexer.verify import MIN_SIMILARITY, closest, closest_many
+from fingerprint_indexer.verify import Evidence, check, closest, closest_many
 
 U64 = st.integers(0, 2**64 - 1)
 
@@ -73,24 +74,17 @@ def test_block_keys_equal_layout_keys_per_fingerprint(fps: list[int], widths: tu
         assert col == [layout.keys(f)[b] for f in fps]
 
 
-def _scalar_verify(
-    mine: list[int], sketch_bytes: bytes, hits: list[dict], k: int, exclude: str | None
-) -> list:
-    """The per-candidate rule, written out one hit at a time (the form verify_hits replaced)."""
-    mine_sketch = from_bytes(sketch_bytes) if sketch_bytes else None
+def _scalar_verify(mine: Evidence, hits: list[dict], k: int, exclude: str | None) -> list:
+    """The rule applied one hit at a time (:func:`check`), with the fields read by hand."""
     out = []
     for h in hits:
         fields = h.get("fields") or {}
         theirs = hit_fingerprints(fields)
         if h["_id"] == exclude or not theirs:
             continue
-        d, _ = closest(mine, theirs)
-        if d > k:
-            continue
-        their = hit_sketch(fields)
-        if mine_sketch is not None and their and similarity(mine_sketch, from_bytes(their)) < MIN_SIMILARITY:
-            continue
-        out.append(Match(h["_id"], d))
+        v = check(mine, Evidence(theirs, hit_sketch(fields), fields.get(FACTS_FIELD) or []), k)
+        if v.accepted:
+            out.append(Match(h["_id"], v.distance))
     return sorted(out, key=lambda m: (m.distance, m.doc_id))
 
 
@@ -101,6 +95,9 @@ def test_verify_hits_equals_the_per_candidate_rule(data: st.DataObject) -> None:
     base = np.array(data.draw(st.lists(st.integers(0, 7), min_size=16, max_size=16)), dtype=np.uint32)
     mutate = st.lists(st.integers(0, 7), min_size=16, max_size=16).map(lambda v: np.array(v, dtype=np.uint32))
     own_sketch = data.draw(st.sampled_from([b"", to_bytes(base)]))
+    facts = st.lists(st.sampled_from(["=1", "=2", "#3月", "#4日", "#第2次", "#第3次", "@北京"]), max_size=4,
+                     unique=True).map(sorted)  # fmt: skip
+    own_facts = data.draw(facts)
     hits = []
     for n in range(data.draw(st.integers(0, 25))):
         fps = data.draw(st.lists(st.one_of(U64, _near(mine)), min_size=0, max_size=6))
@@ -110,8 +107,11 @@ def test_verify_hits_equals_the_per_candidate_rule(data: st.DataObject) -> None:
             fields[key] = [to_signed(f) for f in fps]
         if data.draw(st.booleans()):  # a sketch sharing many minima with ours, or none at all
             fields[SKETCH_FIELD] = [base64.b64encode(to_bytes(data.draw(mutate))).decode("ascii")]
+        if data.draw(st.booleans()):
+            fields[FACTS_FIELD] = data.draw(facts)
         hits.append({"_id": f"d{n % 20}", "fields": fields})
     exclude = data.draw(st.sampled_from([None, "d1", "d2"]))
     k = data.draw(st.integers(0, 3))
-    want = _scalar_verify(mine, own_sketch, hits, k, exclude)
-    assert ElasticsearchIndex.verify_hits(mine, own_sketch, hits, k, exclude) == want
+    ev = Evidence(mine, own_sketch, own_facts)
+    want = _scalar_verify(ev, hits, k, exclude)
+    assert ElasticsearchIndex.verify_hits(ev, hits, k, exclude) == want

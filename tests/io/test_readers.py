@@ -3,6 +3,7 @@ import io
 from pathlib import Path
 
 import pytest
+from support.corpus import EN_BBC, iter_records
 
 from fingerprint_indexer.io.readers import InputError, read_documents, read_jsonl
 
@@ -66,8 +67,57 @@ def test_folder_of_text_and_html(tmp_path: Path) -> None:
     (tmp_path / "sub" / "a.html").write_text("<p>网页</p>", encoding="utf-8")
     (tmp_path / "ignored.bin").write_bytes(b"\x00")
     docs = list(read_documents([str(tmp_path)]))
-    assert sorted(d.id for d in docs) == ["a.html", "b.txt"]
-    assert next(d for d in docs if d.id == "a.html").html == "<p>网页</p>"
+    assert sorted(d.id for d in docs) == ["b.txt", "sub/a.html"]
+    assert next(d for d in docs if d.id == "sub/a.html").html == "<p>网页</p>"
+
+
+def test_folder_ids_are_paths_relative_to_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Same file names in different subfolders stay different documents; other files are named."""
+    for sub in ("business", "sport"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "001.txt").write_text(f"{sub} story", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("not read", encoding="utf-8")
+    docs = list(read_documents([str(tmp_path)]))
+    assert [(d.id, d.content) for d in docs] == [("business/001.txt", "business story"),
+                                                 ("sport/001.txt", "sport story")]
+    note = "1 files are not JSONL, text or HTML and were not read (first: notes.md)"
+    assert note in capsys.readouterr().err
+    assert [d.id for d in read_documents([str(tmp_path / "sport" / "001.txt")])] == ["001.txt"]
+    both = [str(tmp_path / "business" / "001.txt"), str(tmp_path / "sport" / "001.txt")]
+    with pytest.raises(InputError, match=r"sport/001.txt: id '001.txt' is already the id of .*business/001"):
+        list(read_documents(both))
+    seen: list[InputError] = []
+    assert [d.id for d in read_documents(both + both[:1], skip_errors=True, on_error=seen.append)] == [
+        "001.txt", "001.txt"]  # the same file again is the same document again; the other is reported
+    assert len(seen) == 1
+
+
+@pytest.mark.corpus
+def test_bbc_tree_keeps_every_document(tmp_path: Path) -> None:
+    """The BBC corpus as its original folder tree (business/001.txt, sport/001.txt, ...): all 2,225 read."""
+    records = list(iter_records(EN_BBC))
+    for rec in records:
+        path = tmp_path / rec["id"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rec["content"], encoding="utf-8")
+    docs = list(read_documents([str(tmp_path)]))
+    assert len(records) == 2225
+    assert sorted(d.id for d in docs) == sorted(r["id"] for r in records)
+
+
+def test_lone_surrogate_escape_is_named_and_skippable(tmp_path: Path) -> None:
+    p = tmp_path / "sur.jsonl"
+    p.write_text('{"id": "1", "content": "ok"}\n{"id": "2", "content": "bad \\udc80 text"}\n'
+                 '{"id": "3", "content": "fine"}\n{"id": "\\ud800", "content": "x"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"sur.jsonl:2: field 'content' holds a lone surrogate escape "
+                                         r"\(\\udc80 at character 4\)"):
+        list(read_documents([str(p)]))
+    seen: list[InputError] = []
+    docs = list(read_documents([str(p)], skip_errors=True, on_error=seen.append))
+    assert [d.id for d in docs] == ["1", "3"]
+    assert [(e.line, "'id'" in e.message) for e in seen] == [(2, False), (4, True)]
 
 
 def test_missing_path() -> None:

@@ -6,16 +6,21 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
+import httpx
 import pytest
 from elasticsearch import Elasticsearch
 from support.es_node import ES_LOCAL
+from support.ingest_driver import wait_spool_empty
+from support.service import ServiceProcess
 
 
 def _load_es_local() -> ModuleType:
@@ -129,3 +134,59 @@ def test_unreachable_cluster_fails_in_ci_and_skips_elsewhere(tmp_path: Path, ci:
     assert f"1 {outcome}" in res.stdout, res.stdout + res.stderr  # a fixture failure counts as an error
     assert (res.returncode != 0) == (outcome == "error")
     assert f"127.0.0.1:{port}" in res.stdout
+
+
+def _node_pid(*args: str) -> int:
+    status = _run("status", "--json", *args)
+    assert status.returncode == 0, status.stdout + status.stderr
+    return int(json.loads(status.stdout)["pid"])
+
+
+@pytest.mark.elasticsearch
+@pytest.mark.slow
+def test_a_killed_node_restarts_with_its_data_and_address_and_serve_reconnects(
+    local_node: str, tmp_path: Path, en_articles: list[dict]
+) -> None:
+    """A node of its own (``--name``), so the session's node is not disturbed: SIGKILL it under a running
+    ``serve``, write meanwhile, ``start`` again: same URL, earlier documents still there, the spooled write
+    delivered by the same ``serve`` process."""
+    node = ("--name", "restart-test")
+    _run("stop", "--purge", *node)
+    index = "fpi-test-restart"
+    try:
+        first = subprocess.run([sys.executable, str(ES_LOCAL), "start", *node], capture_output=True,
+                               text=True, timeout=600)  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        url = first.stdout.strip()
+        a, b = en_articles[0], en_articles[1]
+        with ServiceProcess(url, tmp_path / "data", "--index", index) as svc:
+            body = {"documents": [{"id": "a", "content": a["content"]}], "index": True}
+            r = httpx.post(f"{svc.url}/v1/ingest", json=body, timeout=60)
+            assert r.json()["results"][0]["index"]["status"] == 201, r.text
+
+            pid = _node_pid(*node)
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _run("url", *node).returncode == 3  # known to be down
+
+            body = {"documents": [{"id": "b", "content": b["content"]}], "index": True}
+            r = httpx.post(f"{svc.url}/v1/ingest", json=body, timeout=60)
+            assert r.json()["results"][0]["index"]["status"] == 202, r.text  # spooled
+
+            again = subprocess.run([sys.executable, str(ES_LOCAL), "start", *node], capture_output=True,
+                                   text=True, timeout=600)  # fmt: skip
+            assert again.returncode == 0, again.stderr
+            assert again.stdout.strip() == url, "a restart must keep the node's address"
+            assert "data and address kept" in again.stderr
+            wait_spool_empty(svc.url, {}, timeout=120)
+        client = Elasticsearch(url)
+        try:
+            client.indices.refresh(index=index)
+            assert client.get(index=index, id="a")["found"], "the node lost data written before the kill"
+            assert client.get(index=index, id="b")["found"], "serve did not deliver after the restart"
+        finally:
+            client.close()
+    finally:
+        _run("stop", "--purge", *node)

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from elasticsearch import Elasticsearch
 from support.service import ServiceProcess
+from support.templates import DAY_1, DAY_2
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
@@ -196,6 +197,20 @@ def test_similar_by_id_and_text(
     assert by_text["matches"][0]["distance"] == 0
     assert http.get(f"/v1/similar/nope?index={svc_index}").status_code == 404
     assert http.get(f"/v1/similar/s1?index={svc_index}&k=9").status_code == 400  # 4 blocks serve k <= 3
+
+
+def test_similar_says_why_a_look_alike_is_not_a_duplicate(http: httpx.Client, svc_index: str) -> None:
+    docs = [{"id": "nov7", "content": DAY_1}, {"id": "nov2", "content": DAY_2}]
+    got = http.post("/v1/ingest", json={"documents": docs, "index_name": svc_index}).json()
+    assert [r["decision"] for r in got["results"]] == ["new", "new"]
+    by_id = http.get(f"/v1/similar/nov2?index={svc_index}").json()
+    assert by_id["matches"] == []
+    assert [r["id"] for r in by_id["rejected"]] == ["nov7"]
+    assert "differ" in by_id["rejected"][0]["rejected_because"] or "same template" in by_id["rejected"][0][
+        "rejected_because"]
+    by_text = http.post("/v1/similar", json={"text": DAY_2, "index_name": svc_index}).json()
+    assert [m["id"] for m in by_text["matches"]] == ["nov2"]
+    assert [r["id"] for r in by_text["rejected"]] == ["nov7"]
 
 
 def test_serve_refuses_public_bind_without_key(tmp_path: Path) -> None:

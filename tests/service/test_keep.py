@@ -196,7 +196,8 @@ def test_relink_is_spooled_during_an_outage_and_applied_after(
             finally:
                 client.close()
             statuses = [next(iter(it.values()))["status"] for it in resp["items"]]
-            assert statuses == [202, 202]  # queued; one item per operation
+            assert statuses == [201, 201]  # queued, answered as created; one item per operation
+            assert all(next(iter(it.values()))["fingerprint_indexer"]["queued"] for it in resp["items"])
             assert resp["items"][0]["index"]["fingerprint_indexer"]["replaces"] == "o-short"
             assert resp["items"][1]["index"]["fingerprint_indexer"]["replaces"] == "o-ghost"
             es_client.indices.refresh(index=index)

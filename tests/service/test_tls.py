@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ def test_untrusted_certificate_reports_unreachable_and_spools(
             client = Elasticsearch(svc.url, api_key=SIDECAR_KEY, request_timeout=60)
             via_proxy = client.index(index=svc_index, id="q9",
                                      document={"content": zh_articles[73]["content"]})
-            assert via_proxy["result"] == "queued"
+            assert via_proxy["result"] == "created" and via_proxy["fingerprint_indexer"]["queued"] is True
             client.close()
             assert httpx.get(f"{svc.url}/readyz").json()["checks"]["spool_depth"] >= 2
             log = svc.log_text()
@@ -155,3 +156,37 @@ def test_basic_auth_and_verification_off(
         assert ready.status_code == 200, ready.text
         assert "not verified" in svc.log_text()
     assert tls.seen and {s.headers.get("authorization") for s in tls.seen} == {f"Basic {token}"}
+
+
+def test_acknowledged_writes_wait_out_refused_credentials(
+    es_url: str, es_client: Elasticsearch, es_env: pytest.MonkeyPatch, ca: trustme.CA, ca_file: str,
+    tmp_path: Path, svc_index: str, zh_articles: list[dict[str, Any]],
+) -> None:
+    """#16 Deliver 3: the cluster starts refusing the service's key (401) with writes in the spool; they
+    are kept (nothing in rejected.ndjson), /readyz says why, and once the key works again they are
+    applied exactly once."""
+    es_env.setenv("ES_CA_CERTS", ca_file)
+    es_env.setenv("ES_API_KEY", ES_KEY)
+    data = tmp_path / "data"
+    with TlsForwarder(es_url, ca, require_auth={ES_AUTH}) as tls, \
+            ServiceProcess(tls.url, data, "--index", svc_index, api_key=SIDECAR_KEY) as svc:
+        client = Elasticsearch(svc.url, api_key=SIDECAR_KEY, request_timeout=60)
+        client.index(index=svc_index, id="before", document={"content": zh_articles[80]["content"]})
+        tls.require_auth = set()  # the key is revoked
+        ops: list[dict[str, Any]] = []
+        for i, a in enumerate(zh_articles[81:85]):
+            ops += [{"index": {"_index": svc_index, "_id": f"r/{i}"}}, {"content": a["content"]}]
+        resp = client.bulk(operations=ops)
+        assert not resp["errors"]
+        assert all(next(iter(it.values()))["fingerprint_indexer"]["queued"] for it in resp["items"])
+        ready = httpx.get(f"{svc.url}/readyz").json()
+        assert ready["checks"]["elasticsearch"] is False and "401" in ready["checks"]["elasticsearch_reason"]
+        time.sleep(3)  # several replay attempts meet the 401
+        assert httpx.get(f"{svc.url}/readyz").json()["checks"]["spool_depth"] >= 1
+        assert not (data / "spool" / "rejected.ndjson").exists()
+        tls.require_auth = {ES_AUTH}  # credentials work again
+        wait_spool_empty(svc.url, {}, timeout=120)
+        client.close()
+    es_client.indices.refresh(index=svc_index)
+    assert es_client.count(index=svc_index)["count"] == 5
+    assert not (data / "spool" / "rejected.ndjson").exists()

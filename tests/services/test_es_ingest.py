@@ -10,11 +10,10 @@ from support.corpus import ZH_NEWS, iter_records
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
-from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.services.es_setup import setup_index
-from fingerprint_indexer.verify import MIN_SIMILARITY, closest
+from fingerprint_indexer.verify import Evidence, check, joins
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 K = 3
@@ -40,18 +39,15 @@ def fingerprinted() -> list[tuple[Document, FingerprintResult]]:
 
 
 def _verified_distance(a: FingerprintResult, b: FingerprintResult) -> int | None:
-    """Smallest Hamming distance over all fingerprint pairs when within K and the sketches agree."""
-    d, _ = closest(a.fingerprints, b.fingerprints)
-    if d > K:
-        return None
-    if a.sketch and b.sketch and similarity(from_bytes(a.sketch), from_bytes(b.sketch)) < MIN_SIMILARITY:
-        return None
-    return d
+    """Smallest Hamming distance over all fingerprint pairs when the verification rule accepts the pair."""
+    v = check(a.evidence, b.evidence, K)
+    return v.distance if v.accepted else None
 
 
 def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[str, str | None]]:
     """(decision, duplicate_of) by the documented rules (any document or chunk fingerprint within K,
-    confirmed by the sketch; nearest first), computed by brute force in memory."""
+    accepted by the verification rule, nearest first, whose canonical's facts agree), computed by brute
+    force in memory."""
     seen: list[tuple[str, FingerprintResult, str | None]] = []  # (id, result, root)
     out = {}
     for doc, res in batch:
@@ -63,7 +59,10 @@ def oracle(batch: list[tuple[Document, FingerprintResult]]) -> dict[str, tuple[s
             near = [(d, s[0], s) for s in seen if not s[1].degenerate
                     and (d := _verified_distance(s[1], res)) is not None]  # fmt: skip
             if near:
-                kind, match = "near_duplicate", min(near, key=lambda n: (n[0], n[1]))[2]
+                best = min(near, key=lambda n: (n[0], n[1]))[2]
+                canonical = next(s for s in seen if s[0] == (best[2] or best[0]))
+                if joins(res.evidence, best[0], canonical[0], canonical[1].evidence):
+                    kind, match = "near_duplicate", best
         root = None if match is None else (match[2] or match[0])
         seen.append((doc.id, res, root))
         out[doc.id] = (kind, root)
@@ -194,5 +193,5 @@ def test_colliding_fingerprints_of_different_texts_stay_apart(es_client, es_inde
     decider.refresh()
     index = ElasticsearchIndex(es_client, es_index)
     assert {m.doc_id for m in index.query(0b111, K)} == {"a", "b", "d"}  # the plain lookup still sees them
-    verified = index.query_verified([0b0], to_bytes(sketch(texts["a"])), K, exclude="a")
+    verified = index.query_verified(Evidence([0b0], to_bytes(sketch(texts["a"]))), K, exclude="a")
     assert [(m.doc_id, m.distance) for m in verified] == [("c", 2)]

@@ -16,7 +16,7 @@ from support.corpus import ZH_NEWS, iter_records
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import source_fingerprints
+from fingerprint_indexer.index.elasticsearch import source_evidence
 from fingerprint_indexer.services.es_setup import setup_index
 from fingerprint_indexer.services.reindex import reindex
 from fingerprint_indexer.verify import closest
@@ -59,10 +59,12 @@ def _check_fields(client: Elasticsearch, name: str, records: list[dict]) -> dict
         want = fpr.fingerprint_document(Document(id=r["id"], title=r["title"], content=r["content"]))
         assert to_unsigned(src["fingerprint"]) == want.fingerprint, r["id"]
         assert src["fp_version"] == want.version and src["content"] == r["content"]
-        assert source_fingerprints(src) == (list(want.fingerprints), want.sketch)  # chunks and sketch too
+        ev = source_evidence(src)  # chunks, sketch, facts and frames too
+        assert (list(ev.fingerprints), ev.sketch, list(ev.facts), list(ev.frames)) == (
+            list(want.fingerprints), want.sketch, list(want.facts), list(want.frames))
         if src["duplicate_of"]:  # the smallest distance over all document and chunk fingerprint pairs
             canon = docs[src["duplicate_of"]]
-            assert src["distance"] == closest(want.fingerprints, source_fingerprints(canon)[0])[0]
+            assert src["distance"] == closest(want.fingerprints, source_evidence(canon).fingerprints)[0]
     return docs
 
 

@@ -13,6 +13,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.store.bloom import MAGIC
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore, record_now
+from fingerprint_indexer.verify import Evidence
 
 ALGO = "test-algo/1"
 
@@ -145,5 +146,5 @@ def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
             tx.put_record(rec, index=not deg)
         tx.commit()
         mine = to_bytes(sketch(text))
-        hits = {rec.id for rec, _ in store.neighbours([fp], mine, "digest-query", 3)}
+        hits = {rec.id for rec, _ in store.neighbours(Evidence([fp], mine), "digest-query", 3)}
     assert hits == {"copy", "short"}

@@ -8,6 +8,7 @@ it is stopped at the end unless something else still uses it.  An unreachable El
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -20,10 +21,14 @@ from typing import Any, NoReturn
 import pytest
 from elasticsearch import Elasticsearch
 
-__all__ = ["ES_ENV", "ES_LOCAL", "es_client", "es_client_kwargs", "es_env", "es_index", "es_url"]
+__all__ = ["ES_ENV", "ES_LOCAL", "MAIN_DISTRIBUTION", "es_client", "es_client_kwargs", "es_env", "es_index",
+           "es_url",
+           "local_node"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ES_LOCAL = REPO_ROOT / "scripts" / "es-local"
+#: The server the whole suite runs against (the compatibility suite adds the others).
+MAIN_DISTRIBUTION = "elasticsearch:9.5.2"
 START_TIMEOUT_S = 1200  # first run downloads ~130 MB and may install Maven
 #: The variables through which the CLI and the service take Elasticsearch credentials and TLS settings.
 ES_ENV = ("ES_CA_CERTS", "ES_API_KEY", "ES_USERNAME", "ES_PASSWORD", "ES_VERIFY_CERTS")
@@ -60,6 +65,28 @@ def _check_reachable(url: str) -> None:
         _unavailable(f"{url} cluster health is {status}")
 
 
+@contextlib.contextmanager
+def local_node(distribution: str) -> Iterator[str]:
+    """URL of the ``scripts/es-local`` node of ``distribution``, leased by this process for the block (the
+    node stops afterwards unless something else still uses it; its data is kept for the next start)."""
+    lease = str(os.getpid())
+    cmd = [sys.executable, str(ES_LOCAL), "start", "--distribution", distribution, "--lease", lease]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        _unavailable(f"scripts/es-local start did not finish within {START_TIMEOUT_S}s")
+    if res.returncode != 0:
+        _unavailable(f"scripts/es-local start failed (exit {res.returncode}):\n{res.stderr[-4000:]}")
+    try:
+        yield res.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(
+            [sys.executable, str(ES_LOCAL), "stop", "--distribution", distribution, "--lease", lease],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def es_url() -> Iterator[str]:
     """URL of a healthy Elasticsearch 9 cluster for this test session."""
@@ -68,25 +95,9 @@ def es_url() -> Iterator[str]:
         _check_reachable(external)
         yield external
         return
-    lease = str(os.getpid())
-    try:
-        res = subprocess.run(
-            [sys.executable, str(ES_LOCAL), "start", "--lease", lease],
-            capture_output=True, text=True, timeout=START_TIMEOUT_S, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        _unavailable(f"scripts/es-local start did not finish within {START_TIMEOUT_S}s")
-    if res.returncode != 0:
-        _unavailable(f"scripts/es-local start failed (exit {res.returncode}):\n{res.stderr[-4000:]}")
-    url = res.stdout.strip().splitlines()[-1]
-    try:
+    with local_node(MAIN_DISTRIBUTION) as url:
         _check_reachable(url)
         yield url
-    finally:
-        subprocess.run(
-            [sys.executable, str(ES_LOCAL), "stop", "--lease", lease],
-            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
 
 
 @pytest.fixture(scope="session")

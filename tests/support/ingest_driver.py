@@ -2,7 +2,8 @@
 
 Batches alternate between ``/v1/ingest`` (with ``index: true``) and the ``_bulk`` proxy (half of those
 documents without ``_id``, so the proxy assigns one). Every document carries a unique ``seq``. A document
-counts as acknowledged when its request returned 200 and its item a 2xx status (201 indexed, 202 queued).
+counts as acknowledged when its request returned 200 and its item a 2xx status (201 indexed, 202 queued;
+the proxy answers a queued item 201 ``created`` marked ``fingerprint_indexer.queued``, counted here as 202).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class IngestDriver(threading.Thread):
         if r.status_code != 200:
             return []
         items = [it["index"] for it in r.json()["items"]]
-        return [(d["seq"], it["_id"], it["status"]) for d, it in zip(docs, items, strict=True)]
+        return [(d["seq"], it["_id"], 202 if (it.get("fingerprint_indexer") or {}).get("queued")
+                 else it["status"]) for d, it in zip(docs, items, strict=True)]
 
     def run(self) -> None:
         with httpx.Client(base_url=self.base_url, headers=self.headers, timeout=30) as client:

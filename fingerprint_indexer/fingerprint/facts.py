@@ -1,0 +1,342 @@
+"""The facts of a text: its numbers, dates and counts, so that template news with other facts stays apart.
+
+Daily bulletins, earnings tables, dividend notices and recurring meetings are written from one template:
+two of them share almost every word and differ only in their figures, dates and ordinals ("第三十三次" vs
+"第一百二十七次", "Shr 29 cts" vs "Shr 31 cts"). To a SimHash or a MinHash they are near-duplicates; to a
+reader they are different stories. A repost, an excerpt or a light edit keeps (nearly) all the facts.
+
+A fact is a name or a normalised number. Names are the Chinese terms of a text that jieba's dictionary
+tags as a person, place or organisation, or that it does not know at all (new words:
+mostly names); numbers are Arabic numerals (thousands separators dropped, so ``1,796,121`` and
+``1796121`` agree), Chinese numerals where they count something (after 第 or before a classifier such as
+届, 次, 号, 月, 日, 名; converted, so ``三十三`` equals ``33``), English number words from two upwards, and
+English month names. Facts are kept as a set; a text with more than :data:`MAX_FACTS` keeps the ones of
+smallest hash (a bottom-k sample, so two texts can still be compared exactly below the smaller cut-off).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+
+import xxhash
+
+MAX_FACTS = 64
+
+# Each fact is a kind mark and a value. OCCURRENCE facts say which instance of a recurring thing a text
+# is about (an ordinal, a session, a date: 第33次, 14届, 3月4日, april 30); FIGURE facts are the other
+# numbers; NAME facts are names.
+OCCURRENCE, FIGURE, NAME = "#", "=", "@"
+KIND_WORDS = {OCCURRENCE: "dates/ordinals", FIGURE: "figures", NAME: "names"}
+
+_OCCURRENCE_UNITS = "届次号期批轮年月日时"
+_ARABIC = re.compile(rf"(第)?(\d+(?:[.,]\d+)*)([{_OCCURRENCE_UNITS}])?")
+# A line or sentence break inside a figure ("82.\n7m", as re-flowed copies have it) is not a separator.
+_SPLIT_FIGURE = re.compile(r"(?<=\d)([.,])\s+(?=\d)")
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_CN_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+              "八": 8, "九": 9}  # fmt: skip
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_BIG = {"万": 10_000, "亿": 100_000_000}
+_CN_RUN = "〇零一二两三四五六七八九十百千万亿"
+# A Chinese numeral counts something when 第 precedes it or one of these classifiers follows it.
+_CN_CLASSIFIERS = _OCCURRENCE_UNITS + "个项名位人家条艘架枚颗元岁天周座所份种倍例米吨"
+_CN_NUMERAL = re.compile(rf"(第)?([{_CN_RUN}]+)(?=([{_CN_CLASSIFIERS}])?)")
+_EN_NUMBERS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")  # fmt: skip
+# "may" alone is left out (as a verb it is far more common than the month); "may 15" is a date.
+_EN_WORD = re.compile(r"\b(" + "|".join([*_EN_NUMBERS, *(m for m in _MONTHS if m != "may")]) + r")\b")
+_MONTH = "|".join(_MONTHS)
+_EN_DATE = re.compile(rf"\b(?:({_MONTH})\s+(\d{{1,2}})|(\d{{1,2}})\s+({_MONTH}))\b")
+
+
+def _arabic(token: str) -> str:
+    """``1,796,121`` -> ``1796121``; ``007`` -> ``7``; ``4.50`` -> ``4.5``; a decimal comma stays."""
+    if _THOUSANDS.match(token):
+        token = token.replace(",", "")
+    if "," in token:
+        return token
+    if "." in token:
+        whole, _, frac = token.partition(".")
+        if "." in frac:  # a version or date such as 1.2.3: keep as written
+            return token
+        frac = frac.rstrip("0")
+        whole = whole.lstrip("0") or "0"
+        return f"{whole}.{frac}" if frac else whole
+    return token.lstrip("0") or "0"
+
+
+def chinese_number(run: str) -> int | None:
+    """The value of a Chinese numeral (``一百二十七`` -> 127, ``二〇二二`` -> 2022), or None if none."""
+    if all(c in _CN_DIGITS for c in run):  # digit by digit (years) or a single digit
+        return int("".join(str(_CN_DIGITS[c]) for c in run))
+    total = section = digit = 0
+    seen_digit = False
+    for c in run:
+        if c in _CN_DIGITS:
+            digit, seen_digit = _CN_DIGITS[c], True
+        elif c in _CN_UNITS:
+            section += (digit if seen_digit else 1) * _CN_UNITS[c]
+            digit, seen_digit = 0, False
+        elif c in _CN_BIG:
+            section += digit
+            if section == 0:
+                return None
+            total += section * _CN_BIG[c]
+            section = digit = 0
+            seen_digit = False
+        else:
+            return None
+    return total + section + digit
+
+
+# person, place and organisation tags (jieba's "nz", other proper nouns, holds many common words)
+_NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt"})
+_CJK_TERM = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}$")
+
+
+@cache
+def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
+    """(proper-noun words, all words) of jieba's dictionary, read once per process."""
+    import jieba
+
+    names: set[str] = set()
+    words: set[str] = set()
+    with (Path(jieba.__file__).parent / "dict.txt").open(encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if parts:
+                words.add(parts[0])
+                if len(parts) == 3 and parts[2] in _NAME_TAGS:
+                    names.add(parts[0])
+    return frozenset(names), frozenset(words)
+
+
+def names(terms: Iterable[str]) -> set[str]:
+    """The Chinese terms that are names: tagged as proper nouns by jieba's dictionary, or unknown to it."""
+    return {t for t in terms if _is_name(t)}
+
+
+@lru_cache(maxsize=1 << 18)
+def _is_name(term: str) -> bool:
+    proper, known = _dictionary()
+    return bool(_CJK_TERM.match(term)) and (term in proper or term not in known)
+
+
+def _qualified(ordinal: str | None, value: str, unit: str | None) -> str:
+    """``第`` + 33 + ``次`` -> ``#第33次``; 569 + ``例``... -> ``=569`` (only occurrence units are kept)."""
+    if ordinal or (unit and unit in _OCCURRENCE_UNITS):
+        return f"{OCCURRENCE}{ordinal or ''}{value}{unit if unit and unit in _OCCURRENCE_UNITS else ''}"
+    return FIGURE + value
+
+
+def _fact_hash(fact: str) -> int:
+    return xxhash.xxh3_64_intdigest(fact.encode("utf-8"))
+
+
+def _numbers(text: str) -> set[str]:
+    """The number, date and ordinal facts of a text (names aside); figures split by a break are joined
+    first (see :data:`_SPLIT_FIGURE`)."""
+    found: set[str] = set()
+    for m in _ARABIC.finditer(text):
+        found.add(_qualified(m.group(1), _arabic(m.group(2)), m.group(3)))
+    for m in _CN_NUMERAL.finditer(text):
+        ordinal, run, classifier = m.group(1), m.group(2), m.group(3)
+        if not ordinal and not classifier:
+            continue
+        if run in ("一", "两") and not ordinal:  # 一个, 两国: far more often a word than a count
+            continue
+        value = chinese_number(run)
+        if value is not None:
+            found.add(_qualified(ordinal, str(value), classifier))
+    for m in _EN_DATE.finditer(text):
+        month, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        found.add(f"{OCCURRENCE}{month} {int(day)}")
+    for m in _EN_WORD.finditer(text):
+        word = m.group()
+        found.add(FIGURE + (str(_EN_NUMBERS[word]) if word in _EN_NUMBERS else word))
+    return found
+
+
+def _by_hash(items: Iterable[str], limit: int) -> tuple[str, ...]:
+    return tuple(sorted(items, key=lambda f: (_fact_hash(f), f))[:limit])
+
+
+def extract_facts(text: str, terms: Iterable[str] = (), limit: int = MAX_FACTS) -> tuple[str, ...]:
+    """The facts of a normalised (lower-case, NFKC) text, ordered by hash, at most ``limit`` of them;
+    ``terms`` are the text's terms (from the tokenizer), of which the names are facts too."""
+    return analyse(text, terms, limit)[0]
+
+
+# -------------------------------------------------------------------------------------------- frames
+#: Frames kept per document (bottom-k by skeleton hash, like the facts).
+MAX_FRAMES = 64
+_MASK_NUMBERS = re.compile(
+    rf"\d+(?:[.,]\s*\d+)*|[{_CN_RUN}]+|\b(?:" + "|".join([*_EN_NUMBERS, *_MONTHS]) + r")\b"
+)
+_SPACE = re.compile(r"\s+")
+_UNIT = re.compile(r"[^\n]+")
+
+
+def _units(text: str) -> Iterator[str]:
+    """Lines, cut into sentences: a table row or a bulletin line is a unit even without punctuation."""
+    from fingerprint_indexer.fingerprint.chunks import iter_sentences
+
+    for line in _UNIT.finditer(text):
+        yield from iter_sentences(line.group())
+
+
+def frames(text: str, terms: Iterable[str] = (), limit: int = MAX_FRAMES) -> tuple[int, ...]:
+    """A text's frames (see :func:`analyse`)."""
+    return analyse(text, terms, MAX_FACTS, limit)[1]
+
+
+def analyse(
+    text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """A text's facts and frames, in one pass over its lines and sentences.
+
+    Facts: every number, date, ordinal and name of the text, bottom-``max_facts`` by hash. Frames: for
+    each line or sentence that states a fact, its skeleton (the unit with every number and name masked)
+    and what fills it, as ``skeleton hash << 32 | facts hash``; the ``max_frames`` of smallest skeleton
+    hash. Two texts written from one template share skeletons; when a shared skeleton is filled with
+    other facts ("全国政协十四届#次会议将于#月#日..." with 三 vs 四), they report different occurrences.
+    """
+    found = names(terms)
+    longest_first = sorted(found, key=lambda n: (-len(n), n))  # 北京人民大会堂 before 北京
+    facts: set[str] = {NAME + n for n in found}
+    out: set[int] = set()
+    for unit in _units(_SPLIT_FIGURE.sub(r"\1", text)):
+        here = _numbers(unit)
+        facts |= here
+        for n in longest_first:
+            if n in unit:
+                here.add(NAME + n)
+                unit = unit.replace(n, "@")
+        if not here:
+            continue
+        skeleton = _SPACE.sub("", _MASK_NUMBERS.sub("#", unit))
+        filled = xxhash.xxh3_64_intdigest("\x1f".join(sorted(here)).encode("utf-8")) & 0xFFFFFFFF
+        out.add((xxhash.xxh3_64_intdigest(skeleton.encode("utf-8")) & 0xFFFFFFFF) << 32 | filled)
+    return _by_hash(facts, max_facts), tuple(sorted(out)[:max_frames])
+
+
+@dataclass(frozen=True)
+class FrameDiff:
+    """Shared skeletons of two texts, and how many of them hold other facts on each side."""
+
+    aligned: int
+    refilled: int
+
+    @property
+    def share(self) -> float:
+        return self.refilled / self.aligned if self.aligned else 0.0
+
+
+def compare_frames(a: Sequence[int], b: Sequence[int], limit: int = MAX_FRAMES) -> FrameDiff:
+    """Skeletons both texts have (below the smaller bottom-k cut-off) and how many are filled differently."""
+    cut = min((max(f >> 32 for f in s) if len(s) >= limit else 1 << 32) for s in (a, b))
+    fa: dict[int, set[int]] = {}
+    fb: dict[int, set[int]] = {}
+    for src, dst in ((a, fa), (b, fb)):
+        for f in src:
+            if f >> 32 <= cut:
+                dst.setdefault(f >> 32, set()).add(f & 0xFFFFFFFF)
+    shared = fa.keys() & fb.keys()
+    return FrameDiff(len(shared), sum(fa[k] != fb[k] for k in shared))
+
+
+ORDINAL_UNITS = "届次号期批轮"
+
+
+def is_ordinal(fact: str) -> bool:
+    """An ordinal or session (第33次, 14届, 神舟20号): it names which occurrence a text is about."""
+    return fact.startswith(OCCURRENCE) and (fact.startswith(OCCURRENCE + "第") or fact[-1:] in ORDINAL_UNITS)
+
+
+@dataclass(frozen=True)
+class FactDiff:
+    """How two texts' facts compare, on the facts both samples can speak for."""
+
+    shared: tuple[str, ...]
+    only_a: tuple[str, ...]
+    only_b: tuple[str, ...]
+
+    def of_kind(self, kind: str) -> FactDiff:
+        """The same comparison restricted to one kind of fact."""
+        def pick(xs: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(x for x in xs if x.startswith(kind))
+
+        return FactDiff(pick(self.shared), pick(self.only_a), pick(self.only_b))
+
+    @property
+    def two_sided(self) -> bool:
+        """Each text states something the other does not."""
+        return bool(self.only_a) and bool(self.only_b)
+
+    @property
+    def changed(self) -> float:
+        """Share of the compared facts found on one side only (0 when neither text has facts)."""
+        union = len(self.shared) + len(self.only_a) + len(self.only_b)
+        return (len(self.only_a) + len(self.only_b)) / union if union else 0.0
+
+    def describe(self, most: int = 3) -> str:
+        """``figures differ: 569, 34 vs 465, 56`` (what a user reads in ``--explain``)."""
+        kinds = {f[0] for f in self.only_a + self.only_b if f}
+        words = "/".join(KIND_WORDS[k] for k in (OCCURRENCE, FIGURE, NAME) if k in kinds) or "facts"
+        a = ", ".join(f[1:] for f in sorted(self.only_a, key=_natural)[:most])
+        b = ", ".join(f[1:] for f in sorted(self.only_b, key=_natural)[:most])
+        return f"{words} differ: {a or '-'} vs {b or '-'}"
+
+
+def _natural(fact: str) -> tuple[str, int, float, str]:
+    """Occurrences first, then figures, then names; numbers by value."""
+    order = {OCCURRENCE: "0", FIGURE: "1", NAME: "2"}.get(fact[:1], "3")
+    try:
+        return (order, 0, float(fact[1:].replace(",", ".")), fact)
+    except ValueError:
+        return (order, 1, 0.0, fact)
+
+
+def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) -> FactDiff:
+    """Shared and one-sided facts of two fact samples (as :func:`extract_facts` returns them).
+
+    A sample that holds ``limit`` facts may have dropped some above its largest hash, so only facts up to
+    the smaller of the two cut-offs are compared: below it both samples are complete. The samples may come
+    in any order (Elasticsearch returns doc values sorted by value).
+    """
+    cut = min((max(map(_fact_hash, s)) if len(s) >= limit else 1 << 64) for s in (a, b))
+    sa = {f for f in a if _fact_hash(f) <= cut}
+    sb = {f for f in b if _fact_hash(f) <= cut}
+    only_a, only_b = sa - sb, sb - sa
+    pairs = [(x, y) for x in only_a for y in only_b if _one_digit_apart(x, y)]
+    figures = sum(f.startswith(FIGURE) for f in sa & sb)
+    # a correction fixes one figure among several that stand; many near-equal figures (a table of other
+    # days' counts) or one figure of a short notice (another company's dividend) are other facts
+    corrected = set(pairs[0]) if len(pairs) == 1 and figures >= MIN_FIGURES_FOR_CORRECTION else set()
+    shared = (sa & sb) | corrected
+    return FactDiff(tuple(sorted(shared)), tuple(sorted(only_a - corrected)),
+                    tuple(sorted(only_b - corrected)))  # fmt: skip
+
+
+#: Shared figures a text must state for one changed figure to count as a correction of it.
+MIN_FIGURES_FOR_CORRECTION = 3
+
+
+def _one_digit_apart(x: str, y: str) -> bool:
+    """A corrected figure: two figures of one length (two digits or more), one digit changed (1972 / 1927
+    is not; 250 / 251 and 600000 / 606000 are). Different occurrences' figures rarely differ so little;
+    dates and ordinals (2023年 / 2024年, 13届 / 14届) do, so they are never taken for corrections."""
+    if len(x) != len(y) or x[:1] != FIGURE or y[:1] != FIGURE or sum(c.isdigit() for c in x) < 2:
+        return False
+    diff = [(p, q) for p, q in zip(x, y, strict=True) if p != q]
+    return len(diff) == 1 and diff[0][0].isdigit() and diff[0][1].isdigit()

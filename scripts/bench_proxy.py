@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Throughput of the Elasticsearch-compatible proxy with the official Node.js client's bulk helper.
+
+Side by side in one run, on the same ``--docs`` zh_news documents:
+
+1. ``in_process_es``: the in-process pipeline (``--processes`` workers) writing every document with the
+   service's fields into a fresh Elasticsearch index (one ``_bulk`` per committed batch on a writer
+   thread), the reference of ``scripts/bench_service.py --index``;
+2. ``proxy``: ``fingerprint-indexer serve`` (same worker count, fresh data directory) on loopback, fed by
+   ``@elastic/elasticsearch``'s ``helpers.bulk`` with its default settings (5 MB flushes, concurrency 5),
+   exactly as an existing indexer would be pointed at it;
+3. ``direct``: the same helper straight into Elasticsearch (no fingerprints): the ceiling.
+
+Reports documents/s of each and ``proxy / in_process_es`` (target >= 0.8). The Node.js client is
+installed as for the client suite (tests/support/clients.py, cached). Reads ../shared/data/zh_news.jsonl.gz.
+
+Usage:
+    python scripts/bench_proxy.py [--docs 3000] [--processes 2] [--es URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tests"))
+
+from bench_service import baseline_es, es_url_default, free_port, load_records  # noqa: E402
+from support.clients import node_driver  # noqa: E402
+
+
+def node_bulk(url: str, index: str, docs_file: Path) -> dict[str, Any]:
+    cmd = node_driver(REPO / "scripts" / "bench_proxy_node.mjs")
+    res = subprocess.run([*cmd, url, index, str(docs_file)], capture_output=True, text=True, timeout=3600)
+    if res.returncode != 0:
+        sys.exit(f"node bulk helper failed: {res.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, default=3000)
+    ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--es", default=None, help="Elasticsearch URL (default: ES_URL or scripts/es-local url)")
+    args = ap.parse_args()
+    es = args.es or es_url_default()
+    if not es:
+        sys.exit("no Elasticsearch URL: pass --es, set ES_URL or run scripts/es-local start")
+    records = load_records(args.docs)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    docs_file = tmp / "docs.jsonl"
+    docs_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    out: dict[str, Any] = {"documents": len(records), "processes": args.processes,
+                           "load_average_start": [round(x, 2) for x in os.getloadavg()]}
+    out["in_process_es"] = baseline_es(records, args.processes, es, f"bench-proxy-baseline-{os.getpid()}")
+    direct_index = f"bench-proxy-direct-{os.getpid()}"
+    out["direct"] = node_bulk(es, direct_index, docs_file)
+    httpx.delete(f"{es}/{direct_index}", timeout=60)
+    port = free_port()
+    index = f"bench-proxy-{port}"
+    cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--es", es, "--port", str(port),
+           "--store", str(tmp / "data"), "--processes", str(args.processes), "--no-access-log",
+           "--log-level", "warning"]
+    with open(tmp / "service.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"service did not start: {(tmp / 'service.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        out["proxy"] = node_bulk(url, index, docs_file)
+        httpx.post(f"{es}/{index}/_refresh", timeout=60)
+        count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
+        out["proxy"]["documents_in_elasticsearch"] = count
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        httpx.delete(f"{es}/{index}", timeout=60)
+        shutil.rmtree(tmp, ignore_errors=True)
+    out["proxy_vs_in_process_es"] = round(out["proxy"]["docs_per_s"] / out["in_process_es"]["docs_per_s"], 2)
+    out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

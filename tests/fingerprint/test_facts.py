@@ -1,0 +1,85 @@
+"""Facts and frames: what a text states, and lines of one template filled differently."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fingerprint_indexer.fingerprint.facts import (
+    MAX_FACTS,
+    _fact_hash,
+    chinese_number,
+    compare_facts,
+    compare_frames,
+    extract_facts,
+    frames,
+)
+from fingerprint_indexer.text.clean import clean
+
+
+def test_chinese_numerals() -> None:
+    cases = {"三十三": 33, "一百二十七": 127, "十四": 14, "二十": 20, "二〇二二": 2022, "两千": 2000,
+             "三万五千": 35000, "十": 10, "一亿": 100_000_000}  # fmt: skip
+    for run, value in cases.items():
+        assert chinese_number(run) == value, run
+
+
+def test_numbers_dates_and_ordinals_are_normalised_and_kinded() -> None:
+    text = "第三十三次会议6日举行,十四届。1,796,121 吨, 4.50 pct, 82.\n7m, 十分重要, 一个"
+    facts = set(extract_facts(clean(text)))
+    assert {"#第33次", "#6日", "#14届", "=1796121", "=4.5", "=82.7"} <= facts
+    assert not any(f.endswith("10") for f in facts), "十分 (very) is not a number"
+    en = set(extract_facts(clean("Qtly div five cts vs five cts. Pay April 30, record 15 May. It may rise.")))
+    assert {"=5", "#april 30", "#may 15", "=april"} <= en
+    assert "=may" not in en, "'may' alone is a verb"
+
+
+def test_names_come_from_the_terms() -> None:
+    facts = extract_facts("意大利总理访华", terms=["意大利", "总理", "访华"])
+    assert "@意大利" in facts and "@总理" not in facts
+
+
+def test_samples_are_bottom_k_by_hash() -> None:
+    text = " ".join(str(n) for n in range(1000, 1300))
+    facts = extract_facts(text)
+    assert len(facts) == MAX_FACTS
+    assert [_fact_hash(f) for f in facts] == sorted(_fact_hash(f) for f in facts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(0, 5000), max_size=150), st.sets(st.integers(0, 5000), max_size=150))
+def test_comparing_samples_is_exact_below_the_cut(a: set[int], b: set[int]) -> None:
+    """Bottom-k samples compare exactly on the facts below the smaller cut-off, whatever the sizes."""
+    fa, fb = extract_facts(" ".join(map(str, a))), extract_facts(" ".join(map(str, b)))
+    diff = compare_facts(fa, fb)
+    full_a = {f"={n}" for n in a}
+    full_b = {f"={n}" for n in b}
+    cut = min((_fact_hash(s[-1]) if len(s) >= MAX_FACTS else 1 << 64) for s in (fa, fb))
+    below = {f for f in full_a | full_b if _fact_hash(f) <= cut}
+    seen = set(diff.shared) | set(diff.only_a) | set(diff.only_b)
+    assert seen == below
+    assert set(diff.only_a) <= full_a - full_b and set(diff.only_b) <= full_b - full_a
+
+
+def test_a_one_digit_correction_counts_as_shared() -> None:
+    table = "net {}, shares 250, sales 7300, staff 1200"
+    diff = compare_facts(extract_facts(table.format(600000)), extract_facts(table.format(606000)))
+    assert not diff.only_a and not diff.only_b, "one figure corrected among several that stand"
+    diff = compare_facts(extract_facts("qtly div 45 cts"), extract_facts("qtly div 48 cts"))
+    assert diff.only_a == ("=45",) and diff.only_b == ("=48",), "a short notice: another company's figure"
+    rows = "hog slaughter {} head versus {} week ago, cattle {}, sheep 5000, goats 700, pigs 800"
+    diff = compare_facts(extract_facts(rows.format(131000, 249000, 126000)),
+                         extract_facts(rows.format(132000, 248000, 128000)))  # fmt: skip
+    assert len(diff.only_a) == 3, "many near-equal figures are another day's table, not a correction"
+    diff = compare_facts(extract_facts("net 569"), extract_facts("net 465"))
+    assert diff.only_a == ("=569",) and diff.only_b == ("=465",)
+    assert diff.describe() == "figures differ: 569 vs 465"
+
+
+def test_frames_align_template_lines_and_see_other_fillings() -> None:
+    a = "全国政协十四届三次会议将于3月4日下午3时在北京开幕。\n届时,电视台将进行现场直播。"
+    b = "全国政协十四届四次会议将于3月4日下午3时在北京开幕。\n届时,电视台将进行现场直播。"
+    diff = compare_frames(frames(a), frames(b))
+    assert (diff.aligned, diff.refilled) == (1, 1)
+    same = compare_frames(frames(a), frames("新华网消息\n" + a))
+    assert (same.aligned, same.refilled) == (1, 0)

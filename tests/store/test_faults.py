@@ -1,0 +1,104 @@
+"""Store faults, each reproduced on a real LevelDB store first: lost CURRENT, truncated write-ahead log,
+a foreign or misplaced Bloom filter; then `store check` names the damage and `store repair` rebuilds."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fingerprint_indexer.store.bloom import BloomState
+from fingerprint_indexer.store.check import check, repair
+from fingerprint_indexer.store.errors import StoreDamagedError
+from fingerprint_indexer.store.exact import ExactStore, record_now
+
+ALGO = "test-algo/1"
+
+
+def _fp(i: int) -> int:
+    return i * 0x9E3779B97F4A7C15 & (2**64 - 1)
+
+
+def _fill(path: Path, start: int, n: int) -> None:
+    """``n`` documents, one commit each."""
+    with ExactStore(path, algorithm=ALGO) as store:
+        for i in range(start, start + n):
+            tx = store.batch()
+            rec = record_now(id=f"d{i}", fingerprint=_fp(i), content_digest=f"digest{i}", keyword_digest="kw",
+                             cluster_id=f"d{i}", decision="new", duplicate_of=None, distance=None,
+                             degenerate=False, length=10, published_at=None, version=ALGO)
+            tx.put_record(rec, index=True)
+            tx.found_cluster(f"d{i}", _fp(i))
+            tx.commit()
+
+
+def _ids(path: Path) -> set[str]:
+    with ExactStore(path, algorithm=ALGO) as store:
+        return {f"d{i}" for i in range(200) if store.record(f"d{i}") is not None}
+
+
+def test_missing_current_is_refused_not_recreated_and_repair_restores_it(tmp_path: Path) -> None:
+    _fill(tmp_path, 0, 30)
+    (tmp_path / "leveldb" / "CURRENT").unlink()
+    tables = sorted(p.name for p in (tmp_path / "leveldb").iterdir())
+    with pytest.raises(StoreDamagedError, match=r"CURRENT is missing; 'fingerprint-indexer store repair"):
+        ExactStore(tmp_path, algorithm=ALGO)
+    assert sorted(p.name for p in (tmp_path / "leveldb").iterdir()) == tables  # nothing deleted
+    assert "CURRENT is missing" in check(tmp_path).problems[0]
+    report = repair(tmp_path)
+    assert not report.lost and "manifest" in report.facts[0]
+    assert _ids(tmp_path) == {f"d{i}" for i in range(30)}
+    assert check(tmp_path).ok
+
+
+def test_truncated_log_is_detected_by_the_bloom_generation(tmp_path: Path) -> None:
+    _fill(tmp_path, 0, 40)
+    log = max((tmp_path / "leveldb").glob("*.log"), key=lambda p: p.stat().st_size)
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])  # committed writes gone from the log
+    with pytest.raises(StoreDamagedError, match=r"lost committed writes: its Bloom filter was saved at "
+                                                r"generation 40, LevelDB holds generation \d+"):
+        ExactStore(tmp_path, algorithm=ALGO)
+    problems = check(tmp_path).problems
+    assert any("lost committed writes" in p for p in problems), problems
+    report = repair(tmp_path)
+    assert any("run their input again" in line for line in report.lost)
+    kept = _ids(tmp_path)  # opens again: the loss was accepted, and said
+    assert 0 < len(kept) < 40 and check(tmp_path).ok
+
+
+def test_a_bloom_filter_of_another_store_is_rebuilt(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _fill(a, 0, 20)
+    _fill(b, 100, 20)  # same generation, other documents
+    shutil.copy(b / "bloom.bin", a / "bloom.bin")
+    with ExactStore(a, algorithm=ALGO) as store:
+        assert store.bloom_state is BloomState.FOREIGN and store.bloom_rebuilt
+        assert all(store.doc_with_digest(f"digest{i}") == f"d{i}" for i in range(20))
+
+
+def test_bloom_bin_that_is_a_directory_is_named(tmp_path: Path) -> None:
+    _fill(tmp_path, 0, 3)
+    (tmp_path / "bloom.bin").unlink()
+    (tmp_path / "bloom.bin").mkdir()
+    with pytest.raises(StoreDamagedError, match=r"bloom.bin is not a file; move it away"):
+        ExactStore(tmp_path, algorithm=ALGO)
+    assert "is not a file" in check(tmp_path).problems[0]
+
+
+def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path) -> None:
+    _fill(tmp_path, 0, 25)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # lose derived keys as a partial copy would
+        for prefix in (b"s/c/", b"x/b/"):
+            for key in list(store.db.iterator(prefix=prefix, include_value=False))[:5]:
+                store.db.delete(key)
+        store.db.put(b"s/meta/docs", b"99")
+    problems = "\n".join(check(tmp_path).problems)
+    assert "document counter says 99, records hold 25" in problems
+    assert "content digest keys: 0 point at no such document, 5 digests have no key" in problems
+    assert "absent from their block buckets" in problems
+    repair(tmp_path)
+    assert check(tmp_path).ok
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        assert store.n_docs == 25
+        assert all([m.doc_id for m in store.near(_fp(i), 0)] == [f"d{i}"] for i in range(25))

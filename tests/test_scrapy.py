@@ -1,0 +1,212 @@
+"""fingerprint_indexer.scrapy: the item pipeline in real Scrapy crawls of local news sites.
+
+The sites serve real articles from ../shared/data; some are re-posted by other sites (other templates,
+other URLs, one trimmed). Two ``scrapy crawl`` processes of the example project share a scrapy-redis queue
+on a real redis-server and one sidecar: every re-post must be dropped, and every distinct article kept once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.test import get_crawler
+from support.corpus import ZH_NEWS, load_records
+from support.news_sites import Site, serve_sites
+from support.redis_server import redis_server
+from support.service import ServiceProcess
+
+from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.scrapy import FingerprintPipeline
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "news_crawler"
+
+
+def distinct_articles(n: int, tmp: Path) -> list[dict[str, Any]]:
+    """``n`` real articles of which none is a near-duplicate of another (by the library's own decision),
+    so that the only duplicates in the crawl are the re-posts the test makes."""
+    out = []
+    with Pipeline(tmp) as pipe:
+        for rec in load_records(ZH_NEWS, limit=3 * n, min_chars=600):
+            if pipe.process(_doc(rec)).decision == "new":
+                out.append(rec)
+                if len(out) == n:
+                    return out
+    raise AssertionError(f"fewer than {n} distinct articles in {ZH_NEWS}")
+
+
+def _doc(rec: dict[str, Any]) -> Any:
+    from fingerprint_indexer.documents import Document
+
+    return Document(id=rec["id"], title=rec.get("title") or "", content=rec["content"])
+
+
+def make_sites(arts: list[dict[str, Any]]) -> tuple[list[Site], dict[tuple[str, str], int]]:
+    """24 articles on "daily"; 8 of them re-posted in "portal"'s frame beside 3 of its own; 6 re-posted
+    by "digest", cut short. Returns the sites and, per (site, path), the article the page carries."""
+    daily, portal, digest = Site("daily"), Site("portal"), Site("digest")
+    story: dict[tuple[str, str], int] = {}
+    for i, a in enumerate(arts[:24]):
+        story[("daily", daily.add(f"news/{i}", a))] = i
+    for i in range(8):
+        story[("portal", portal.add(f"zhuanzai/{1000 + i}", arts[i]))] = i
+    for i in range(24, 27):
+        story[("portal", portal.add(f"own/{i}", arts[i]))] = i
+    for i in range(4, 10):
+        story[("digest", digest.add(f"d/{i}", arts[i], trim_last=True))] = i
+    return [daily, portal, digest], story
+
+
+def stats_of(log: str) -> dict[str, int]:
+    """Integer stats from the 'Dumping Scrapy stats' block of a crawl's log."""
+    return {k: int(v) for k, v in re.findall(r"'([\w/]+)': (\d+),?\n", log)}
+
+
+@pytest.mark.corpus
+@pytest.mark.elasticsearch
+def test_two_crawlers_share_a_redis_queue_and_a_sidecar_and_drop_every_repost(
+    es_url: str, tmp_path: Path
+) -> None:
+    sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
+    with serve_sites(sites), redis_server(tmp_path / "redis") as redis_url, \
+            ServiceProcess(es_url, tmp_path / "sidecar", "--index", "fpi-test-crawl") as sidecar:
+        queue = redis.Redis.from_url(redis_url)
+        queue.lpush("news:start_urls", *[f"{s.url}/" for s in sites])
+        queue.close()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
+        procs = []
+        for n in (1, 2):
+            cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-o", str(tmp_path / f"kept-{n}.jsonl"),
+                   "-s", f"REDIS_URL={redis_url}", "-s", f"FPI_SIDECAR_URL={sidecar.url}",
+                   "-s", "FPI_INDEX=fpi-test-crawl", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=3",
+                   "-s", "LOG_LEVEL=INFO"]  # fmt: skip
+            log = open(tmp_path / f"crawl-{n}.log", "w")  # noqa: SIM115
+            procs.append((subprocess.Popen(cmd, cwd=EXAMPLE, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL), log))  # fmt: skip
+        for proc, log in procs:
+            proc.wait(timeout=120)
+            log.close()
+    logs = [(tmp_path / f"crawl-{n}.log").read_text() for n in (1, 2)]
+    for (proc, _), log_text in zip(procs, logs, strict=True):
+        assert proc.returncode == 0, log_text[-3000:]
+    stats = [stats_of(t) for t in logs]
+
+    by_url = {f"{s.url}{path}": story[(s.name, path)] for s in sites for path in s.pages}
+    kept = [json.loads(line) for n in (1, 2)
+            for line in (tmp_path / f"kept-{n}.jsonl").read_text().splitlines() if line.strip()]  # fmt: skip
+    kept_stories = Counter(by_url[item["url"]] for item in kept)
+    assert set(kept_stories) == set(range(27)), "a distinct article was lost"
+    assert max(kept_stories.values()) == 1, f"a re-post was kept: {kept_stories.most_common(3)}"
+    assert all(item["decision"] == "new" and item["cluster_id"] for item in kept)
+    dropped = sum(s.get("fingerprint_indexer/dropped", 0) for s in stats)
+    assert dropped == len(by_url) - 27 == 14
+    assert sum(s.get("fingerprint_indexer/items", 0) for s in stats) == len(by_url)
+    for s in stats:  # both processes took work from the shared queue
+        assert s.get("fingerprint_indexer/items", 0) > 0, stats
+
+
+SPIDER = """
+import scrapy
+
+
+class Plain(scrapy.Spider):
+    name = "plain"
+
+    def __init__(self, start="", **kw):
+        super().__init__(**kw)
+        self.start_urls = start.split(",")
+
+    def parse(self, response):
+        if response.css("meta[name=page-type][content=article]"):
+            yield {"url": response.url, "title": response.css("title::text").get(), "html": response.text}
+        yield from response.follow_all(css="a[href]", callback=self.parse)
+"""
+
+
+@pytest.mark.corpus
+def test_one_crawler_tags_reposts_against_an_embedded_store(tmp_path: Path) -> None:
+    sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
+    spider = tmp_path / "plain.py"
+    spider.write_text(SPIDER)
+    out = tmp_path / "items.jsonl"
+    with serve_sites(sites):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
+        res = subprocess.run(
+            [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a",
+             "start=" + ",".join(f"{s.url}/" for s in sites), "-o", str(out), "-s", "LOG_LEVEL=INFO",
+             "-s", "ITEM_PIPELINES={\"fingerprint_indexer.scrapy.FingerprintPipeline\": 300}",
+             "-s", f"FPI_STORE={tmp_path / 'store'}",
+             "-s", "REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        by_url = {f"{s.url}{path}": story[(s.name, path)] for s in sites for path in s.pages}
+    assert res.returncode == 0, res.stderr[-3000:]
+    items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert sorted(i["url"] for i in items) == sorted(by_url), "every page is passed on, tagged"
+    first_of = {by_url[i["url"]]: i["url"] for i in items if i["decision"] == "new"}
+    assert sum(i["decision"] == "new" for i in items) == len(first_of) == 27, "one new item per article"
+    for item in items:
+        if item["decision"] == "new":
+            assert item["duplicate_of"] is None and item["cluster_id"]
+        else:
+            assert item["decision"] in ("exact_duplicate", "near_duplicate"), item["url"]
+            assert item["duplicate_of"] == first_of[by_url[item["url"]]], item["url"]
+    assert len(first_of) == 27
+    stats = stats_of(res.stderr)
+    assert stats["fingerprint_indexer/new"] == 27 and "fingerprint_indexer/dropped" not in stats
+
+
+def _pipeline(**settings: Any) -> FingerprintPipeline:
+    return FingerprintPipeline.from_crawler(get_crawler(settings_dict=settings))
+
+
+def test_items_that_cannot_be_decided_are_passed_on_untagged_and_counted(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the block ends
+    pipe = _pipeline(FPI_SIDECAR_URL=f"http://127.0.0.1:{port}", FPI_SIDECAR_RETRIES=1, FPI_TIMEOUT=2)
+    pipe.open_spider()
+    try:
+        text = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。"
+        item: dict[str, Any] = {"url": "http://example.org/a", "content": text}
+        doc = pipe.document(item)
+        assert doc is not None
+        assert pipe.apply(pipe.decide_or_none(doc), item) == item and "decision" not in item
+        no_id = {"content": "正文"}
+        assert pipe.process_item(no_id) is no_id and "decision" not in no_id
+        assert pipe.process_item({"url": "http://example.org/empty", "content": "  "}) is not None
+    finally:
+        pipe.close_spider()
+    stats = pipe.stats.get_stats()
+    assert stats["fingerprint_indexer/undecided"] == 2 and stats["fingerprint_indexer/no_text"] == 1
+
+
+def test_settings_name_one_source_of_decisions() -> None:
+    with pytest.raises(NotConfigured, match="FPI_STORE"):
+        _pipeline()
+    with pytest.raises(NotConfigured, match="not both"):
+        _pipeline(FPI_STORE="x", FPI_SIDECAR_URL="http://127.0.0.1:1")
+
+
+def test_tags_and_drops_against_an_embedded_store(tmp_path: Path, en_articles: list[dict]) -> None:
+    pipe = _pipeline(FPI_STORE=str(tmp_path / "store"), FPI_DROP_DUPLICATES=True, FPI_TEXT_FIELD="body")
+    pipe.open_spider()
+    try:
+        first = {"url": "http://a.example/1", "body": en_articles[0]["content"]}
+        assert pipe.apply(pipe.decide_or_none(pipe.document(first)), first)["decision"] == "new"
+        repost = {"url": "http://b.example/9", "body": "Reposted from A. " + en_articles[0]["content"]}
+        with pytest.raises(DropItem, match=re.escape("duplicate of http://a.example/1")):
+            pipe.apply(pipe.decide_or_none(pipe.document(repost)), repost)
+    finally:
+        pipe.close_spider()
+    assert pipe.stats.get_stats()["fingerprint_indexer/dropped"] == 1
