@@ -13,7 +13,14 @@ from fingerprint_indexer.cli.dedupe_commands import _guard_store, _store_option,
 from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
 from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams, document_text
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS
-from fingerprint_indexer.copies.stored import check_params, marks_of, search_store, winnowed_passages
+from fingerprint_indexer.copies.stored import (
+    ENABLE_HINT,
+    check_params,
+    marks_of,
+    require_marks,
+    search_store,
+    winnowed_passages,
+)
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.io.readers import read_documents
 from fingerprint_indexer.services.copies import es_copy_search, es_text
@@ -89,23 +96,26 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
             fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
         store = ExactStore(store_path, config.layout, fpr.version) if have_store else None
         try:
-            if store is not None:
+            if store is not None and store.marks_tag is not None:
                 check_params(store, params)
 
             def resolve(value: str) -> tuple[str | None, Marks | None]:
                 """(text, None) for a text or file; (None, marks) for a stored id."""
                 if store is not None and not as_text and store.record(value) is not None:
+                    if store.marks_tag is None:
+                        fail(f"store {store_path} keeps neither texts nor copy marks, so stored document "
+                             f"{value!r} cannot be compared: give its text or file, or {ENABLE_HINT}")
                     m = marks_of(store, value)
                     if m is None:
-                        fail(f"document {value!r} in store {store_path} has no copy marks (stored before "
-                             "copy marks existed: run dedupe on it again)")
+                        fail(f"document {value!r} in store {store_path} has no copy marks")
                     return None, m
                 return _text_of(value, as_text), None
 
             text_a, marks_a = resolve(a)
             if b is None:
-                query = marks_a if marks_a is not None else finder.marked(text_a or "")
                 assert store is not None
+                require_marks(store)
+                query = marks_a if marks_a is not None else finder.marked(text_a or "")
                 hits, _ = search_store(store, query, params, min_chars, max_df, exclude=a)
                 for hit in hits:
                     emit(hit.to_dict())

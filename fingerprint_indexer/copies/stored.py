@@ -14,6 +14,46 @@ from fingerprint_indexer.copies.winnow import Marks, WinnowParams
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore
 
+ENABLE_HINT = "rebuild it with copy marks ('fingerprint-indexer dedupe --copy-marks --store NEW ...')"
+
+
+def settle_marks(
+    store: ExactStore, params: WinnowParams | None, copy_marks: bool | None
+) -> WinnowParams | None:
+    """The copy-marks setting a writer of ``store`` follows (None: no marks).
+
+    ``copy_marks`` None follows the store (a new store takes ``params``); True or False must match what
+    the store records, so a store keeps marks of every document or of none. A new store records it; a
+    store made before the setting existed keeps none.
+    """
+    if not store.marks_recorded:
+        if store.n_docs:
+            tag = None
+        elif copy_marks is None:
+            tag = params.tag if params is not None else None
+        else:
+            tag = (params or WinnowParams()).tag if copy_marks else None
+        store.record_marks(tag)
+    held = store.marks_tag
+    if copy_marks is not None and copy_marks != (held is not None):
+        raise StoreMismatchError(
+            f"store {store.directory} was built {'with' if held else 'without'} copy marks; a store keeps "
+            f"them for every document or none: use another store, or rebuild this one "
+            f"{'with' if copy_marks else 'without'} --copy-marks")
+    if held is not None and copy_marks and params is not None and params.tag != held:
+        raise StoreMismatchError(f"store {store.directory} keeps copy marks of {held!r}, not {params.tag!r}; "
+                                 "rebuild it to change the winnowing parameters")
+    return None if held is None else WinnowParams.from_tag(held)
+
+
+def require_marks(store: ExactStore) -> WinnowParams:
+    """The store's winnowing parameters; a clear error when it keeps no copy marks."""
+    tag = store.marks_tag
+    if tag is None:
+        raise StoreMismatchError(f"store {store.directory} keeps no copy marks, which partial-copy search "
+                                 f"needs; {ENABLE_HINT}")
+    return WinnowParams.from_tag(tag)
+
 
 def check_params(store: ExactStore, params: WinnowParams) -> None:
     """Refuse to compare marks made under other winnowing parameters."""
@@ -38,6 +78,7 @@ def search_store(
     """Stored documents copying at least ``min_chars`` characters of the query (its blocks, winnowed ones
     flagged);
     ``max_df`` defaults to the cap learnt from the store's size."""
+    require_marks(store)
     check_params(store, params)
     cap = default_max_df(store.n_docs) if max_df is None else max_df
     return search(query, store.mark_postings, lambda d: marks_of(store, d), params, min_chars, cap, exclude)

@@ -53,6 +53,14 @@ class WinnowParams:
         """Names the parameters; stores and indexes of other parameters cannot be compared."""
         return f"winnow/1;k={self.k};g={self.g}"
 
+    @classmethod
+    def from_tag(cls, tag: str) -> WinnowParams:
+        """The parameters a :attr:`tag` names (ValueError for anything else)."""
+        fields = dict(part.split("=", 1) for part in tag.split(";")[1:] if "=" in part)
+        if not tag.startswith("winnow/1;") or set(fields) != {"k", "g"}:
+            raise ValueError(f"unknown copy-marks setting {tag!r}")
+        return cls(k=int(fields["k"]), g=int(fields["g"]))
+
 
 @dataclass(frozen=True)
 class Marks:

@@ -63,9 +63,10 @@ class FingerprintConfig:
     # Which jieba implementation segments Chinese: "auto" (compiled rjieba when installed), "rjieba" or
     # "jieba". Not part of the version: both yield the same terms (see text/tokenize.py).
     segmenter: str = "auto"
-    # Passage-level copy marks (winnowing, fingerprint_indexer/copies/); None = none. Not part of the
-    # version: the copy indexes record their own parameters.
-    winnow: WinnowParams | None = field(default_factory=WinnowParams)
+    # Passage-level copy marks (winnowing, fingerprint_indexer/copies/), opt-in: None = none (they cost
+    # about as much again as the fingerprint and grow a store several times). Not part of the version:
+    # stores and indexes record the setting they were built with.
+    winnow: WinnowParams | None = None
 
     def __post_init__(self) -> None:
         if self.top_k < 0:

@@ -133,8 +133,10 @@ def block_fields(layout: BlockLayout) -> list[str]:
     return [f"block_{i}" for i in range(layout.n_blocks)]
 
 
-def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE) -> dict[str, Any]:
-    """Settings and mappings shipped in the package, with block fields and ``_meta`` for ``layout``."""
+def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
+                    copy_marks: str | None = None) -> dict[str, Any]:
+    """Settings and mappings shipped in the package, with block fields and ``_meta`` for ``layout``;
+    ``copy_marks`` (the winnowing parameters' tag) records that every writer adds copy marks."""
     text = (resources.files("fingerprint_indexer") / "mappings" / name).read_text(encoding="utf-8")
     body: dict[str, Any] = json.loads(text)
     if layout is not None:
@@ -143,7 +145,20 @@ def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE)
             del props[field]
         props.update({f: {"type": "keyword"} for f in block_fields(layout)})
         body["mappings"]["_meta"][META_KEY]["block_layout"] = layout.to_dict()
+    if copy_marks is not None:
+        body["mappings"]["_meta"][META_KEY]["copy_marks"] = copy_marks
     return body
+
+
+def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
+    """The copy-marks setting recorded in the mapping of ``index`` (None: its writers add none)."""
+    tags = set()
+    for mapping in client.indices.get_mapping(index=index).body.values():
+        meta = (mapping.get("mappings") or {}).get("_meta") or {}
+        tags.add((meta.get(META_KEY) or {}).get("copy_marks"))
+    if len(tags) > 1:
+        raise ValueError(f"indices behind {index!r} disagree on copy marks: {sorted(map(str, tags))}")
+    return tags.pop() if tags else None
 
 
 def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:

@@ -19,11 +19,14 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, query_marks
+from fingerprint_indexer.copies.winnow import WinnowParams
+from fingerprint_indexer.index.elasticsearch import META_KEY
 from fingerprint_indexer.service import worker
 from fingerprint_indexer.service.api import ERRORS, _index, svc
 from fingerprint_indexer.service.errors import ApiError
 from fingerprint_indexer.service.models import DocId, IndexName, Text
 from fingerprint_indexer.services.copies import TEXT_FIELDS, EsCopySearch, rank, source_text
+from fingerprint_indexer.services.es_setup import ES_ENABLE_HINT
 from fingerprint_indexer.text.clean import html_to_text
 
 
@@ -49,8 +52,8 @@ MAX_CLUSTER_MEMBERS = 200
 # ------------------------------------------------------------------- work done in the worker processes
 def _finder() -> CopyFinder:
     fpr = worker._FPR
-    assert fpr is not None and fpr.config.winnow is not None
-    return CopyFinder(fpr.tokenizer, fpr.config.winnow)
+    assert fpr is not None
+    return CopyFinder(fpr.tokenizer, fpr.config.winnow or WinnowParams())
 
 
 def _passages(a: str, b: str) -> list[dict[str, Any]]:
@@ -163,6 +166,7 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     state = svc(request)
     assert state.pool is not None
     index = _index(state, body.index_name)
+    await _require_marks(request, index)
     text = await _text(request, index, body)
     search = EsCopySearch(await state.pool._run(_looked, text), body.min_chars, body.max_df,
                           exclude=str(body.id) if body.id is not None else None)
@@ -182,6 +186,23 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
             for h in hits:
                 h["title"] = titles.get(h["id"], "")
     return {"index": index, "stock_marks": len(search.stock), "hits": hits}
+
+
+async def _require_marks(request: Request, index: str) -> None:
+    """A clear 400 when the index's writers add no copy marks (partial-copy search needs them)."""
+    http = await _es(request)
+    try:
+        r = await http.get(f"/{quote(index, safe=',*')}/_mapping")
+    except httpx.HTTPError as exc:
+        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
+    if r.status_code == 404:
+        raise ApiError(404, "index_not_found_exception", f"no index {index!r}")
+    r.raise_for_status()
+    tags = {((m.get("mappings") or {}).get("_meta") or {}).get(META_KEY, {}).get("copy_marks")
+            for m in r.json().values()}
+    if None in tags:
+        raise ApiError(400, "copy_marks_missing", f"index {index!r} keeps no copy marks, which partial-copy "
+                       f"search needs; {ES_ENABLE_HINT} (the service writes them with --copy-marks)")
 
 
 async def _titles(request: Request, index: str, ids: list[str]) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from fingerprint_indexer.copies.search import (
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.index.elasticsearch import copy_postings_search
+from fingerprint_indexer.services.es_setup import MappingConflict, require_index_marks
 
 TEXT_FIELDS = ("title", "content")
 
@@ -87,7 +88,12 @@ def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds:
 def es_copy_search(client: Elasticsearch, index: str, finder: CopyFinder, text: str,
                    min_chars: int = DEFAULT_MIN_CHARS, max_df: int | None = None,
                    exclude: str | None = None) -> list[CopyHit]:
-    """Indexed documents copying at least ``min_chars`` characters of ``text`` (official client)."""
+    """Indexed documents copying at least ``min_chars`` characters of ``text`` (official client); a
+    :class:`MappingConflict` when the index keeps no copy marks."""
+    indexed = require_index_marks(client, index)
+    if indexed != finder.params:
+        raise MappingConflict(f"index {index!r} keeps copy marks of {indexed.tag!r}; these settings make "
+                              f"{finder.params.tag!r}")
     search = EsCopySearch(query_marks(finder.marks(text)), min_chars, max_df, exclude)
     if not search.looked:
         return []

@@ -7,13 +7,13 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/f/<fingerprint hex>/<id> -> b""             (fingerprint -> doc ids)
     s/c/<content digest>      -> doc id           (first document with that content)
     s/k/<cluster id>          -> cluster JSON     (centre fingerprint, founder, size)
-    s/meta/...                -> format, generation, counts
+    s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off")
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
                                  (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
-    w/d/<doc id>              -> winnowed copy marks (copies.winnow.Marks bytes)
-    w/h/<mark hex>/<doc id>   -> cluster id       (copy mark -> doc ids: partial-copy search)
+    w/d/<doc id>              -> copy marks (copies.winnow.Marks bytes)     only in a store whose
+    w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
@@ -54,6 +54,7 @@ from fingerprint_indexer.store.errors import (
 from fingerprint_indexer.verify import Verdict, check_many
 
 FORMAT = b"2"
+MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -325,9 +326,19 @@ class ExactStore:
 
     @property
     def marks_tag(self) -> str | None:
-        """The winnowing parameters the copy marks were made with (None before the first)."""
+        """The winnowing parameters this store keeps copy marks of (None: it keeps none)."""
         raw = self.db.get(b"s/meta/winnow")
-        return None if raw is None else raw.decode()
+        return None if raw in (None, MARKS_OFF) else raw.decode()
+
+    @property
+    def marks_recorded(self) -> bool:
+        """Whether the store records its copy-marks setting (a new store, or one made before the
+        setting existed, does not)."""
+        return self.db.get(b"s/meta/winnow") is not None
+
+    def record_marks(self, tag: str | None) -> None:
+        """Record that this store keeps copy marks of ``tag`` (None: none); every later write follows."""
+        self.db.put(b"s/meta/winnow", MARKS_OFF if tag is None else tag.encode(), sync=True)
 
     def mark_postings(self, mark: int, limit: int) -> list[tuple[str, str]]:
         """(document, its cluster when stored) of at most ``limit`` documents holding copy mark ``mark``."""
@@ -469,11 +480,10 @@ class StoreBatch:
 
     def _put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
         stored = self.store.marks_tag
-        if stored is not None and stored != tag:
-            raise StoreMismatchError(f"store {self.store.directory} holds copy marks of {stored!r}, not "
-                                     f"{tag!r}; rebuild it to change the winnowing parameters")
-        if stored is None:
-            self.wb.put(b"s/meta/winnow", tag.encode())
+        if stored != tag:
+            held = f"copy marks of {stored!r}" if stored else "no copy marks"
+            raise StoreMismatchError(f"store {self.store.directory} keeps {held}, not {tag!r}; rebuild it "
+                                     "to change that")
         key = doc_id.encode()
         self.wb.put(b"w/d/" + key, marks)
         for h in Marks.from_bytes(marks).hex_hashes():

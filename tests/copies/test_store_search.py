@@ -11,7 +11,7 @@ from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams
 from fingerprint_indexer.copies.search import MAX_STORIES, default_max_df
 from fingerprint_indexer.copies.stored import search_store
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore
@@ -27,7 +27,7 @@ def _mark_keys(store: ExactStore) -> list[bytes]:
 def test_planted_passages_are_found_in_the_store_and_nothing_else(tmp_path: Path) -> None:
     recs = load_records(EN_BBC, limit=120, min_chars=1200) + load_records(ZH_NEWS, limit=120, min_chars=1200)
     docs = [Document(id=r["id"], content=r["content"]) for r in recs]
-    with Pipeline(tmp_path / "s") as pipe:
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         list(pipe.process_many(docs))
         finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
         for src, host in [(recs[3], recs[50]), (recs[150], recs[200])]:
@@ -48,7 +48,7 @@ def test_marks_are_written_with_the_document_replaced_and_deleted(tmp_path: Path
         "stubborn inflation in services and a labour market that remains unusually tight this year."
     b = "Rescue teams searched collapsed buildings through the night after the earthquake struck the " \
         "coastal province, while aid agencies warned that clean water was running short in shelters."
-    with Pipeline(tmp_path / "s") as pipe:
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         store = pipe.store
         tx = store.batch()
         pipe._decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
@@ -77,7 +77,7 @@ def test_stock_marks_above_the_cap_are_not_evidence(tmp_path: Path) -> None:
     docs = [Document(id=f"d{i}", content=f"{stock}. Separately, officials discussed the {t} with local "
                      f"leaders number {i * 7919} and announced follow-up inspections next month.")
             for i, t in enumerate(topics)]
-    with Pipeline(tmp_path / "s") as pipe:
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         list(pipe.process_many(docs))
         finder = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS)
         query = finder.marked(docs[0].content or "")
@@ -96,7 +96,7 @@ def test_reposts_of_one_story_count_once(tmp_path: Path) -> None:
              "the southern coast, costing 1.4 billion dollars, after three dry winters left reservoirs at "
              "a fifth of capacity and forced rationing in eleven towns.")
     copies = [Document(id=f"r{i}", content=f"{story} (repost {i})") for i in range(6)]
-    with Pipeline(tmp_path / "s") as pipe:
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         decided = list(pipe.process_many(copies))
         assert len({d.cluster_id for d in decided}) == 1
         quoting = "In other news. " + story[:170] + " More details to follow later in the week."
@@ -108,11 +108,41 @@ def test_reposts_of_one_story_count_once(tmp_path: Path) -> None:
 def test_store_of_other_winnowing_parameters_is_refused(tmp_path: Path) -> None:
     text = "Officials said the new bridge would open to traffic in the spring after two years of delays " \
            "caused by flooding and a dispute over the contract with the builder and local councils."
-    with Pipeline(tmp_path / "s") as pipe:
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         pipe.process(Document(id="a", content=text))
     other = FingerprintConfig(winnow=WinnowParams(k=3, g=8))
-    with Pipeline(tmp_path / "s", other) as pipe:
-        with pytest.raises(StoreMismatchError, match="rebuild"):
-            pipe.process(Document(id="b", content=text + " more"))
+    with pytest.raises(StoreMismatchError, match="rebuild"):
+        Pipeline(tmp_path / "s", other, copy_marks=True)
+    with Pipeline(tmp_path / "s", other) as pipe:  # following the store: its own parameters
+        assert pipe.config.winnow == PARAMS
+        pipe.process(Document(id="b", content=text + " more"))
+        assert pipe.store.marks("b")
         with pytest.raises(StoreMismatchError, match="copy marks"):
             search_store(pipe.store, CopyFinder(params=other.winnow).marked(text), other.winnow or PARAMS)
+
+
+def test_copy_marks_are_opt_in_and_a_store_keeps_them_for_all_documents_or_none(tmp_path: Path) -> None:
+    text = "Officials said the new bridge would open to traffic in the spring after two years of delays " \
+           "caused by flooding and a dispute over the contract with the builder and local councils."
+    doc = Document(id="a", content=text)
+    plain = Fingerprinter().fingerprint_document(doc)
+    marked = Fingerprinter(FingerprintConfig(winnow=PARAMS)).fingerprint_document(doc)
+    assert plain.marks == b"" and marked.marks and plain.version == marked.version
+    assert plain.fingerprint == marked.fingerprint
+    with Pipeline(tmp_path / "off") as pipe:  # the default: no marks, nothing under w/
+        pipe.process(Document(id="a", content=text))
+        assert pipe.config.winnow is None and _mark_keys(pipe.store) == [] and pipe.store.marks_tag is None
+        with pytest.raises(StoreMismatchError, match="--copy-marks"):
+            search_store(pipe.store, CopyFinder(params=PARAMS).marked(text), PARAMS)
+    with pytest.raises(StoreMismatchError, match="without copy marks"):
+        Pipeline(tmp_path / "off", copy_marks=True)
+    with Pipeline(tmp_path / "off", FingerprintConfig(winnow=PARAMS)) as pipe:  # follows the store: off
+        pipe.process(Document(id="b", content=text + " again"))
+        assert pipe.config.winnow is None and _mark_keys(pipe.store) == []
+    with Pipeline(tmp_path / "on", copy_marks=True) as pipe:
+        pipe.process(Document(id="a", content=text))
+    with pytest.raises(StoreMismatchError, match="with copy marks"):
+        Pipeline(tmp_path / "on", copy_marks=False)
+    with Pipeline(tmp_path / "on") as pipe:  # follows the store: on
+        pipe.process(Document(id="b", content=text + " again"))
+        assert pipe.store.marks("a") and pipe.store.marks("b")

@@ -5,19 +5,39 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from elasticsearch import Elasticsearch
 from support.browser import chromium_session
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 from support.service import ServiceProcess
 
+from fingerprint_indexer.copies import WinnowParams
+from fingerprint_indexer.index.elasticsearch import load_index_body
+
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
+API_KEY = "test-key-" + "y" * 24
 # FPI_UPDATE_SCREENSHOT=1 rewrites the screenshot in docs/
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "explorer.png"
+
+
+@pytest.fixture(scope="module")
+def service(es_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    """The service writing copy marks (partial-copy search needs them), default index unique to the
+    module."""
+    data = tmp_path_factory.mktemp("svc") / "data"
+    index = f"fpi-test-svc-{uuid.uuid4().hex[:10]}"
+    with ServiceProcess(es_url, data, "--index", index, "--copy-marks", api_key=API_KEY) as svc:
+        svc.default_index = index  # type: ignore[attr-defined]
+        yield svc
+    client = Elasticsearch(es_url)
+    client.indices.delete(index=index, ignore_unavailable=True)
+    client.close()
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +81,9 @@ def test_copies_between_ids_and_texts(http: httpx.Client, corpus: dict[str, Any]
     assert r.status_code in (400, 422)
 
 
-def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str, Any]) -> None:
+def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str, Any],
+                                           service: ServiceProcess, es_client: Elasticsearch,
+                                           svc_index: str) -> None:
     s = corpus["source"]
     r = http.post("/v1/copies/search", json={"id": "quoting", "min_chars": 200})
     assert r.status_code == 200, r.text
@@ -70,6 +92,17 @@ def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str
     assert hits[0]["copied"] > 0.95 * len(corpus["planted"].strip())
     r = http.post("/v1/copies/search", json={"text": corpus["planted"], "min_chars": 200})
     assert {h["id"] for h in r.json()["hits"]} == {s["id"], "quoting"}
+    meta = es_client.indices.get_mapping(index=service.default_index)  # type: ignore[attr-defined]
+    assert {m["mappings"]["_meta"]["fingerprint_indexer"]["copy_marks"] for m in meta.values()} == \
+        {WinnowParams().tag}
+    # an index without copy marks: one clear error saying how to get them; passages between two
+    # texts need none
+    es_client.indices.create(index=svc_index, **load_index_body())
+    r = http.post("/v1/copies/search", json={"text": corpus["planted"], "index_name": svc_index})
+    assert r.status_code == 400 and "--copy-marks" in r.json()["error"]["reason"], r.text
+    r = http.post("/v1/copies", json={"a": {"text": corpus["planted"]}, "b": {"text": s["content"]},
+                                      "index_name": svc_index})
+    assert r.status_code == 200 and len(r.json()["passages"]) == 1
     doc = http.get("/v1/documents/near-copy").json()
     assert doc["text"] == corpus["near"]["content"] and doc["decision"] == "near_duplicate"
     assert doc["duplicate_of"] == corpus["first"]["id"]
