@@ -48,7 +48,19 @@ def test_copies_with_stored_ids_and_the_store_search(tmp_path: Path) -> None:
     src.write_text("".join(json.dumps(d) + "\n" for d in [
         {"id": "quote", "content": QUOTE}, {"id": "other", "content": OTHER}]), encoding="utf-8")
     store = str(tmp_path / "s")
-    assert run("dedupe", str(src), "--store", store).returncode == 0
+    plain = str(tmp_path / "plain")
+    assert run("dedupe", str(src), "--store", plain).returncode == 0  # no copy marks by default
+    p = run("copies", HOST, "--store", plain)
+    assert p.returncode == 1 and p.stderr.strip().splitlines()[-1].startswith("error: store")
+    assert "--copy-marks" in p.stderr
+    p = run("copies", "quote", HOST, "--store", plain)
+    assert p.returncode == 1 and "--copy-marks" in p.stderr
+    p = run("similar", "--store", plain, "--text", QUOTE + " It said so again.", "--explain")
+    [near] = rows(p.stdout)
+    assert near["id"] == "quote" and "passages" not in near["why"] and "--copy-marks" in p.stderr
+    p = run("dedupe", str(src), "--store", plain, "--copy-marks")
+    assert p.returncode == 1 and "without copy marks" in p.stderr
+    assert run("dedupe", str(src), "--store", store, "--copy-marks").returncode == 0
     p = run("copies", HOST, "--store", store, "--min-chars", "50")
     assert p.returncode == 0, p.stderr
     [hit] = rows(p.stdout)

@@ -31,7 +31,21 @@ def test_copies_found_through_the_copy_marks_field(es_url: str, es_client, es_in
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"id": r["id"], "title": r["title"], "content": r["content"]},
                                       ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
-    p = run(es_url, "index", str(src), "--index", es_index)
+    plain = es_index + "-plain"
+    try:  # an index without copy marks (the default): no marks written, search says how to get them
+        p = run(es_url, "index", str(src), "--index", plain)
+        assert p.returncode == 0, p.stderr
+        es_client.indices.refresh(index=plain)
+        assert "copy_marks" not in es_client.get(index=plain, id=recs[0]["id"])["_source"]
+        p = run(es_url, "es", "copies", recs[0]["content"][:600], "--text", "--index", plain)
+        assert p.returncode == 2 and "--copy-marks" in p.stderr.strip().splitlines()[-1]
+        p = run(es_url, "es", "copies", recs[0]["id"], recs[0]["id"], "--index", plain)
+        assert p.returncode == 0 and len(rows(p.stdout)) == 1  # passages between two texts need none
+        p = run(es_url, "index", str(src), "--index", plain, "--copy-marks")
+        assert p.returncode == 2 and "without copy marks" in p.stderr
+    finally:
+        es_client.indices.delete(index=plain + "-000001", ignore_unavailable=True)
+    p = run(es_url, "index", str(src), "--index", es_index, "--copy-marks")
     assert p.returncode == 0, p.stderr
     es_client.indices.refresh(index=es_index)
     stored = es_client.get(index=es_index, id=recs[0]["id"])["_source"]
