@@ -208,19 +208,21 @@ class Pipeline:
             tx.remove_doc(doc.id)
 
         kind, match_id = "new", None
+        root: DocRecord | None = None  # the canonical of the matched document's group
         exact = tx.doc_with_digest(res.content_digest)
         if exact is not None:
             kind, match_id = "exact_duplicate", exact
         elif not res.degenerate:
             near = tx.near_docs(res.evidence, self.k)
-            root = self._root(tx, near[0].doc_id) if near else None
-            if root is not None and joins(res.evidence, near[0].doc_id, root.id, root.evidence):
-                kind, match_id = "near_duplicate", near[0].doc_id
+            if near:
+                canonical = self._root(tx, near[0].doc_id)
+                if joins(res.evidence, near[0].doc_id, canonical.id, canonical.evidence):
+                    kind, match_id, root = "near_duplicate", near[0].doc_id, canonical
 
         duplicate_of = replaces = None
         distance: int | None = None
         if match_id is not None:
-            root = self._root(tx, match_id)
+            root = root or self._root(tx, match_id)
             distance = closest(res.fingerprints, root.fingerprints)[0]
             if _prefer(doc, root, self.keep):
                 replaces = root.id

@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_service import baseline_es, es_url_default, free_port, load_records  # noqa: E402
+from bench_service import baseline_es, es_url_default, free_port, load_records, stop_service, wait_healthy  # noqa: E402
 from support.clients import node_driver  # noqa: E402
 
 
@@ -78,26 +77,13 @@ def main() -> None:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"service did not start: {(tmp / 'service.log').read_text()[-2000:]}")
-            time.sleep(0.2)
+        wait_healthy(url, proc, tmp / "service.log")
         out["proxy"] = node_bulk(url, index, docs_file)
         httpx.post(f"{es}/{index}/_refresh", timeout=60)
         count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
         out["proxy"]["documents_in_elasticsearch"] = count
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_service(proc)
         httpx.delete(f"{es}/{index}", timeout=60)
         shutil.rmtree(tmp, ignore_errors=True)
     out["proxy_vs_in_process_es"] = round(out["proxy"]["docs_per_s"] / out["in_process_es"]["docs_per_s"], 2)

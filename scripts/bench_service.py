@@ -57,6 +57,29 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 120) -> None:
+    """Wait until the service at ``url`` answers /healthz; exit with its log's tail if it dies or hangs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"service did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def stop_service(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the service finishes what it holds), SIGKILL after a minute."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def load_records(limit: int) -> list[dict[str, Any]]:
     out = []
     with gzip.open(DATA / "zh_news.jsonl.gz", "rt", encoding="utf-8") as fh:
@@ -272,16 +295,7 @@ def main() -> None:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"service did not start: {(tmp / 'service.log').read_text()[-2000:]}")
-            time.sleep(0.2)
+        wait_healthy(url, proc, tmp / "service.log")
         load = Load(url, records, args.batch, args.index)
         threads = [threading.Thread(target=load.ingest_client) for _ in range(args.clients)]
         threads.append(threading.Thread(target=load.similar_client))
@@ -328,11 +342,7 @@ def main() -> None:
             ref_es = out[f"in_process_{args.processes}_es"]["docs_per_s"]
             out["service_vs_in_process"][f"processes_{args.processes}_es"] = round(docs / elapsed / ref_es, 2)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_service(proc)
         log.close()
         if args.index:
             httpx.delete(f"{es}/{index}", timeout=60)

@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -80,19 +81,27 @@ def test_two_crawlers_share_a_redis_queue_and_a_sidecar_and_drop_every_repost(
     sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
     with serve_sites(sites), redis_server(tmp_path / "redis") as redis_url, \
             ServiceProcess(es_url, tmp_path / "sidecar", "--index", "fpi-test-crawl") as sidecar:
-        queue = redis.Redis.from_url(redis_url)
-        queue.lpush("news:start_urls", *[f"{s.url}/" for s in sites])
-        queue.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
         procs = []
         for n in (1, 2):
             cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-o", str(tmp_path / f"kept-{n}.jsonl"),
                    "-s", f"REDIS_URL={redis_url}", "-s", f"FPI_SIDECAR_URL={sidecar.url}",
-                   "-s", "FPI_INDEX=fpi-test-crawl", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=3",
-                   "-s", "LOG_LEVEL=INFO"]  # fmt: skip
+                   "-s", "FPI_INDEX=fpi-test-crawl", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=10",
+                   # a polite delay, as a real crawl has: the loopback pages are so fast that one process
+                   # could otherwise drain the shared queue before the other polls it
+                   "-s", "DOWNLOAD_DELAY=0.25", "-s", "LOG_LEVEL=INFO"]  # fmt: skip
             log = open(tmp_path / f"crawl-{n}.log", "w")  # noqa: SIM115
             procs.append((subprocess.Popen(cmd, cwd=EXAMPLE, env=env, stdout=log, stderr=subprocess.STDOUT,
                                            stdin=subprocess.DEVNULL), log))  # fmt: skip
+        # seed the shared queue once both crawlers wait on it: a crawler that starts late on a loaded
+        # machine would otherwise find the queue drained and show nothing about sharing
+        deadline = time.monotonic() + 90
+        while not all("Spider opened" in (tmp_path / f"crawl-{n}.log").read_text() for n in (1, 2)):
+            assert time.monotonic() < deadline, "the crawlers did not start"
+            time.sleep(0.2)
+        queue = redis.Redis.from_url(redis_url)
+        queue.lpush("news:start_urls", *[f"{s.url}/" for s in sites])
+        queue.close()
         for proc, log in procs:
             proc.wait(timeout=120)
             log.close()

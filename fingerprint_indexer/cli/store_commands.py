@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -28,19 +29,24 @@ def _print(report: Report, heading: str) -> None:
         click.echo(f"  not recoverable: {line}")
 
 
+def _run(op: Callable[[Path], Report], directory: str) -> Report:
+    """``op`` on the store, its faults as one-line errors (a disk that fails under it, damage LevelDB
+    cannot salvage)."""
+    try:
+        return op(Path(directory))
+    except StoreError as exc:
+        fail(str(exc))
+    except plyvel.Error as exc:
+        fail(str(describe(Path(directory) / "leveldb", exc, directory)))
+    raise AssertionError("unreachable: fail exits")
+
+
 @store_group.command("check")
 @click.argument("directory", type=click.Path(file_okay=False))
 def check_cmd(directory: str) -> None:
     """Say precisely what is damaged (exit code 1), or that the store is healthy; changes nothing."""
     def body() -> None:
-        try:
-            report = check(Path(directory))
-        except StoreError as exc:
-            fail(str(exc))
-            return
-        except plyvel.Error as exc:  # a disk that fails under the repair, damage LevelDB cannot salvage
-            fail(str(describe(Path(directory) / "leveldb", exc, directory)))
-            return
+        report = _run(check, directory)
         _print(report, "healthy" if report.ok else f"{len(report.problems)} problems "
                f"(repair: fingerprint-indexer store repair {directory})")
         if not report.ok:
@@ -54,14 +60,7 @@ def repair_cmd(directory: str) -> None:
     """Rebuild what can be rebuilt from the stored records (manifest, Bloom filter, counters, digest keys,
     block indexes) and say what cannot be recovered."""
     def body() -> None:
-        try:
-            report = repair(Path(directory))
-        except StoreError as exc:
-            fail(str(exc))
-            return
-        except plyvel.Error as exc:  # a disk that fails under the repair, damage LevelDB cannot salvage
-            fail(str(describe(Path(directory) / "leveldb", exc, directory)))
-            return
+        report = _run(repair, directory)
         _print(report, "repaired" + ("" if not report.lost else "; some data could not be recovered"))
     run_guarded(body)
 

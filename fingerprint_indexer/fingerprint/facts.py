@@ -24,6 +24,8 @@ from pathlib import Path
 
 import xxhash
 
+from fingerprint_indexer.fingerprint.chunks import iter_sentences
+
 MAX_FACTS = 64
 
 # Each fact is a kind mark and a value. OCCURRENCE facts say which instance of a recurring thing a text
@@ -171,12 +173,6 @@ def _by_hash(items: Iterable[str], limit: int) -> tuple[str, ...]:
     return tuple(sorted(items, key=lambda f: (_fact_hash(f), f))[:limit])
 
 
-def extract_facts(text: str, terms: Iterable[str] = (), limit: int = MAX_FACTS) -> tuple[str, ...]:
-    """The facts of a normalised (lower-case, NFKC) text, ordered by hash, at most ``limit`` of them;
-    ``terms`` are the text's terms (from the tokenizer), of which the names are facts too."""
-    return analyse(text, terms, limit)[0]
-
-
 # -------------------------------------------------------------------------------------------- frames
 #: Frames kept per document (bottom-k by skeleton hash, like the facts).
 MAX_FRAMES = 64
@@ -189,15 +185,8 @@ _UNIT = re.compile(r"[^\n]+")
 
 def _units(text: str) -> Iterator[str]:
     """Lines, cut into sentences: a table row or a bulletin line is a unit even without punctuation."""
-    from fingerprint_indexer.fingerprint.chunks import iter_sentences
-
     for line in _UNIT.finditer(text):
         yield from iter_sentences(line.group())
-
-
-def frames(text: str, terms: Iterable[str] = (), limit: int = MAX_FRAMES) -> tuple[int, ...]:
-    """A text's frames (see :func:`analyse`)."""
-    return analyse(text, terms, MAX_FACTS, limit)[1]
 
 
 def analyse(
@@ -308,7 +297,7 @@ def _natural(fact: str) -> tuple[str, int, float, str]:
 
 
 def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) -> FactDiff:
-    """Shared and one-sided facts of two fact samples (as :func:`extract_facts` returns them).
+    """Shared and one-sided facts of two fact samples (the facts :func:`analyse` returns).
 
     A sample that holds ``limit`` facts may have dropped some above its largest hash, so only facts up to
     the smaller of the two cut-offs are compared: below it both samples are complete. The samples may come

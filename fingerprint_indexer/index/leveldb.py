@@ -172,7 +172,7 @@ class LevelDBIndex(NearDupIndex):
         if algorithm is not None and stored_algo != algorithm and (stored_algo is not None or has_docs):
             raise StoreMismatchError(
                 f"{self.location} holds fingerprints of algorithm {stored_algo or 'unknown'!r}, "
-                f"not {algorithm!r}; use a new store directory or reindex"
+                f"not {algorithm!r}; rebuild it: deduplicate the input again into a new store directory"
             )
         final = stored or layout or BlockLayout()
         with self._db.write_batch(transaction=True) as wb:

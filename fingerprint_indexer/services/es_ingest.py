@@ -41,6 +41,7 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
+from fingerprint_indexer.pipeline import MAX_HOPS
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verify import Evidence, check_many, closest, joins
@@ -233,7 +234,13 @@ class EsDecider:
         known: dict[str, _Rec] = {r.id: r for recs in exact.values() for r in recs}
         self._fetch_winners(batch, near, known, start, batch_ids)
         roots = {r.root for r in known.values()} | {start[d].root for cands in before for d in cands}
-        known.update(self._mget(r for r in roots if r not in known and r not in start))
+        for _ in range(MAX_HOPS):  # follow duplicate_of to the end: a relinked canonical points on
+            missing = {r for r in roots if r not in known and r not in self._pending}
+            if not missing:
+                break
+            fetched = self._mget(missing)
+            known.update(fetched)
+            roots = {r.root for r in fetched.values()} - fetched.keys()
 
         decisions: list[EsDecision] = []
         writes: list[_Rec] = []
@@ -248,7 +255,7 @@ class EsDecider:
             pend = self._pending_matches(doc.id, res, before[i], within[i], start, written_at)
             match = self._match(doc.id, res, exact, near[i], known, pend)
             kind, rec = match if match else ("new", None)
-            root = None if rec is None else self._pending.get(rec.root) or known.get(rec.root) or rec
+            root = None if rec is None else self._canonical(rec, known)
             if kind == "near_duplicate" and rec is not None and root is not None and not joins(
                     res.evidence, rec.id, root.id, root.evidence):  # fmt: skip
                 kind, rec, root = "new", None, None
@@ -277,6 +284,22 @@ class EsDecider:
                 self._pending_digest.setdefault(new.content_digest, new)
         self._index_pending(start, writes)
         return decisions, writes
+
+    def _canonical(self, rec: _Rec, known: Mapping[str, _Rec]) -> _Rec:
+        """The end of ``rec``'s ``duplicate_of`` chain (pending versions first): under ``keep longest``
+        or ``newest`` a replaced canonical points at the copy that replaced it, which may point on. A
+        link to a document that is gone ends the chain there (that document stands), as in the
+        embedded pipeline."""
+        seen = {rec.id}
+        for _ in range(MAX_HOPS):
+            if rec.duplicate_of is None:
+                break
+            nxt = self._pending.get(rec.duplicate_of) or known.get(rec.duplicate_of)
+            if nxt is None or nxt.id in seen:
+                break
+            seen.add(nxt.id)
+            rec = nxt
+        return rec
 
     def _fetch_winners(
         self, batch: list[tuple[Document, FingerprintResult]], near: Mapping[int, list[Match]],

@@ -8,13 +8,20 @@ from hypothesis import strategies as st
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
     _fact_hash,
+    analyse,
     chinese_number,
     compare_facts,
     compare_frames,
-    extract_facts,
-    frames,
 )
 from fingerprint_indexer.text.clean import clean
+
+
+def extract_facts(text: str, terms: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    return analyse(text, terms)[0]
+
+
+def frames(text: str) -> tuple[int, ...]:
+    return analyse(text)[1]
 
 
 def test_chinese_numerals() -> None:

@@ -195,3 +195,28 @@ def test_colliding_fingerprints_of_different_texts_stay_apart(es_client, es_inde
     assert {m.doc_id for m in index.query(0b111, K)} == {"a", "b", "d"}  # the plain lookup still sees them
     verified = index.query_verified(Evidence([0b0], to_bytes(sketch(texts["a"]))), K, exclude="a")
     assert [(m.doc_id, m.distance) for m in verified] == [("c", 2)]
+
+
+def test_a_copy_points_at_the_end_of_a_relinked_chain(es_client, es_index, zh_articles):
+    """Under keep longest/newest (the sidecar) a replaced canonical points at the copy that replaced it:
+    a later copy must point at the end of the chain, not at the document it happened to match."""
+    setup_index(es_client, es_index)
+    fpr = Fingerprinter()
+    text = zh_articles[5]["content"]
+
+    def item(doc_id: str, body: str) -> tuple[Document, FingerprintResult]:
+        doc = Document(id=doc_id, content=body)
+        return doc, fpr.fingerprint_document(doc)
+
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    first = decider.index_batch([item("c", text), item("a", text)]).decisions
+    assert [(d.decision, d.duplicate_of) for d in first] == [("new", None), ("exact_duplicate", "c")]
+    longer = item("b", text + "。（完）")
+    decider.index_batch([longer])
+    # what the sidecar's keep policy leaves: the old canonical re-pointed at the longer copy
+    es_client.update(index=es_index, id="c", doc={"duplicate_of": "b", "decision": "near_duplicate"})
+    es_client.update(index=es_index, id="b", doc={"duplicate_of": None, "decision": "new"})
+    es_client.indices.refresh(index=es_index)
+    fresh = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    late = fresh.index_batch([item("d", text)]).decisions[0]
+    assert (late.decision, late.duplicate_of) == ("exact_duplicate", "b")

@@ -98,7 +98,7 @@ def test_degenerate_documents_stay_out_of_the_block_index(tmp_path):
 
 def test_other_algorithm_version_or_layout_is_refused(tmp_path):
     _filled(tmp_path, 2)
-    with pytest.raises(StoreMismatchError, match="algorithm 'test-algo/1', not 'test-algo/2'"):
+    with pytest.raises(StoreMismatchError, match="algorithm 'test-algo/1', not 'test-algo/2'; rebuild it"):
         ExactStore(tmp_path, algorithm="test-algo/2")
     with pytest.raises(StoreMismatchError, match="block layout"):
         ExactStore(tmp_path, layout=BlockLayout.even(6), algorithm=ALGO)
