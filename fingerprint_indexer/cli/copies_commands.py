@@ -12,7 +12,7 @@ from fingerprint_indexer.cli.common import build_config, config_options, emit, f
 from fingerprint_indexer.cli.dedupe_commands import _guard_store, _store_option, default_store
 from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
 from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams, document_text
-from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS
+from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES
 from fingerprint_indexer.copies.stored import (
     ENABLE_HINT,
     check_params,
@@ -35,6 +35,15 @@ def winnow_options(func: Any) -> Any:
     func = click.option("--noise", "k", type=click.IntRange(1, 1000), default=d.k, show_default=True,
                         help="Noise threshold k: shared runs shorter than k terms are never reported.")(func)
     return func
+
+
+def max_stories_option(func: Any) -> Any:
+    """--max-stories: how many stories may hold a mark that still counts as evidence."""
+    return click.option(
+        "--max-stories", type=click.IntRange(1, 100), default=MAX_STORIES, show_default=True,
+        help="Without B: a passage counts as copied only where its marks are held by at most this many "
+             "stored stories (clusters); raise it to find a text quoted by several stored stories, at the "
+             "price of templates shared by that many.")(func)
 
 
 def _params(k: int, g: int) -> WinnowParams:
@@ -69,12 +78,13 @@ def _text_of(value: str, as_text: bool) -> str:
 @click.option("--max-df", type=click.IntRange(1), default=None,
               help="Without B: marks in more stored documents are stock phrases (default: learnt from "
                    "the store's size).")
+@max_stories_option
 @click.option("--show", is_flag=True, help="Add the passage's text in A (when A is a text or file).")
 @winnow_options
 @config_options
 def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_chars: int,
-               max_df: int | None, show: bool, k: int, g: int, top_k: int, idf_path: str | None,
-               synonyms: str | None, n_blocks: int) -> None:
+               max_df: int | None, max_stories: int, show: bool, k: int, g: int, top_k: int,
+               idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Copied passages of A in B, one JSON line per passage: a_start, a_end, b_start, b_end (character
     offsets into the texts as given, end exclusive), length (characters in A) and terms.
 
@@ -116,7 +126,8 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
                 assert store is not None
                 require_marks(store)
                 query = marks_a if marks_a is not None else finder.marked(text_a or "")
-                hits, _ = search_store(store, query, params, min_chars, max_df, exclude=a)
+                hits, _ = search_store(store, query, params, min_chars, max_df, exclude=a,
+                                       max_stories=max_stories)
                 for hit in hits:
                     emit(hit.to_dict())
                 if not hits:
@@ -152,9 +163,10 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
 @click.option("--max-df", type=click.IntRange(1), default=None,
               help="Without B: marks in more indexed documents are stock phrases (default: learnt from "
                    "the index's size).")
+@max_stories_option
 @winnow_options
 def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as_text: bool, min_chars: int,
-                  max_df: int | None, k: int, g: int) -> None:
+                  max_df: int | None, max_stories: int, k: int, g: int) -> None:
     """Copied passages of A in B (ids of indexed documents, files or texts), one JSON line per passage;
     without B, the indexed documents that copy at least --min-chars characters of A (id, copied,
     passages). Offsets refer to the indexed text (its content field, else its title)."""
@@ -172,7 +184,8 @@ def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as
 
         text_a = resolve(a)
         if b is None:
-            hits = es_copy_search(client, index_name, finder, text_a, min_chars, max_df, exclude=a)
+            hits = es_copy_search(client, index_name, finder, text_a, min_chars, max_df, exclude=a,
+                                  max_stories=max_stories)
             for hit in hits:
                 emit(hit.to_dict())
             if not hits:

@@ -66,7 +66,8 @@ class _Run:
     a_end: int
     b_start: int
     b_end: int
-    seeded: bool
+    seeded: set[int]  # the seeds (distinct hashes) the run holds
+    marked: set[int]  # the winnowed hashes of A the run holds
 
 
 def find_passages(
@@ -75,11 +76,14 @@ def find_passages(
     params: WinnowParams,
     min_terms: int | None = None,
     seeds: Collection[int] | None = None,
+    min_seeds: int = 1,
+    min_share: float = 0.0,
 ) -> list[Passage]:
     """Passages of A copied in B, in A's order.
 
     ``min_terms`` (default ``g``) drops shorter passages; ``seeds``, when given, keeps only passages
-    containing one of those hashes (the winnowed, non-stock ones: evidence of copying).
+    holding at least ``min_seeds`` distinct ones of those hashes (winnowed marks that are evidence of
+    copying), and at least ``min_share`` of the passage's distinct winnowed marks of A.
     """
     k, gap = params.k, params.w
     min_terms = params.g if min_terms is None else min_terms
@@ -93,14 +97,17 @@ def find_passages(
     cut = np.flatnonzero((np.diff(diag) != 0) | (np.diff(pa) > gap)) + 1
     bounds = np.concatenate(([0], cut, [i.size]))
     hit = (np.isin(a.hashes[i], np.fromiter(seeds, dtype=np.uint64, count=len(seeds)))
-           if seeds is not None else np.ones(i.size, dtype=bool))
+           if seeds is not None else None)
     runs = []
     for s, e in itertools.pairwise(bounds.tolist()):
         sl = slice(int(s), int(e))
         ii, jj = i[sl], j[sl]
+        held = ({-1} if hit is None  # no seeds given: every run counts
+                else set(np.unique(a.hashes[ii][hit[sl]]).tolist()))
+        kept = a.hashes[ii] if a.kept is None else a.hashes[ii][a.kept[ii]]
         runs.append(_Run(int(pa[s]), int(pa[e - 1]), int(pb[s]), int(pb[e - 1]),
                          int(a.start[ii].min()), int(a.end[ii].max()), int(b.start[jj].min()),
-                         int(b.end[jj].max()), bool(hit[sl].any())))
+                         int(b.end[jj].max()), held, set(np.unique(kept).tolist())))
     runs.sort(key=lambda r: (r.a0, r.b0))
     merged: list[_Run] = []
     for r in runs:
@@ -111,12 +118,14 @@ def find_passages(
             last.a_start, last.a_end = min(last.a_start, r.a_start), max(last.a_end, r.a_end)
             last.b_start, last.b_end = min(last.b_start, r.b_start), max(last.b_end, r.b_end)
             last.seeded |= r.seeded
+            last.marked |= r.marked
         else:
             merged.append(r)
     out = []
     for r in merged:
         terms = r.a1 - r.a0 + k
-        if r.seeded and terms >= min_terms:
+        enough = hit is None or (len(r.seeded) >= min_seeds and len(r.seeded) >= min_share * len(r.marked))
+        if enough and terms >= min_terms:
             out.append(Passage(r.a_start, r.a_end, r.b_start, r.b_end, r.a_end - r.a_start, terms))
     return out
 

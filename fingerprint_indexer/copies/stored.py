@@ -5,6 +5,7 @@ from __future__ import annotations
 from fingerprint_indexer.copies.passages import Passage, find_passages
 from fingerprint_indexer.copies.search import (
     DEFAULT_MIN_CHARS,
+    MAX_STORIES,
     CopyHit,
     default_max_df,
     search,
@@ -74,6 +75,7 @@ def search_store(
     min_chars: int = DEFAULT_MIN_CHARS,
     max_df: int | None = None,
     exclude: str | None = None,
+    max_stories: int = MAX_STORIES,
 ) -> tuple[list[CopyHit], int]:
     """Stored documents copying at least ``min_chars`` characters of the query (its blocks, winnowed ones
     flagged);
@@ -81,7 +83,8 @@ def search_store(
     require_marks(store)
     check_params(store, params)
     cap = default_max_df(store.n_docs) if max_df is None else max_df
-    return search(query, store.mark_postings, lambda d: marks_of(store, d), params, min_chars, cap, exclude)
+    return search(query, store.mark_postings, lambda d: marks_of(store, d), params, min_chars, cap, exclude,
+                  max_stories)
 
 
 def winnowed_passages(a: Marks, b: Marks, params: WinnowParams) -> list[Passage]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, model_validator
 from starlette.convertors import Convertor, register_url_convertor
 
 from fingerprint_indexer.copies import CopyFinder
-from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, query_marks
+from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES, query_marks
 from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.index.elasticsearch import META_KEY
 from fingerprint_indexer.service import worker
@@ -64,7 +64,8 @@ def _looked(text: str) -> list[int]:
     return query_marks(_finder().marks(text))
 
 
-def _rank(text: str, found: list[tuple[str, str]], seeds: list[int], min_chars: int) -> list[dict[str, Any]]:
+def _rank(text: str, found: list[tuple[str, str]], seeds: dict[str, list[int]],
+          min_chars: int) -> list[dict[str, Any]]:
     return [h.to_dict() for h in rank(_finder(), text, found, seeds, min_chars)]
 
 
@@ -97,6 +98,9 @@ class CopySearchRequest(TextRef):
     min_chars: int = Field(DEFAULT_MIN_CHARS, ge=1, description="Least copied characters of the query.")
     max_df: int | None = Field(None, ge=1, le=10_000, description="Stock-phrase cap: documents per mark "
                                "(default: learnt from the index's size).")
+    max_stories: int = Field(MAX_STORIES, ge=1, le=100, description="Stories (clusters) a mark may be held "
+                             "by and still be evidence: raise it to find a passage quoted by several stored "
+                             "stories (templates shared by that many count as copies then).")
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -169,7 +173,7 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     await _require_marks(request, index)
     text = await _text(request, index, body)
     search = EsCopySearch(await state.pool._run(_looked, text), body.min_chars, body.max_df,
-                          exclude=str(body.id) if body.id is not None else None)
+                          exclude=str(body.id) if body.id is not None else None, max_stories=body.max_stories)
     hits: list[dict[str, Any]] = []
     if search.looked:
         count = await _post(request, f"/{index}/_count", json={"query": {"match_all": {}}})

@@ -16,6 +16,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.copies import CopyFinder, document_text
 from fingerprint_indexer.copies.search import (
     DEFAULT_MIN_CHARS,
+    MAX_STORIES,
     CopyHit,
     candidates,
     copies_in,
@@ -41,9 +42,12 @@ class EsCopySearch:
     processing: the caller segments, so a service can do that in its worker processes)."""
 
     def __init__(self, looked: Sequence[int], min_chars: int = DEFAULT_MIN_CHARS, max_df: int | None = None,
-                 exclude: str | None = None) -> None:
+                 exclude: str | None = None, max_stories: int = MAX_STORIES) -> None:
         self.looked, self.min_chars, self.max_df, self.exclude = list(looked), min_chars, max_df, exclude
+        self.max_stories = max_stories
         self.stock: set[int] = set()
+        #: per candidate, the query's marks that are evidence of it copying (see copies.search)
+        self.seeds: dict[str, list[int]] = {}
 
     def cap(self, n_docs: int) -> int:
         """The stock-phrase cap (documents per mark): given, or learnt from the index's size."""
@@ -63,13 +67,10 @@ class EsCopySearch:
                 continue
             lists[m] = [(h["_id"], ((h.get("fields") or {}).get("cluster_id") or [h["_id"]])[0])
                         for h in hits]
-        ids, self.stock = candidates(self.looked, lambda m, _limit: lists[m], cap, self.exclude)
-        return ids
-
-    @property
-    def seeds(self) -> list[int]:
-        """The query's marks that are evidence (not stock phrases)."""
-        return [m for m in self.looked if m not in self.stock]
+        found = candidates(self.looked, lambda m, _limit: lists[m], cap, self.exclude, self.max_stories)
+        self.stock = found.stock
+        self.seeds = {d: sorted(found.evidence(d)) for d in found.ids}
+        return found.ids
 
     @staticmethod
     def found(mget: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -78,23 +79,26 @@ class EsCopySearch:
                 if d.get("found")]
 
 
-def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds: Sequence[int],
+def rank(finder: CopyFinder, text: str, found: Sequence[tuple[str, str]], seeds: Mapping[str, Sequence[int]],
          min_chars: int) -> list[CopyHit]:
-    """The candidates that copy at least ``min_chars`` characters of ``text``, exact extents."""
+    """The candidates that copy at least ``min_chars`` characters of ``text``, exact extents (``seeds``:
+    per candidate, its evidence marks)."""
     others = ((doc_id, finder.blocks(t)) for doc_id, t in found)
-    return copies_in(finder.blocks(text), seeds, others, finder.params, min_chars, finder.params.g)
+    # the query's winnowed blocks flagged: the share of a passage's marks that are evidence counts them
+    return copies_in(finder.marked(text), lambda d: set(seeds.get(d, ())), others, finder.params, min_chars,
+                     finder.params.g)
 
 
 def es_copy_search(client: Elasticsearch, index: str, finder: CopyFinder, text: str,
                    min_chars: int = DEFAULT_MIN_CHARS, max_df: int | None = None,
-                   exclude: str | None = None) -> list[CopyHit]:
+                   exclude: str | None = None, max_stories: int = MAX_STORIES) -> list[CopyHit]:
     """Indexed documents copying at least ``min_chars`` characters of ``text`` (official client); a
     :class:`MappingConflict` when the index keeps no copy marks."""
     indexed = require_index_marks(client, index)
     if indexed != finder.params:
         raise MappingConflict(f"index {index!r} keeps copy marks of {indexed.tag!r}; these settings make "
                               f"{finder.params.tag!r}")
-    search = EsCopySearch(query_marks(finder.marks(text)), min_chars, max_df, exclude)
+    search = EsCopySearch(query_marks(finder.marks(text)), min_chars, max_df, exclude, max_stories)
     if not search.looked:
         return []
     cap = search.cap(int(client.count(index=index)["count"]))

@@ -8,6 +8,7 @@ import pytest
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 
 from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams
+from fingerprint_indexer.copies.passages import find_passages
 from fingerprint_indexer.copies.search import MAX_STORIES, default_max_df
 from fingerprint_indexer.copies.stored import search_store
 from fingerprint_indexer.documents import Document
@@ -146,3 +147,37 @@ def test_copy_marks_are_opt_in_and_a_store_keeps_them_for_all_documents_or_none(
     with Pipeline(tmp_path / "on") as pipe:  # follows the store: on
         pipe.process(Document(id="b", content=text + " again"))
         assert pipe.store.marks("a") and pipe.store.marks("b")
+
+
+def test_a_passage_held_by_two_stories_counts_only_with_max_stories_two(tmp_path: Path) -> None:
+    notice = ("The port authority said container traffic through the northern terminal rose by a fifth in "
+              "the third quarter, as new cranes and a dredged channel let larger ships call on the way.")
+    docs = [Document(id="wire", content=f"Shipping news. {notice} Officials declined further comment."),
+            Document(id="daily", content=f"Harbour bulletin from our correspondent on the quay. {notice} "
+                                         "Fishing boats were kept in port by the storm at the weekend.")]
+    with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
+        assert len({d.cluster_id for d in pipe.process_many(docs)}) == 2
+        query = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS).marked(f"From the archive: {notice}")
+        hits, n_stock = search_store(pipe.store, query, PARAMS, min_chars=50)
+        assert hits == [] and n_stock > 0
+        hits, _ = search_store(pipe.store, query, PARAMS, min_chars=50, max_stories=2)
+        assert {h.id for h in hits} == {"wire", "daily"}
+        # the stored daily's own text pasted: its stored copy is the query, not another story
+        pasted = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS).marked(docs[1].content or "")
+        hits, _ = search_store(pipe.store, pasted, PARAMS, min_chars=50)
+        assert {h.id for h in hits} == {"wire", "daily"}
+
+
+def test_a_passage_whose_marks_are_mostly_no_evidence_is_not_reported() -> None:
+    finder = CopyFinder(params=PARAMS)
+    text = ("The committee met on Tuesday to review the draft budget, heard reports from the audit office "
+            "and the statistics bureau, and asked the ministries to submit revised spending plans within a "
+            "month so that the plenary session could vote on them before the end of the year.")
+    a, b = finder.marked(text), finder.marked("Minutes. " + text)
+    kept = sorted(set(a.winnowed().hashes.tolist()))
+    assert len(kept) >= 4
+    few, half = kept[: len(kept) // 2 - 1], kept[: (len(kept) + 1) // 2]
+    assert find_passages(a, b, PARAMS, seeds=few, min_share=0.5) == []
+    [p] = find_passages(a, b, PARAMS, seeds=half, min_share=0.5)
+    assert (p.a_start, p.a_end) == (text.index("committee"), len(text) - 1)  # "The": a stopword
+    assert find_passages(a, b, PARAMS, seeds=half, min_seeds=len(half) + 1) == []

@@ -90,7 +90,11 @@ def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str
     hits = r.json()["hits"]
     assert [h["id"] for h in hits] == [s["id"]] and hits[0]["title"] == s["title"]
     assert hits[0]["copied"] > 0.95 * len(corpus["planted"].strip())
+    # the planted passage alone: two stored stories hold it (source and quoting), so by default its
+    # marks are no evidence (a template shared by two stories looks the same); max_stories=2 finds both
     r = http.post("/v1/copies/search", json={"text": corpus["planted"], "min_chars": 200})
+    assert r.json()["hits"] == [] and r.json()["stock_marks"] > 0
+    r = http.post("/v1/copies/search", json={"text": corpus["planted"], "min_chars": 200, "max_stories": 2})
     assert {h["id"] for h in r.json()["hits"]} == {s["id"], "quoting"}
     meta = es_client.indices.get_mapping(index=service.default_index)  # type: ignore[attr-defined]
     assert {m["mappings"]["_meta"]["fingerprint_indexer"]["copy_marks"] for m in meta.values()} == \
