@@ -11,9 +11,12 @@ the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`
 3. **facts**: the two texts do not both state facts the other lacks, beyond an edit. Template news
    (daily bulletins, earnings tables, recurring meetings) passes 1 and 2 while its dates and ordinals,
    figures or names differ (:mod:`fingerprint_indexer.fingerprint.facts`); a repost, an excerpt or a
-   corrected figure keeps nearly all of them. Two different ordinals (第2次 vs 第3次 session) are enough;
-   otherwise each kind has its own limit on the share of one-sided facts, and lines written from one
-   skeleton but filled with other facts ("frames") count too.
+   corrected figure keeps nearly all of them. In order: documents published more than
+   :data:`MAX_DAYS_APART` days apart (when both give a day) are other occurrences; headlines that each
+   name someone the other document never names, or give other ordinals, are other stories; two
+   different ordinals in the bodies (第2次 vs 第3次 session) are enough; otherwise each kind has its
+   own limit on the share of one-sided facts, and lines written from one skeleton but filled with
+   other facts ("frames") count too.
 
 A rejected candidate carries the reason (``facts differ: 569 vs 465``) so ``similar --explain`` and
 ``/v1/similar`` can say why two look-alike items stay apart. docs/quality.md measures each step.
@@ -36,7 +39,9 @@ from fingerprint_indexer.fingerprint.facts import (
     FactDiff,
     compare_facts,
     compare_frames,
+    days_apart,
     is_ordinal,
+    title_conflict,
 )
 from fingerprint_indexer.fingerprint.hamming import hamming
 from fingerprint_indexer.fingerprint.sketch import from_bytes, from_bytes_many, similarities, similarity
@@ -47,13 +52,17 @@ MIN_SIMILARITY = 0.3
 #: share of their facts of that kind is one-sided; below it the difference is an edit (a corrected
 #: figure, a dropped line). Dates and ordinals identify an occurrence, so they tolerate the least.
 MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.5, NAME: 0.4}
+#: Copies are published close together: re-runs and reposts in the labelled real wires lie at most
+#: 3 days apart, while template news of other days (bulletins, daily rates, yearly notices) lies further.
+#: Documents without a readable publication day are not judged by it.
+MAX_DAYS_APART = 3
 #: Lines of one skeleton filled with other facts: different occurrences once at least this many and
 #: this share of the shared skeletons are refilled (one refilled line is a correction).
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
-__all__ = ["MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_REFILLED", "MIN_SIMILARITY", "Evidence", "Verdict",
-           "check", "check_many", "closest", "closest_many", "explain", "facts_conflict",
-           "joins", "same_facts"]  # fmt: skip
+__all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_REFILLED", "MIN_SIMILARITY",
+           "Evidence", "Verdict", "check", "check_many", "closest", "closest_many", "explain",
+           "facts_conflict", "joins", "same_facts"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,12 @@ def closest_many(
 
 def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> str:
     """Why two texts' facts say they report different occurrences ("" when they do not)."""
+    apart = days_apart(a.facts, b.facts)
+    if apart is not None and apart[0] > MAX_DAYS_APART:
+        return f"published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
+    titled = title_conflict(a.facts, b.facts)
+    if titled:
+        return titled
     diff = diff if diff is not None else compare_facts(a.facts, b.facts)
     occ = diff.of_kind(OCCURRENCE)
     if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there

@@ -9,10 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.templates import DAY_1, DAY_2
 
+from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
-from fingerprint_indexer.verify import check, check_many, closest, document_distance, explain, joins
+from fingerprint_indexer.verify import (
+    MAX_DAYS_APART,
+    check,
+    check_many,
+    closest,
+    document_distance,
+    explain,
+    joins,
+)
 
 A = "国际学校的教师通常来自国外,他们希望通过教书的方式体验其他国家。" * 4
 B = "火箭在客场以96-88战胜芝加哥公牛,哈登第三节两分钟内连得11分。" * 4
@@ -92,3 +101,28 @@ def test_a_copy_joins_a_group_only_when_the_canonical_states_its_facts() -> None
     assert joins(two, "b", "b", one), "the match is the canonical itself: the pair check already ran"
     assert joins(one, "b", "a", one)
     assert not joins(two, "b", "a", one), "linked through b, but a is another day's bulletin"
+
+
+def test_copies_are_published_close_together() -> None:
+    fpr = Fingerprinter()
+
+    def ev(published: str | None) -> Evidence:
+        return fpr.fingerprint_document(Document(id="x", content=DAY_1, published_at=published)).evidence
+
+    one, later, soon, undated = ev("2023-09-29"), ev("2024-09-29"), ev("2023-10-01T08:00:00"), ev(None)
+    v = check(one, later, 3)
+    assert not v.accepted and v.reason == "published 366 days apart: 2023-09-29 vs 2024-09-29"
+    assert check(one, soon, 3).accepted and check(one, undated, 3).accepted
+    assert MAX_DAYS_APART == 3
+
+
+def test_headlines_naming_other_ordinals_are_other_stories() -> None:
+    fpr = Fingerprinter()
+
+    def ev(title: str) -> Evidence:
+        return fpr.fingerprint_document(Document(id="x", title=title, content=DAY_1)).evidence
+
+    a, b, c = ev("主席团举行第一次会议"), ev("主席团举行第二次会议"), ev("主席团举行第一次会议 - 新华网")
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason.startswith("titles give other ordinals")
+    assert check(a, c, 3).accepted

@@ -26,7 +26,13 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES, analyse
+from fingerprint_indexer.fingerprint.facts import (
+    MAX_FACTS,
+    MAX_FRAMES,
+    analyse,
+    publication_day,
+    title_facts,
+)
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
@@ -36,7 +42,7 @@ from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/3"
+ALGORITHM = "simhash64-tfidf/4"
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -46,6 +52,8 @@ class FingerprintConfig:
 
     top_k: int = 0  # terms folded into the SimHash; 0 = all
     tf_power: float = 3.0  # weight = tf ** tf_power * idf: recurring terms, which edits rarely touch, lead
+    # no term weighs more than this share of the total, so no word alone decides a fingerprint; 1 = no cap
+    max_term_share: float = 0.2
     strip_boilerplate: bool = True
     chunk_every: int = 4  # mean sentences per content-defined chunk; 0 = no chunk fingerprints
     # sentences in the lead fingerprint (0 = none): reposts and excerpts keep an article's opening
@@ -69,6 +77,8 @@ class FingerprintConfig:
     winnow: WinnowParams | None = None
 
     def __post_init__(self) -> None:
+        if not 0.0 < self.max_term_share <= 1.0:
+            raise ValueError(f"max_term_share must be in (0, 1], got {self.max_term_share}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0 = all terms), got {self.top_k}")
         if self.min_features < 1:
@@ -140,15 +150,17 @@ class Fingerprinter:
         self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
         self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
         self.version = (
-            f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};strip={int(cfg.strip_boilerplate)};"
+            f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
+            f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
-            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}' if cfg.facts else 'off'};"
+            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}+title+day' if cfg.facts else 'off'};"
             f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
         )
 
     def weigh(self, counts: Counter[str]) -> list[tuple[str, float]]:
         """The folded terms with their weights, heaviest first."""
-        return top_terms(counts, self.idf, self.config.top_k, self.config.tf_power)
+        cfg = self.config
+        return top_terms(counts, self.idf, cfg.top_k, cfg.tf_power, cfg.max_term_share)
 
     def _simhash(self, counts: Counter[str]) -> int:
         terms = self.weigh(counts)
@@ -247,12 +259,20 @@ class Fingerprinter:
         return replace(res, marks=marked(raw, self.tokenizer, self.config.winnow).to_bytes())
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
-        """Fingerprint a document's body; the title stands in only when the body is empty."""
+        """Fingerprint a document's body; the title stands in only when the body is empty. The publication
+        day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
         text = clean(doc.content, doc.html)
         if not text and doc.title:
             text = clean(doc.title)
         res = self.fingerprint_text(text, doc.id)
-        return self._with_marks(res, document_text(doc))
+        res = self._with_marks(res, document_text(doc))
+        if not self.config.facts:
+            return res
+        title = clean(doc.title) if doc.title and doc.title != text else ""
+        extra = title_facts(title, self.tokenizer.terms(title)) if title else ()
+        day = publication_day(doc.published_at)
+        extra = (*extra, day) if day else extra
+        return replace(res, facts=(*res.facts, *extra)) if extra else res
 
 
 # Per-worker state for fingerprint_many: built once per process by the pool initializer.

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 _HEADER = "# fingerprint_indexer idf v1"
 
 
@@ -91,12 +93,14 @@ def fit_idf(doc_terms: Iterable[Iterable[str]], min_df: int = 1) -> tuple[IdfTab
 
 
 def top_terms(
-    counts: Mapping[str, int], idf: IdfTable, k: int = 0, tf_power: float = 1.0
+    counts: Mapping[str, int], idf: IdfTable, k: int = 0, tf_power: float = 1.0, max_share: float = 1.0
 ) -> list[tuple[str, float]]:
     """Terms by weight ``tf ** tf_power * idf``, heaviest first; the top ``k`` (0 = all).
 
     ``tf`` is the term's share of the document's tokens; ties are broken by the term so the result is
-    deterministic whatever the token order.
+    deterministic whatever the token order. ``max_share`` < 1 caps every weight at that share of the
+    total weight: with ``tf ** 3`` one dominant term would otherwise outvote all others, and every
+    article about that term would fold to the term's own hash (one crowded block bucket per word).
     """
     total = sum(counts.values())
     if not total:
@@ -110,4 +114,22 @@ def top_terms(
         norm = float(total) ** tf_power
     if k:
         scored = scored[:k]
+    if max_share < 1.0 and len(scored) > 1:
+        cap = _share_cap([-w for w, _ in scored], max_share)
+        scored = [(max(w, -cap), t) for w, t in scored]
     return [(t, -w / norm) for w, t in scored]
+
+
+def _share_cap(weights: list[float], share: float) -> float:
+    """The weight ``c`` at which capping every weight (heaviest first) leaves none above ``share`` of the
+    capped total: the smallest ``m`` with ``c = share * rest / (1 - share * m) >= weights[m]``, where
+    ``rest`` is the sum of the weights after the ``m`` heaviest. With fewer than ``1 / share`` terms no
+    cap can do it, and all weigh the same."""
+    w = np.asarray(weights, dtype=np.float64)
+    m = np.arange(1, w.size + 1)
+    rest = np.concatenate([np.cumsum(w[::-1])[::-1][1:], [0.0]])  # sum of w[m:] for m = 1..n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(share * m < 1.0, share * rest / (1.0 - share * m), np.inf)
+    nxt = np.concatenate([w[1:], [0.0]])
+    ok = np.flatnonzero((cap >= nxt) & (share * m < 1.0) & (m < w.size))
+    return float(cap[ok[0]]) if ok.size else float(w[-1])

@@ -1,6 +1,8 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fingerprint_indexer.text.weights import IdfFileError, IdfTable, fit_idf, jieba_idf, top_terms
 
@@ -44,3 +46,28 @@ def test_top_terms_deterministic_tie_break() -> None:
     idf = IdfTable.from_mapping({"x": 1.0, "y": 1.0, "z": 2.0}, "t")
     assert top_terms({"y": 1, "x": 1, "z": 1}, idf, 2) == [("z", 2 / 3), ("x", 1 / 3)]
     assert top_terms({}, idf, 5) == []
+
+
+@given(st.dictionaries(st.text("abcdefghij", min_size=1, max_size=3), st.integers(1, 50), min_size=1,
+                       max_size=40), st.sampled_from([0.1, 0.2, 0.3, 0.5]))
+def test_capped_weights_keep_order_and_none_outweighs_its_share(counts: dict[str, int], share: float) -> None:
+    table = IdfTable.from_mapping({t: 1.0 + (i % 3) for i, t in enumerate(sorted(counts))}, "t")
+    plain = top_terms(counts, table, tf_power=3.0)
+    capped = top_terms(counts, table, tf_power=3.0, max_share=share)
+    assert [t for t, _ in capped] == [t for t, _ in plain]
+    weights = [w for _, w in capped]
+    assert weights == sorted(weights, reverse=True)
+    total = sum(weights)
+    if len(counts) * share >= 1.0:
+        assert max(weights) <= share * total * (1 + 1e-9)
+    else:  # too few terms for any cap: all weigh the same
+        assert max(weights) == pytest.approx(min(weights))
+
+
+def test_one_dominant_term_no_longer_decides_the_fingerprint() -> None:
+    counts = {"writer": 40, **{f"w{i}": 2 for i in range(12)}}
+    table = IdfTable.from_mapping(dict.fromkeys(counts, 5.0), "t")
+    plain = dict(top_terms(counts, table, tf_power=3.0))
+    capped = dict(top_terms(counts, table, tf_power=3.0, max_share=0.2))
+    assert plain["writer"] / sum(plain.values()) > 0.99
+    assert capped["writer"] / sum(capped.values()) == pytest.approx(0.2)
