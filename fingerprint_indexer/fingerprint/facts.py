@@ -384,15 +384,27 @@ def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | Non
 _SITE_SUFFIX = re.compile(r"\s*(?:[-_|\u2013\u2014\uff5c]+)\s*[^-_|\u2013\u2014\uff5c]{1,12}$")
 
 
-def title_facts(title: str, terms: Iterable[str]) -> tuple[str, ...]:
-    """The proper names (among ``terms``, the title's content terms) and ordinals of a headline, as TITLE
-    facts.
+_SYMBOL = re.compile(r"<([A-Za-z][A-Za-z0-9.]{0,9})>")  # a company symbol, as wires put it: <NTRS>
+
+
+def latin_names(title: str) -> set[str]:
+    """Names of a Latin-script headline that are certain without a dictionary: company symbols in angle
+    brackets, as wires give them (``<NTRS>``), lower-cased. Capitalised words are not enough: a
+    re-headlined copy names the same party otherwise (Tory / Conservative, Italy / Irish)."""
+    return {f"<{m.lower()}>" for m in _SYMBOL.findall(title)}
+
+
+def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> tuple[str, ...]:
+    """The proper names (among ``terms``, the title's content terms, and ``latin``: see
+    :func:`latin_names`) and ordinals of a headline, as TITLE facts.
 
     Template news is re-headlined least of all where it differs: 《…》法文版 / 俄文版, 唐嫣 / 秦岚 at
-    the airport, 第一次 / 第二次 meeting. A trailing site name is dropped first."""
+    the airport, 第一次 / 第二次 meeting, RENT-A-CENTER / SHELDAHL stock splits. A trailing site name is
+    dropped first."""
     head = _SITE_SUFFIX.sub("", title)
     proper = _dictionary()[0]  # only names the dictionary knows: a headline's new words are mostly slang
     found = {NAME + n for n in terms if n in proper and n in head}
+    found |= {NAME + n for n in latin if n in head}
     found |= {f for f in _numbers(head) if is_ordinal(f)}
     return tuple(TITLE + f for f in _by_hash(found, MAX_TITLE_FACTS))
 

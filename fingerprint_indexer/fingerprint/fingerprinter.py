@@ -30,6 +30,7 @@ from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
     MAX_FRAMES,
     analyse,
+    latin_names,
     publication_day,
     title_facts,
 )
@@ -269,7 +270,8 @@ class Fingerprinter:
         if not self.config.facts:
             return res
         title = clean(doc.title) if doc.title and doc.title != text else ""
-        extra = title_facts(title, self.tokenizer.terms(title)) if title else ()
+        latin = latin_names(doc.title) if title else set()
+        extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
         day = publication_day(doc.published_at)
         extra = (*extra, day) if day else extra
         return replace(res, facts=(*res.facts, *extra)) if extra else res

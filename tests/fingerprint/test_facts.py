@@ -13,6 +13,7 @@ from fingerprint_indexer.fingerprint.facts import (
     compare_facts,
     compare_frames,
     days_apart,
+    latin_names,
     publication_day,
     title_conflict,
     title_facts,
@@ -129,3 +130,11 @@ def test_titles_conflict_on_other_names_or_other_ordinals_only() -> None:
     assert title_conflict(("^#第1次",), ("^#第1次", "^@秦岚")) == ""
     # neither kind takes part in the body comparison
     assert not compare_facts(["^@唐嫣", "%2024-01-01", "=5"], ["^@秦岚", "%2020-01-01", "=5"]).two_sided
+
+
+def test_latin_headlines_name_parties_by_their_symbols_only() -> None:
+    assert latin_names("RENT-A-CENTER <RENT> VOTES 3 FOR 2 SPLIT") == {"<rent>"}
+    assert latin_names("Tory backing for ID cards") == set()  # capitals alone are no proof of a name
+    a = title_facts("rent-a-center <rent> votes split", [], latin_names("RENT-A-CENTER <RENT> VOTES SPLIT"))
+    b = title_facts("sheldahl <shel> votes split", [], latin_names("SHELDAHL <SHEL> VOTES SPLIT"))
+    assert title_conflict(a, b) == "titles name others: <rent> vs <shel>"
