@@ -152,9 +152,15 @@ def test_copy_marks_are_opt_in_and_a_store_keeps_them_for_all_documents_or_none(
 def test_a_passage_held_by_two_stories_counts_only_with_max_stories_two(tmp_path: Path) -> None:
     notice = ("The port authority said container traffic through the northern terminal rose by a fifth in "
               "the third quarter, as new cranes and a dredged channel let larger ships call on the way.")
-    docs = [Document(id="wire", content=f"Shipping news. {notice} Officials declined further comment."),
-            Document(id="daily", content=f"Harbour bulletin from our correspondent on the quay. {notice} "
-                                         "Fishing boats were kept in port by the storm at the weekend.")]
+    wire = ("Freight rates for bulk carriers fell for a third week as iron ore demand in Asia slowed and "
+            "owners sent idle vessels to anchor off Singapore; brokers expect a recovery only after the "
+            "new year, when steel mills restock. ")
+    daily = ("The town council voted to rebuild the old fish market as a covered hall with stalls for local "
+             "growers, a cafe and a small museum of the herring trade, paid for by a regional grant and a "
+             "loan that the mayor said would be repaid from rents within fifteen years. ")
+    docs = [Document(id="wire", content=f"{wire}In port news, {notice} Officials declined further comment."),
+            Document(id="daily", content=f"{daily}Harbour bulletin from our correspondent on the quay. "
+                                         f"{notice} Fishing boats were kept in port by the storm.")]
     with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         assert len({d.cluster_id for d in pipe.process_many(docs)}) == 2
         query = CopyFinder(pipe.fingerprinter.tokenizer, PARAMS).marked(f"From the archive: {notice}")
