@@ -92,15 +92,30 @@ class Tokenizer:
             py.add_word(variant, 100000)
         return py.lcut
 
+    def keep(self, token: str, segmented: bool) -> str | None:
+        """The term a token counts as (its synonym's canonical form), or None when it is dropped.
+
+        ``segmented`` tokens come from the segmenter and count only when they are Chinese words; the
+        others are the Latin/digit words of :data:`_LATIN_WORD`. Either is dropped when shorter than
+        ``min_len`` or a stopword.
+        """
+        if segmented and not _CJK_WORD.fullmatch(token):
+            return None
+        if len(token) < self.min_len or token in self.stopwords:
+            return None
+        return self.synonyms.get(token, token)
+
+    def segment(self, text: str) -> tuple[list[str], list[str]]:
+        """The raw tokens of a short text: the segmenter's (none without CJK characters) and the Latin
+        words; :meth:`keep` says which count."""
+        cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
+        return cut, _LATIN_WORD.findall(text)
+
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
-        words = [w for w in self._cut(chunk) if _CJK_WORD.fullmatch(w)] if has_cjk else []
-        words += _LATIN_WORD.findall(chunk)
-        stop, min_len = self.stopwords, self.min_len
-        words = [w for w in words if len(w) >= min_len and w not in stop]
-        if self.synonyms:
-            syn = self.synonyms
-            words = [syn.get(w, w) for w in words]
-        return words
+        keep = self.keep
+        words = [keep(w, True) for w in self._cut(chunk)] if has_cjk else []
+        words += [keep(w, False) for w in _LATIN_WORD.findall(chunk)]
+        return [w for w in words if w is not None]
 
     def tokens(self, text: str) -> Iterator[str]:
         """Content terms: Chinese words, then Latin/digit words, stopwords dropped, synonyms mapped.

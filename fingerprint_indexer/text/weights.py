@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 _HEADER = "# fingerprint_indexer idf v1"
 
@@ -102,34 +103,80 @@ def top_terms(
     total weight: with ``tf ** 3`` one dominant term would otherwise outvote all others, and every
     article about that term would fold to the term's own hash (one crowded block bucket per word).
     """
-    total = sum(counts.values())
-    if not total:
+    terms = list(counts)
+    if not terms:
         return []
     get, default = idf.idf.get, idf.default
+    rank = np.empty(len(terms), dtype=np.int64)
+    rank[sorted(range(len(terms)), key=terms.__getitem__)] = np.arange(len(terms))
+    order, weights, n = weigh_rows(
+        np.fromiter(counts.values(), dtype=np.int64, count=len(terms))[None, :],
+        np.array([get(t, default) for t in terms], dtype=np.float64), rank, k, tf_power, max_share,
+    )
+    return list(zip([terms[i] for i in order[0, : n[0]].tolist()], weights[0, : n[0]].tolist(), strict=True))
+
+
+def weigh_rows(
+    counts: npt.NDArray[np.int64],
+    idf: npt.NDArray[np.float64],
+    rank: npt.NDArray[np.int64],
+    k: int = 0,
+    tf_power: float = 1.0,
+    max_share: float = 1.0,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+    """:func:`top_terms` of several term sets at once (a document and its chunks), one per row.
+
+    ``counts`` is a rows x terms matrix (0 = not in that row); ``idf`` and ``rank`` (the order of the
+    term strings, the tie-break) are per term. Returns ``(order, weights, n)``: row ``i`` folds terms
+    ``order[i, :n[i]]`` with ``weights[i, :n[i]]``, heaviest first. The arithmetic is the same IEEE
+    operations in the same order as :func:`top_terms` on Python floats, so weights are bit-identical.
+    """
+    rows, width = counts.shape
+    if not width:
+        return np.zeros((rows, 0), dtype=np.intp), np.zeros((rows, 0)), np.zeros(rows, dtype=np.intp)
+    present = counts > 0
+    totals = counts.sum(axis=1)
     if tf_power == 1.0:
-        scored = sorted([(-c * get(t, default), t) for t, c in counts.items()])
-        norm = float(total)
-    else:
-        scored = sorted([(-(c**tf_power) * get(t, default), t) for t, c in counts.items()])
-        norm = float(total) ** tf_power
+        powered = counts.astype(np.float64)
+        norms = totals.astype(np.float64)
+    else:  # Python's float power of each distinct count (what ``c ** tf_power`` computes)
+        values, where = np.unique(counts, return_inverse=True)
+        table = np.array([float(v) ** tf_power for v in values.tolist()], dtype=np.float64)
+        powered = table[where].reshape(rows, width)
+        norms = np.array([float(t) ** tf_power for t in totals.tolist()], dtype=np.float64)
+    scored = np.where(present, -powered * idf, np.inf)
+    order = np.lexsort((np.broadcast_to(rank, (rows, width)), scored), axis=-1)
+    n = present.sum(axis=1)
     if k:
-        scored = scored[:k]
-    if max_share < 1.0 and len(scored) > 1:
-        cap = _share_cap([-w for w, _ in scored], max_share)
-        scored = [(max(w, -cap), t) for w, t in scored]
-    return [(t, -w / norm) for w, t in scored]
+        n = np.minimum(n, k)
+    w = np.take_along_axis(scored, order, axis=1)
+    inside = np.arange(width)[None, :] < n[:, None]
+    if max_share < 1.0:
+        caps = _share_caps(np.where(inside, -w, 0.0), n, max_share)
+        w = np.where(inside & (n[:, None] > 1), np.maximum(w, -caps[:, None]), w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return order, -w / norms[:, None], n
 
 
-def _share_cap(weights: list[float], share: float) -> float:
-    """The weight ``c`` at which capping every weight (heaviest first) leaves none above ``share`` of the
-    capped total: the smallest ``m`` with ``c = share * rest / (1 - share * m) >= weights[m]``, where
-    ``rest`` is the sum of the weights after the ``m`` heaviest. With fewer than ``1 / share`` terms no
-    cap can do it, and all weigh the same."""
-    w = np.asarray(weights, dtype=np.float64)
-    m = np.arange(1, w.size + 1)
-    rest = np.concatenate([np.cumsum(w[::-1])[::-1][1:], [0.0]])  # sum of w[m:] for m = 1..n
+def _share_caps(w: npt.NDArray[np.float64], n: npt.NDArray[np.intp], share: float) -> npt.NDArray[np.float64]:
+    """Per row, the weight ``c`` at which capping every weight (``w[i, :n[i]]``, heaviest first, zeros
+    after) leaves none above ``share`` of the capped total: the smallest ``m`` with
+    ``c = share * rest / (1 - share * m) >= w[m]``, where ``rest`` is the sum of the weights after the
+    ``m`` heaviest. With fewer than ``1 / share`` terms no cap can do it, and all weigh the same."""
+    rows, width = w.shape
+    col = np.arange(width)[None, :]
+    # rest[j] = w[n-1] + w[n-2] + ... + w[j+1], summed in that order (a cumulative sum of each row reversed)
+    back = n[:, None] - 1 - col
+    rev = np.where(back >= 0, np.take_along_axis(w, np.maximum(back, 0), axis=1), 0.0)
+    acc = np.cumsum(rev, axis=1)
+    src = n[:, None] - 2 - col
+    rest = np.where(src >= 0, np.take_along_axis(acc, np.maximum(src, 0), axis=1), 0.0)
+    m = col + 1
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where(share * m < 1.0, share * rest / (1.0 - share * m), np.inf)
-    nxt = np.concatenate([w[1:], [0.0]])
-    ok = np.flatnonzero((cap >= nxt) & (share * m < 1.0) & (m < w.size))
-    return float(cap[ok[0]]) if ok.size else float(w[-1])
+    after = np.broadcast_to(np.minimum(m, width - 1), (rows, width))
+    nxt = np.where(m < n[:, None], np.take_along_axis(w, after, axis=1), 0.0)
+    ok = (cap >= nxt) & (share * m < 1.0) & (m < n[:, None])
+    first = ok.argmax(axis=1)
+    last = np.take_along_axis(w, np.maximum(n - 1, 0)[:, None], axis=1)[:, 0]
+    return np.where(ok.any(axis=1), cap[np.arange(rows), first], last)

@@ -1,0 +1,155 @@
+"""Every distinct token a process has seen, and what it counts as: per-token work done once per token.
+
+Tokens repeat: a few hundred thousand distinct ones make up millions of occurrences. So the rule that
+keeps or drops a token and maps its synonym (:meth:`Tokenizer.keep`), the IDF look-up, the 64-bit
+term hash and the name check run once per distinct token in a process's life; a document becomes an
+array of term ids, and counting, weighting and folding work on arrays (:class:`DocTerms`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from fingerprint_indexer.fingerprint.facts import names
+from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes
+from fingerprint_indexer.text.tokenize import Tokenizer
+from fingerprint_indexer.text.weights import IdfTable, weigh_rows
+
+#: Distinct tokens and terms a table holds before it starts afresh (bounded memory in a long-lived
+#: process fed arbitrary text).
+MAX_ENTRIES = 1 << 21
+DROPPED = -1
+
+
+class _Lookup(dict[str, int]):
+    """Token -> term id (``DROPPED`` when the token does not count); a miss asks ``miss``."""
+
+    def __init__(self, miss: Callable[[str], int]) -> None:
+        super().__init__()
+        self._miss = miss
+
+    def __missing__(self, token: str) -> int:
+        return self._miss(token)
+
+
+class TermTable:
+    """Term ids of tokens, and per term id its string, IDF weight and 64-bit hash (xxh3 of UTF-8)."""
+
+    def __init__(self, tokenizer: Tokenizer, idf: IdfTable) -> None:
+        self.tokenizer = tokenizer
+        self._idf = idf
+        self._lock = threading.Lock()
+        self.terms: list[str] = []
+        self._ids: dict[str, int] = {}
+        self._weights: list[float] = []
+        self._hashes: list[int] = []
+        self._names: dict[int, bool] = {}
+        self._arrays = (np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.uint64))
+        self._segmented = _Lookup(lambda token: self._add(token, True))
+        self._latin = _Lookup(lambda token: self._add(token, False))
+
+    def __len__(self) -> int:
+        return len(self.terms) + len(self._segmented) + len(self._latin)
+
+    def _term_id(self, term: str) -> int:
+        """The id of a kept term (the caller holds the lock)."""
+        i = self._ids.get(term)
+        if i is None:
+            i = len(self.terms)
+            self._weights.append(self._idf.idf.get(term, self._idf.default))
+            self._hashes.append(xxhash.xxh3_64_intdigest(term.encode("utf-8")))
+            self.terms.append(term)
+            self._ids[term] = i
+        return i
+
+    def _add(self, token: str, segmented: bool) -> int:
+        with self._lock:
+            table = self._segmented if segmented else self._latin
+            found = dict.get(table, token)
+            if found is not None:
+                return found
+            term = self.tokenizer.keep(token, segmented)
+            i = DROPPED if term is None else self._term_id(term)
+            table[token] = i
+            return i
+
+    def term_ids(self, terms: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Ids of already-kept terms (a Counter's keys)."""
+        with self._lock:
+            return np.array([self._term_id(t) for t in terms], dtype=np.int64)
+
+    def sentence_ids(self, sentences: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[int]]:
+        """The term ids of each sentence's kept tokens, concatenated, and where each sentence ends in it."""
+        seg, lat = self._segmented.__getitem__, self._latin.__getitem__
+        segment = self.tokenizer.segment
+        flat: list[int] = []
+        ends: list[int] = []
+        for sent in sentences:
+            cut, latin = segment(sent)
+            flat += map(seg, cut)
+            flat += map(lat, latin)
+            ends.append(len(flat))
+        ids = np.array(flat, dtype=np.int64)
+        kept = ids != DROPPED
+        if kept.all():
+            return ids, ends
+        before = np.concatenate(([0], np.cumsum(kept)))
+        return ids[kept], before[ends].tolist()
+
+    def arrays(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64]]:
+        """(IDF weight, hash) of every term id assigned so far."""
+        weights, hashes = self._arrays
+        if len(weights) < len(self.terms):
+            with self._lock:
+                n, have = len(self.terms), len(weights)
+                weights = np.concatenate((weights, np.array(self._weights[have:n], dtype=np.float64)))
+                hashes = np.concatenate((hashes, np.array(self._hashes[have:n], dtype=np.uint64)))
+                self._arrays = weights, hashes
+        return weights, hashes
+
+    def is_name(self, term_id: int) -> bool:
+        """Whether a term is a name (:func:`fingerprint_indexer.fingerprint.facts.names`)."""
+        flag = self._names.get(term_id)
+        if flag is None:
+            flag = self._names[term_id] = bool(names((self.terms[term_id],)))
+        return flag
+
+
+class DocTerms:
+    """One document's distinct terms (``ids``, sorted) and their counts, with what weighting reads."""
+
+    def __init__(self, table: TermTable, ids: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
+        self.table = table
+        self.ids = ids
+        self.counts = counts
+        self.terms = [table.terms[i] for i in ids.tolist()]
+        n = len(self.terms)
+        self.rank = np.empty(n, dtype=np.int64)  # order of the term strings: the tie-break of weights
+        self.rank[sorted(range(n), key=self.terms.__getitem__)] = np.arange(n)
+        weights, hashes = table.arrays()
+        self.idf = weights[ids]
+        self.hashes = hashes[ids]
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def weigh(
+        self, counts: npt.NDArray[np.int64], k: int, tf_power: float, max_share: float
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+        """:func:`fingerprint_indexer.text.weights.weigh_rows` of term sets of this document (``counts``:
+        one row per set, one column per term of the document)."""
+        return weigh_rows(counts, self.idf, self.rank, k, tf_power, max_share)
+
+    def simhash(self, sel: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> int:
+        """SimHash of the terms ``sel`` (indexes into this document's terms) with ``weights``."""
+        return simhash_from_hashes(self.hashes[sel], np.ascontiguousarray(weights).copy())
+
+    def names(self) -> list[str]:
+        """The terms that are names."""
+        is_name = self.table.is_name
+        return [t for i, t in zip(self.ids.tolist(), self.terms, strict=True) if is_name(i)]
