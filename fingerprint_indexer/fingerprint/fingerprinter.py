@@ -174,9 +174,8 @@ class Fingerprinter:
         if not cfg.chunk_every and not cfg.lead_sentences:
             counts = self.tokenizer.count(body)
             ids = table.term_ids(counts)
-            by_id = np.argsort(ids)
             cnt = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-            return DocTerms(table, ids[by_id], cnt[by_id]), np.zeros(0, dtype=np.intp), [], False
+            return DocTerms(table, ids, cnt), np.zeros(0, dtype=np.intp), [], False
         sents = list(iter_sentences(body))
         flat, ends = table.sentence_ids(sents)
         ids, inv, cnt = np.unique(flat, return_inverse=True, return_counts=True)
@@ -191,7 +190,8 @@ class Fingerprinter:
                     start, n_sent = end, 0
             if n_sent:
                 spans.append((start, ends[-1]))
-        return DocTerms(table, ids, cnt), inv, spans, has_lead
+        doc = DocTerms(table, ids, cnt)
+        return doc, doc.column[inv], spans, has_lead
 
     def _chunks(self, folded: list[int | None], lead: int | None) -> list[int]:
         """The lead fingerprint first, then the chunks' in text order, distinct, at most ``max_chunks``.

@@ -121,19 +121,23 @@ class TermTable:
 
 
 class DocTerms:
-    """One document's distinct terms (``ids``, sorted) and their counts, with what weighting reads."""
+    """One document's distinct terms, in the order of their strings (the tie-break of weights), with their
+    counts, term ids, IDF weights and hashes."""
 
     def __init__(self, table: TermTable, ids: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
         self.table = table
-        self.ids = ids
-        self.counts = counts
-        self.terms = [table.terms[i] for i in ids.tolist()]
-        n = len(self.terms)
-        self.rank = np.empty(n, dtype=np.int64)  # order of the term strings: the tie-break of weights
-        self.rank[sorted(range(n), key=self.terms.__getitem__)] = np.arange(n)
+        terms = [table.terms[i] for i in ids.tolist()]
+        by_term = sorted(range(len(terms)), key=terms.__getitem__)
+        perm = np.array(by_term, dtype=np.intp)
+        #: column of each of the given ``ids`` (they may come in any order)
+        self.column = np.empty(len(terms), dtype=np.intp)
+        self.column[perm] = np.arange(len(terms))
+        self.terms = [terms[i] for i in by_term]
+        self.ids = ids[perm]
+        self.counts = counts[perm]
         weights, hashes = table.arrays()
-        self.idf = weights[ids]
-        self.hashes = hashes[ids]
+        self.idf = weights[self.ids]
+        self.hashes = hashes[self.ids]
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -143,7 +147,7 @@ class DocTerms:
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.intp]]:
         """:func:`fingerprint_indexer.text.weights.weigh_rows` of term sets of this document (``counts``:
         one row per set, one column per term of the document)."""
-        return weigh_rows(counts, self.idf, self.rank, k, tf_power, max_share)
+        return weigh_rows(counts, self.idf, k, tf_power, max_share)
 
     def simhash(self, sel: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> int:
         """SimHash of the terms ``sel`` (indexes into this document's terms) with ``weights``."""

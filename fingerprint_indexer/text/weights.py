@@ -103,50 +103,58 @@ def top_terms(
     total weight: with ``tf ** 3`` one dominant term would otherwise outvote all others, and every
     article about that term would fold to the term's own hash (one crowded block bucket per word).
     """
-    terms = list(counts)
+    terms = sorted(counts)  # columns in the order of the tie-break
     if not terms:
         return []
     get, default = idf.idf.get, idf.default
-    rank = np.empty(len(terms), dtype=np.int64)
-    rank[sorted(range(len(terms)), key=terms.__getitem__)] = np.arange(len(terms))
     order, weights, n = weigh_rows(
-        np.fromiter(counts.values(), dtype=np.int64, count=len(terms))[None, :],
-        np.array([get(t, default) for t in terms], dtype=np.float64), rank, k, tf_power, max_share,
+        np.array([[counts[t] for t in terms]], dtype=np.int64),
+        np.array([get(t, default) for t in terms], dtype=np.float64), k, tf_power, max_share,
     )
     return list(zip([terms[i] for i in order[0, : n[0]].tolist()], weights[0, : n[0]].tolist(), strict=True))
+
+
+_POWERS: dict[float, npt.NDArray[np.float64]] = {}
+
+
+def _powers(tf_power: float, upto: int) -> npt.NDArray[np.float64]:
+    """``c ** tf_power`` for c = 0..upto at least, as Python's float power computes it (not NumPy's)."""
+    table = _POWERS.get(tf_power)
+    if table is None or len(table) <= upto:
+        size = max(64, 2 * upto + 1)
+        powers = [float(c) ** tf_power if c else 0.0 for c in range(size)]  # 0: not a term of the row
+        table = _POWERS[tf_power] = np.array(powers, dtype=np.float64)
+    return table
 
 
 def weigh_rows(
     counts: npt.NDArray[np.int64],
     idf: npt.NDArray[np.float64],
-    rank: npt.NDArray[np.int64],
     k: int = 0,
     tf_power: float = 1.0,
     max_share: float = 1.0,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.intp]]:
     """:func:`top_terms` of several term sets at once (a document and its chunks), one per row.
 
-    ``counts`` is a rows x terms matrix (0 = not in that row); ``idf`` and ``rank`` (the order of the
-    term strings, the tie-break) are per term. Returns ``(order, weights, n)``: row ``i`` folds terms
-    ``order[i, :n[i]]`` with ``weights[i, :n[i]]``, heaviest first. The arithmetic is the same IEEE
-    operations in the same order as :func:`top_terms` on Python floats, so weights are bit-identical.
+    ``counts`` is a rows x terms matrix (0 = not in that row), its columns in the order of the term
+    strings (the tie-break); ``idf`` is per column. Returns ``(order, weights, n)``: row ``i`` folds
+    columns ``order[i, :n[i]]`` with ``weights[i, :n[i]]``, heaviest first. The arithmetic is the same
+    IEEE operations in the same order as on Python floats, so the weights are bit-identical.
     """
     rows, width = counts.shape
     if not width:
         return np.zeros((rows, 0), dtype=np.intp), np.zeros((rows, 0)), np.zeros(rows, dtype=np.intp)
-    present = counts > 0
     totals = counts.sum(axis=1)
     if tf_power == 1.0:
         powered = counts.astype(np.float64)
         norms = totals.astype(np.float64)
-    else:  # Python's float power of each distinct count (what ``c ** tf_power`` computes)
-        values, where = np.unique(counts, return_inverse=True)
-        table = np.array([float(v) ** tf_power for v in values.tolist()], dtype=np.float64)
-        powered = table[where].reshape(rows, width)
+    else:
+        powered = _powers(tf_power, int(counts.max()))[counts]
         norms = np.array([float(t) ** tf_power for t in totals.tolist()], dtype=np.float64)
-    scored = np.where(present, -powered * idf, np.inf)
-    order = np.lexsort((np.broadcast_to(rank, (rows, width)), scored), axis=-1)
-    n = present.sum(axis=1)
+    scored = -powered * idf
+    scored[counts == 0] = np.inf
+    order = np.argsort(scored, axis=1, kind="stable")
+    n = np.count_nonzero(counts, axis=1)
     if k:
         n = np.minimum(n, k)
     w = np.take_along_axis(scored, order, axis=1)
@@ -164,19 +172,14 @@ def _share_caps(w: npt.NDArray[np.float64], n: npt.NDArray[np.intp], share: floa
     ``c = share * rest / (1 - share * m) >= w[m]``, where ``rest`` is the sum of the weights after the
     ``m`` heaviest. With fewer than ``1 / share`` terms no cap can do it, and all weigh the same."""
     rows, width = w.shape
-    col = np.arange(width)[None, :]
-    # rest[j] = w[n-1] + w[n-2] + ... + w[j+1], summed in that order (a cumulative sum of each row reversed)
-    back = n[:, None] - 1 - col
-    rev = np.where(back >= 0, np.take_along_axis(w, np.maximum(back, 0), axis=1), 0.0)
-    acc = np.cumsum(rev, axis=1)
-    src = n[:, None] - 2 - col
-    rest = np.where(src >= 0, np.take_along_axis(acc, np.maximum(src, 0), axis=1), 0.0)
-    m = col + 1
+    zero = np.zeros((rows, 1))
+    # rest[j] = w[n-1] + w[n-2] + ... + w[j+1], summed in that order (the zeros after n add exactly 0)
+    rest = np.concatenate((np.cumsum(w[:, ::-1], axis=1)[:, -2::-1], zero), axis=1)
+    m = np.arange(1, width + 1)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where(share * m < 1.0, share * rest / (1.0 - share * m), np.inf)
-    after = np.broadcast_to(np.minimum(m, width - 1), (rows, width))
-    nxt = np.where(m < n[:, None], np.take_along_axis(w, after, axis=1), 0.0)
+    nxt = np.concatenate((w[:, 1:], zero), axis=1)
     ok = (cap >= nxt) & (share * m < 1.0) & (m < n[:, None])
     first = ok.argmax(axis=1)
-    last = np.take_along_axis(w, np.maximum(n - 1, 0)[:, None], axis=1)[:, 0]
-    return np.where(ok.any(axis=1), cap[np.arange(rows), first], last)
+    pick = np.arange(rows)
+    return np.where(ok.any(axis=1), cap[pick, first], w[pick, np.maximum(n - 1, 0)])
