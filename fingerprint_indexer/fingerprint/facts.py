@@ -20,11 +20,11 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import Path
 
 import xxhash
 
 from fingerprint_indexer.fingerprint.chunks import iter_sentences
+from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
 
@@ -109,11 +109,9 @@ _CJK_TERM = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}$")
 @cache
 def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
     """(proper-noun words, all words) of jieba's dictionary, read once per process."""
-    import jieba
-
     names: set[str] = set()
     words: set[str] = set()
-    with (Path(jieba.__file__).parent / "dict.txt").open(encoding="utf-8") as fh:
+    with jieba_file("dict.txt").open(encoding="utf-8") as fh:
         for line in fh:
             parts = line.split()
             if parts:
@@ -130,8 +128,10 @@ def names(terms: Iterable[str]) -> set[str]:
 
 @lru_cache(maxsize=1 << 18)
 def _is_name(term: str) -> bool:
+    if not _CJK_TERM.match(term):
+        return False
     proper, known = _dictionary()
-    return bool(_CJK_TERM.match(term)) and (term in proper or term not in known)
+    return term in proper or term not in known
 
 
 def _qualified(ordinal: str | None, value: str, unit: str | None) -> str:

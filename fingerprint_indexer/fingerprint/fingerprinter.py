@@ -35,7 +35,7 @@ from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
-from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
+from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
 ALGORITHM = "simhash64-tfidf/4"
 SHOWN_TERMS = 32  # top terms included in JSON output
@@ -138,15 +138,27 @@ class Fingerprinter:
         self.config = cfg = config or FingerprintConfig()
         synonyms = load_synonyms(cfg.synonyms_path) if cfg.synonyms_path else {}
         self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
-        self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
+        # jieba's table is read when a first term needs its weight (jieba_idf: once per process)
+        self._idf: IdfTable | None = IdfTable.load(cfg.idf_path) if cfg.idf_path else None
         self.version = (
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
             f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
             f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}' if cfg.facts else 'off'};"
-            f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
+            f"idf={self._idf.name if self._idf else JIEBA_IDF};syn={synonyms_id(synonyms)}"
         )
-        self._table = TermTable(self.tokenizer, self.idf)
+        self._table = TermTable(self.tokenizer, lambda: self.idf)
+
+    @property
+    def idf(self) -> IdfTable:
+        """The IDF table of this configuration."""
+        return self._idf or jieba_idf()
+
+    def warm(self) -> Fingerprinter:
+        """Load what fingerprinting reads lazily (segmenter, IDF table, dictionary), e.g. before forking
+        workers that should share it."""
+        self.fingerprint_text("预热 warm")  # a Chinese and a Latin term: every table is read
+        return self
 
     def weigh(self, counts: Counter[str]) -> list[tuple[str, float]]:
         """The folded terms with their weights, heaviest first."""
@@ -162,7 +174,7 @@ class Fingerprinter:
         """The term table, started afresh when it has grown past its bound."""
         table = self._table
         if len(table) > MAX_ENTRIES:
-            table = self._table = TermTable(self.tokenizer, self.idf)
+            table = self._table = TermTable(self.tokenizer, lambda: self.idf)
         return table
 
     def _count(self, body: str) -> tuple[DocTerms, npt.NDArray[np.intp], list[tuple[int, int]], bool]:
@@ -272,7 +284,8 @@ _WORKER: Fingerprinter | None = None
 
 def _init_worker(config: FingerprintConfig) -> None:
     global _WORKER
-    _WORKER = Fingerprinter(config)
+    if _WORKER is None or _WORKER.config != config:  # a forked worker has its parent's, tables read
+        _WORKER = Fingerprinter(config)
 
 
 def _work(doc: Document) -> FingerprintResult:
@@ -293,7 +306,9 @@ def fingerprint_many(
         for doc in docs:
             yield fpr.fingerprint_document(doc)
         return
-    cfg = fingerprinter.config if fingerprinter else (config or FingerprintConfig())
+    global _WORKER
+    _WORKER = (fingerprinter or Fingerprinter(config)).warm()  # forked workers start from it
+    cfg = _WORKER.config
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     with ctx.Pool(processes, initializer=_init_worker, initargs=(cfg,)) as pool:
         yield from pool.imap(_work, docs, chunksize=chunksize)

@@ -40,7 +40,8 @@ class _Lookup(dict[str, int]):
 class TermTable:
     """Term ids of tokens, and per term id its string, IDF weight and 64-bit hash (xxh3 of UTF-8)."""
 
-    def __init__(self, tokenizer: Tokenizer, idf: IdfTable) -> None:
+    def __init__(self, tokenizer: Tokenizer, idf: Callable[[], IdfTable]) -> None:
+        """``idf`` gives the IDF table when a first term needs it (reading it takes a while)."""
         self.tokenizer = tokenizer
         self._idf = idf
         self._lock = threading.Lock()
@@ -61,7 +62,8 @@ class TermTable:
         i = self._ids.get(term)
         if i is None:
             i = len(self.terms)
-            self._weights.append(self._idf.idf.get(term, self._idf.default))
+            idf = self._idf()
+            self._weights.append(idf.idf.get(term, idf.default))
             self._hashes.append(xxhash.xxh3_64_intdigest(term.encode("utf-8")))
             self.terms.append(term)
             self._ids[term] = i

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -41,21 +42,8 @@ class IdfTable:
     def load(cls, path: str | Path) -> IdfTable:
         """Read ``term idf`` lines (jieba's format; our own files add a ``#`` header)."""
         p = Path(path)
-        idf: dict[str, float] = {}
         raw = p.read_bytes()
-        for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            term, _, value = line.rpartition(" ")
-            try:
-                idf[term] = float(value)
-            except ValueError:
-                raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}") from None
-            if not term:
-                raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}")
-        if not idf:
-            raise IdfFileError(f"{p}: no IDF entries")
+        idf = _parse_fast(raw) or _parse(raw, p)
         digest = hashlib.blake2b(raw, digest_size=4).hexdigest()
         return cls.from_mapping(idf, f"file-{digest}")
 
@@ -70,14 +58,59 @@ class IdfTable:
         os.replace(tmp, p)
 
 
+def _parse(raw: bytes, p: Path) -> dict[str, float]:
+    """Line by line, saying which line is wrong."""
+    idf: dict[str, float] = {}
+    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        term, _, value = line.rpartition(" ")
+        try:
+            idf[term] = float(value)
+        except ValueError:
+            raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}") from None
+        if not term:
+            raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}")
+    if not idf:
+        raise IdfFileError(f"{p}: no IDF entries")
+    return idf
+
+
+def _parse_fast(raw: bytes) -> dict[str, float] | None:
+    """The same table in bulk when every line is plainly ``term idf`` (one space, no comment, no blank
+    line: jieba's table and our own files after their header); None to fall back on :func:`_parse`."""
+    lines = raw.decode("utf-8").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    text = "\n".join(lines)
+    words = text.split()
+    plain = len(words) == 2 * len(lines) and text.count(" ") == len(lines) and "\n#" not in text
+    if not lines or not plain:
+        return None
+    try:
+        return dict(zip(words[0::2], map(float, words[1::2]), strict=True))
+    except ValueError:
+        return None
+
+
+#: The name of jieba's bundled table in fingerprint versions.
+JIEBA_IDF = "jieba"
+
+
 @cache
 def jieba_idf() -> IdfTable:
     """jieba's bundled IDF table (loaded once per process)."""
-    import jieba.analyse
+    table = IdfTable.load(jieba_file("analyse", "idf.txt"))
+    return IdfTable(table.idf, table.default, JIEBA_IDF)
 
-    path = Path(jieba.analyse.__file__).with_name("idf.txt")
-    table = IdfTable.load(path)
-    return IdfTable(table.idf, table.default, "jieba")
+
+def jieba_file(*parts: str) -> Path:
+    """A data file shipped in the jieba package, found without importing jieba (a slow import)."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("jieba is not installed")
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
 def fit_idf(doc_terms: Iterable[Iterable[str]], min_df: int = 1) -> tuple[IdfTable, int]:
