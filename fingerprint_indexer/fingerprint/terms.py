@@ -16,7 +16,7 @@ import numpy.typing as npt
 import xxhash
 
 from fingerprint_indexer.fingerprint.facts import names
-from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes
+from fingerprint_indexer.fingerprint.simhash import _SHIFTS, fold_signs
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, weigh_rows
 
@@ -49,7 +49,7 @@ class TermTable:
         self._ids: dict[str, int] = {}
         self._weights: list[float] = []
         self._hashes: list[int] = []
-        self._names: dict[int, bool] = {}
+        self._names = np.zeros(0, dtype=np.int8)  # per term id: 1 a name, 0 not, -1 not looked up yet
         self._arrays = (np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.uint64))
         self._segmented = _Lookup(lambda token: self._add(token, True))
         self._latin = _Lookup(lambda token: self._add(token, False))
@@ -114,12 +114,22 @@ class TermTable:
                 self._arrays = weights, hashes
         return weights, hashes
 
-    def is_name(self, term_id: int) -> bool:
-        """Whether a term is a name (:func:`fingerprint_indexer.fingerprint.facts.names`)."""
-        flag = self._names.get(term_id)
-        if flag is None:
-            flag = self._names[term_id] = bool(names((self.terms[term_id],)))
-        return flag
+    def name_flags(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which of the terms ``ids`` are names (:func:`fingerprint_indexer.fingerprint.facts.names`),
+        each term looked up once."""
+        flags = self._names
+        if len(flags) < len(self.terms):
+            with self._lock:
+                fresh = np.full(len(self.terms) - len(self._names), -1, np.int8)
+                flags = np.concatenate((self._names, fresh))
+                self._names = flags
+        got = flags[ids]
+        unknown = np.flatnonzero(got < 0)
+        if unknown.size:
+            found = names(self.terms[i] for i in ids[unknown].tolist())
+            for j in unknown.tolist():
+                got[j] = flags[ids[j]] = self.terms[ids[j]] in found
+        return got > 0
 
 
 class DocTerms:
@@ -140,6 +150,7 @@ class DocTerms:
         weights, hashes = table.arrays()
         self.idf = weights[self.ids]
         self.hashes = hashes[self.ids]
+        self._signs: npt.NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -153,9 +164,15 @@ class DocTerms:
 
     def simhash(self, sel: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> int:
         """SimHash of the terms ``sel`` (indexes into this document's terms) with ``weights``."""
-        return simhash_from_hashes(self.hashes[sel], np.ascontiguousarray(weights).copy())
+        return fold_signs(self.signs()[sel], np.ascontiguousarray(weights).copy())
 
     def names(self) -> list[str]:
         """The terms that are names."""
-        is_name = self.table.is_name
-        return [t for i, t in zip(self.ids.tolist(), self.terms, strict=True) if is_name(i)]
+        return [self.terms[i] for i in np.flatnonzero(self.table.name_flags(self.ids)).tolist()]
+
+    def signs(self) -> npt.NDArray[np.float64]:
+        """Per term, its hash as 64 votes of +1.0 / -1.0, most significant bit first."""
+        if self._signs is None:
+            bits = (self.hashes[:, None] >> _SHIFTS[None, :]) & np.uint64(1)
+            self._signs = 2.0 * bits.astype(np.float64) - 1.0
+        return self._signs

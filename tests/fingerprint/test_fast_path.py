@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.corpus import DATA_DIR, load_records
-from support.slow_fingerprint import SlowFingerprinter, slow_top_terms
+from support.slow_fingerprint import SlowFingerprinter, slow_analyse, slow_top_terms
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.facts import analyse
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.text.weights import jieba_idf, top_terms
 
@@ -83,3 +84,17 @@ def test_fast_path_equals_reference_on_real_news(corpus: str) -> None:
         # the shingle-by-shingle sketch is slow: on the first documents only
         slow = (slow_sketch if i < 12 else fast_sketch).fingerprint_document(doc)
         assert asdict(fast.fingerprint_document(doc)) == asdict(slow), (corpus, i)
+
+
+FACT_BITS = ["第", "三", "十", "次", "届", "月", "日", "一", "两", "个", "12", "3.5", "1,000", ",", ".", "。",
+             "!", " ", "\n", "march", "may", "twenty", "two", "5", "北京", "北京人民大会堂", "会议", "\u3000", "”"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.sampled_from(FACT_BITS), max_size=60), long_line=st.booleans())
+def test_facts_scan_of_the_whole_text_equals_unit_by_unit(parts: list[str], long_line: bool) -> None:
+    text = "".join(parts) + ("三" * 5000 if long_line else "")  # a unit cut for length too
+    terms = ["北京", "北京人民大会堂", "会议"]
+    assert analyse(text, terms) == slow_analyse(text, terms)
+    assert analyse("profits in march\n5 apples, 第\n三次", terms) == slow_analyse(
+        "profits in march\n5 apples, 第\n三次", terms)
