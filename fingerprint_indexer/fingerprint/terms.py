@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,10 +48,15 @@ class TermTable:
         self._lock = threading.Lock()
         self.terms: list[str] = []
         self._ids: dict[str, int] = {}
+        # weights and hashes of the terms added since arrays() last moved them into the arrays
         self._weights: list[float] = []
         self._hashes: list[int] = []
-        self._names = np.zeros(0, dtype=np.int8)  # per term id: 1 a name, 0 not, -1 not looked up yet
-        self._arrays = (np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.uint64))
+        # per term id (arrays longer than the ids assigned, grown by doubling): IDF weight, hash, and
+        # whether it is a name (1 a name, 0 not, -1 not looked up yet)
+        self._filled = 0
+        self._idf_of = np.zeros(0, dtype=np.float64)
+        self._hash_of = np.zeros(0, dtype=np.uint64)
+        self._names = np.zeros(0, dtype=np.int8)
         self._segmented = _Lookup(lambda token: self._add(token, True))
         self._latin = _Lookup(lambda token: self._add(token, False))
 
@@ -63,7 +69,7 @@ class TermTable:
         if i is None:
             i = len(self.terms)
             idf = self._idf()
-            self._weights.append(idf.idf.get(term, idf.default))
+            self._weights.append(idf.idf.get(term, idf.default))  # moved into arrays by arrays()
             self._hashes.append(xxhash.xxh3_64_intdigest(term.encode("utf-8")))
             self.terms.append(term)
             self._ids[term] = i
@@ -104,25 +110,26 @@ class TermTable:
         return ids[kept], before[ends].tolist()
 
     def arrays(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64]]:
-        """(IDF weight, hash) of every term id assigned so far."""
-        weights, hashes = self._arrays
-        if len(weights) < len(self.terms):
+        """(IDF weight, hash) of every term id assigned so far (the arrays may be longer)."""
+        if self._filled < len(self.terms):
             with self._lock:
-                n, have = len(self.terms), len(weights)
-                weights = np.concatenate((weights, np.array(self._weights[have:n], dtype=np.float64)))
-                hashes = np.concatenate((hashes, np.array(self._hashes[have:n], dtype=np.uint64)))
-                self._arrays = weights, hashes
-        return weights, hashes
+                n, start = len(self.terms), self._filled
+                if len(self._idf_of) < n:
+                    size = max(2 * len(self._idf_of), n, 1024)
+                    self._idf_of = _grown(self._idf_of, size, 0.0)
+                    self._hash_of = _grown(self._hash_of, size, 0)
+                    self._names = _grown(self._names, size, -1)
+                self._idf_of[start:n] = self._weights
+                self._hash_of[start:n] = np.array(self._hashes, dtype=np.uint64)
+                self._weights, self._hashes = [], []
+                self._filled = n
+        return self._idf_of, self._hash_of
 
     def name_flags(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of the terms ``ids`` are names (:func:`fingerprint_indexer.fingerprint.facts.names`),
         each term looked up once."""
+        self.arrays()
         flags = self._names
-        if len(flags) < len(self.terms):
-            with self._lock:
-                fresh = np.full(len(self.terms) - len(self._names), -1, np.int8)
-                flags = np.concatenate((self._names, fresh))
-                self._names = flags
         got = flags[ids]
         unknown = np.flatnonzero(got < 0)
         if unknown.size:
@@ -130,6 +137,13 @@ class TermTable:
             for j in unknown.tolist():
                 got[j] = flags[ids[j]] = self.terms[ids[j]] in found
         return got > 0
+
+
+def _grown(a: npt.NDArray[Any], size: int, fill: float) -> npt.NDArray[Any]:
+    """``a`` copied into a longer array, the new tail set to ``fill``."""
+    out = np.full(size, fill, dtype=a.dtype)
+    out[: len(a)] = a
+    return out
 
 
 class DocTerms:

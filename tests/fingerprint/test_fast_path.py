@@ -87,7 +87,8 @@ def test_fast_path_equals_reference_on_real_news(corpus: str) -> None:
 
 
 FACT_BITS = ["第", "三", "十", "次", "届", "月", "日", "一", "两", "个", "12", "3.5", "1,000", ",", ".", "。",
-             "!", " ", "\n", "march", "may", "twenty", "two", "5", "北京", "北京人民大会堂", "会议", "\u3000", "”"]
+             "!", " ", "\n", "march", "may", "twenty", "two", "5", "北京", "北京人民大会堂", "会议", "\u3000",
+             "”"]
 
 
 @settings(max_examples=150, deadline=None)
@@ -98,3 +99,16 @@ def test_facts_scan_of_the_whole_text_equals_unit_by_unit(parts: list[str], long
     assert analyse(text, terms) == slow_analyse(text, terms)
     assert analyse("profits in march\n5 apples, 第\n三次", terms) == slow_analyse(
         "profits in march\n5 apples, 第\n三次", terms)
+
+
+def test_a_table_started_afresh_fingerprints_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound the term table starts afresh (bounded memory); nothing else changes."""
+    import fingerprint_indexer.fingerprint.fingerprinter as module
+
+    fast, slow = Fingerprinter(), PAIRS["default"][1]
+    monkeypatch.setattr(module, "MAX_ENTRIES", 5)
+    texts_ = ["北京会议第三十三次。经济增长了。公司发布新冠", "profits rose 3.5 in march 5", "北京 profits"]
+    for text in texts_ * 2:
+        first = fast._table
+        assert asdict(fast.fingerprint_text(text)) == asdict(slow.fingerprint_text(text))
+        assert fast._table is not first or len(first) <= 5
