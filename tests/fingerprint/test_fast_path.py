@@ -108,7 +108,8 @@ def test_a_table_started_afresh_fingerprints_alike(monkeypatch: pytest.MonkeyPat
     fast, slow = Fingerprinter(), PAIRS["default"][1]
     monkeypatch.setattr(module, "MAX_ENTRIES", 5)
     texts_ = ["北京会议第三十三次。经济增长了。公司发布新冠", "profits rose 3.5 in march 5", "北京 profits"]
+    tables = set()
     for text in texts_ * 2:
-        first = fast._table
         assert asdict(fast.fingerprint_text(text)) == asdict(slow.fingerprint_text(text))
-        assert fast._table is not first or len(first) <= 5
+        tables.add(id(fast._table))
+    assert len(tables) > 1
