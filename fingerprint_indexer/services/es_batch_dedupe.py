@@ -27,6 +27,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.elasticsearch import (
+    BANDS_FIELD,
     FP_FIELD,
     VERIFY_FIELDS,
     ElasticsearchIndex,
@@ -35,6 +36,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     pit_scan,
 )
+from fingerprint_indexer.store.exact import MAX_BAND_READ
 from fingerprint_indexer.verify import Evidence, check, closest, same_facts
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
@@ -182,18 +184,25 @@ def batch_dedupe(
     uf = _UnionFind()
     members_by_id: dict[str, Member] = {}
     layout = es_index.layout
-    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + ["content_digest"]:
+    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + [BANDS_FIELD, "content_digest"]:
         report.fields_scanned.append(fname)
-        exact = fname == "content_digest"
-        block = -1 if exact else int(fname.removeprefix("block_"))
+        exact, banded = fname == "content_digest", fname == BANDS_FIELD
+        block = -1 if exact or banded else int(fname.removeprefix("block_"))
         for key, members in keyed_buckets(client, index, fname, page):
-            report.shared_buckets += 1
             n = len(members)
+            if banded and n > MAX_BAND_READ:  # a stock phrase, as the embedded store treats it
+                continue
+            report.shared_buckets += 1
             report.candidate_pairs += n * (n - 1) // 2
             for m in members:
                 members_by_id.setdefault(m.id, m)
-            pairs = ([(a, b) for a in range(n) for b in range(a + 1, n)] if exact
-                     else _close_pairs(members, k, layout, block, key))  # fmt: skip
+            if exact:
+                pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+            elif banded:  # a shared band: the rule decides each pair (check tells band matches itself)
+                pairs = [(a, b) for a in range(n) for b in range(a + 1, n)
+                         if check(members[a].evidence, members[b].evidence, k).accepted]
+            else:
+                pairs = _close_pairs(members, k, layout, block, key)
             for a, b in pairs:
                 uf.union(members[a].id, members[b].id)
             report.verified_pairs += len(pairs)

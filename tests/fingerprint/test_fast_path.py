@@ -80,7 +80,8 @@ def test_fast_path_equals_reference_on_real_news(corpus: str) -> None:
     fast = Fingerprinter()
     slow_sketch, fast_sketch = SlowFingerprinter(), SlowFingerprinter(sketch=False)
     for i, rec in enumerate(records):
-        doc = Document(id=str(i), title=rec.get("title") or "", content=rec.get("content"))
+        doc = Document(id=str(i), title=rec.get("title") or "", content=rec.get("content"),
+                       published_at=rec.get("published_at") or rec.get("date"))
         # the shingle-by-shingle sketch is slow: on the first documents only
         slow = (slow_sketch if i < 12 else fast_sketch).fingerprint_document(doc)
         assert asdict(fast.fingerprint_document(doc)) == asdict(slow), (corpus, i)

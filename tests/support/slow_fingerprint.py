@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import xxhash
@@ -28,7 +29,10 @@ from fingerprint_indexer.fingerprint.facts import (
     NAME,
     _by_hash,
     _numbers,
+    latin_names,
     names,
+    publication_day,
+    title_facts,
 )
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.fingerprint.sketch import _SEEDS, _WS, SHINGLE, to_bytes
@@ -213,4 +217,12 @@ class SlowFingerprinter:
         text = clean(doc.content, doc.html)
         if not text and doc.title:
             text = clean(doc.title)
-        return self.fingerprint_text(text, doc.id)
+        res = self.fingerprint_text(text, doc.id)
+        if not self.config.facts:
+            return res
+        title = clean(doc.title) if doc.title and doc.title != text else ""
+        latin = latin_names(doc.title) if title else set()
+        extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
+        day = publication_day(doc.published_at)
+        extra = (*extra, day) if day else extra
+        return replace(res, facts=(*res.facts, *extra)) if extra else res
