@@ -8,7 +8,8 @@ the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`
    MinHash LSH keys of :func:`fingerprint_indexer.fingerprint.sketch.band_keys`: an edit moves the
    SimHash of a headline or a short wire item by more than ``k`` bits, not its 5-gram set);
 2. **sketch**: the MinHash sketches of the two (boilerplate-stripped) texts agree on at least
-   :data:`MIN_SIMILARITY` of their minima (:data:`MIN_BAND_SIMILARITY` when only a band matched), which
+   :data:`MIN_SIMILARITY` of their minima (:data:`MIN_PASSAGE_SIMILARITY` when only a lead or chunk
+   matched, :data:`MIN_BAND_SIMILARITY` when only a band did), which
    removes different stories that merely share a chunk, a dominant term or a stock phrase;
 3. **facts**: the two texts do not both state facts the other lacks, beyond an edit. Template news
    (daily bulletins, earnings tables, recurring meetings) passes 1 and 2 while its dates and ordinals,
@@ -56,6 +57,10 @@ from fingerprint_indexer.fingerprint.sketch import (
 
 #: Least share of equal sketch minima (estimated 5-gram Jaccard) for a candidate to be a copy.
 MIN_SIMILARITY = 0.3
+#: The same for a candidate whose document fingerprints are farther than ``k`` but a lead or chunk pair
+#: is within it: the two share a passage, and the rest must agree too for a copy rather than a follow-up
+#: that retells the earlier story's paragraphs (24 of 64 minima).
+MIN_PASSAGE_SIMILARITY = 0.375
 #: The same for a candidate whose fingerprints are all farther than ``k`` and that shares a sketch band:
 #: the 5-grams alone must then show the copy.
 MIN_BAND_SIMILARITY = 0.5
@@ -71,8 +76,8 @@ MAX_DAYS_APART = 3
 #: this share of the shared skeletons are refilled (one refilled line is a correction).
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
-__all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_BAND_SIMILARITY", "MIN_REFILLED",
-           "MIN_SIMILARITY",
+__all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_BAND_SIMILARITY",
+           "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED", "MIN_SIMILARITY",
            "Evidence", "Verdict", "check", "check_many", "closest", "closest_many", "explain",
            "facts_conflict", "joins", "same_facts"]  # fmt: skip
 
@@ -199,8 +204,9 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
     sketch similarity."""
     if distance > k and not band:
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}")
-    need = MIN_SIMILARITY if distance <= k else MIN_BAND_SIMILARITY
     band = distance > k
+    whole = bool(len(a.fingerprints)) and hamming(a.fingerprints[0], b.fingerprints[0]) <= k
+    need = MIN_BAND_SIMILARITY if band else MIN_SIMILARITY if whole else MIN_PASSAGE_SIMILARITY
     if sim < need:
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need}", band=band)
     diff = compare_facts(a.facts, b.facts)

@@ -16,6 +16,7 @@ from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
 from fingerprint_indexer.verify import (
     MAX_DAYS_APART,
     MIN_BAND_SIMILARITY,
+    MIN_PASSAGE_SIMILARITY,
     check,
     check_many,
     closest,
@@ -138,3 +139,17 @@ def test_headlines_naming_other_ordinals_are_other_stories() -> None:
     v = check(a, b, 3)
     assert not v.accepted and v.reason.startswith("titles give other ordinals")
     assert check(a, c, 3).accepted
+
+
+def test_a_shared_passage_needs_more_of_the_rest_than_a_shared_whole() -> None:
+    import numpy as np
+
+    from fingerprint_indexer.fingerprint.sketch import from_bytes
+
+    a, b = from_bytes(to_bytes(sketch(A))), from_bytes(to_bytes(sketch(B))).copy()
+    b[::3] = a[::3]  # 22 of 64 minima agree: similarity 0.34
+    sa, sb = to_bytes(a), to_bytes(np.asarray(b, dtype=np.uint32))
+    whole = check(Evidence([0, 7], sa), Evidence([1, 9], sb), 3)  # the documents themselves are close
+    passage = check(Evidence([0, 7], sa), Evidence([0xFFFF, 7], sb), 3)  # only a chunk is
+    assert whole.accepted and 0.3 <= whole.similarity < MIN_PASSAGE_SIMILARITY
+    assert not passage.accepted and passage.reason.startswith("texts differ")
