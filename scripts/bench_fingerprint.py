@@ -10,7 +10,9 @@ Contenders, on the same texts:
   simhash-pypi    the PyPI ``simhash`` package's Simhash(text) with its default features
   jieba.lcut      segmentation alone: the floor of any jieba-based pipeline
   rjieba.cut      the compiled segmenter alone
-Then ``fingerprint_many`` with 1 and 2 processes.
+  en tokeniser    on an English corpus (``--en-corpus``): our Latin word pattern alone, and ours on it
+Then ``fingerprint_many`` with 1 and 2 processes. The load average is printed before and after: the
+ratios come from CPU time in one run, but a loaded machine still shifts them (caches, frequency).
 
     python3 scripts/bench_fingerprint.py --corpus ../shared/data/zh_news.jsonl.gz --docs 2000
 """
@@ -21,6 +23,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -79,7 +82,9 @@ def main() -> None:
     ap.add_argument("--min-chars", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=2, help="best of N runs per contender")
     ap.add_argument("--scale-repeat", type=int, default=3, help="corpus copies for the process-scaling run")
+    ap.add_argument("--en-corpus", type=Path, default=DEFAULT_CORPUS.with_name("en_bbc.jsonl.gz"))
     args = ap.parse_args()
+    print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
 
     texts = load(args.corpus, args.docs, args.min_chars)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -111,6 +116,15 @@ def main() -> None:
         print(f"{name:<15} {len(texts) / sec:>9.0f} {mb / sec:>7.2f} {sec / floor:>18.2f}")
     print(f"facts and frames cost {results['ours'] / results['ours-no-facts'] - 1:.0%} of fingerprinting")
     print(f"copy marks (opt-in) add {results['ours-copy-marks'] / results['ours'] - 1:.0%} to fingerprinting")
+    print(f"ours vs rjieba.cut alone: {results['ours'] / results['rjieba.cut']:.1f}x its time")
+    if args.en_corpus.is_file():
+        from fingerprint_indexer.text.tokenize import _LATIN_WORD
+
+        en = load(args.en_corpus, args.docs, args.min_chars)
+        tok = timed(_LATIN_WORD.findall, en, args.repeat)
+        full = timed(ours.fingerprint, en, args.repeat)
+        print(f"English ({len(en)} docs of {args.en_corpus.name}): word pattern alone {len(en) / tok:.0f} "
+              f"docs/s, ours {len(en) / full:.0f} docs/s: {full / tok:.1f}x the tokeniser's time")
     print(f"ours vs reference: {results['reference'] / results['ours']:.1f}x faster; "
           f"ours-jieba vs reference: {results['reference'] / results['ours-jieba']:.1f}x faster")
 
@@ -118,11 +132,15 @@ def main() -> None:
     # start-up is included in the 2-process time.
     docs = [Document(id=str(i), content=t) for i, t in enumerate(texts * args.scale_repeat)]
     mb_docs = mb * args.scale_repeat
+    rate = {}
     for procs in (1, 2):
         t0 = time.perf_counter()
         n = sum(1 for _ in fingerprint_many(docs, processes=procs, chunksize=64, fingerprinter=ours))
         sec = time.perf_counter() - t0
+        rate[procs] = n / sec
         print(f"fingerprint_many processes={procs}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
+    print(f"2 processes vs 1: {rate[2] / rate[1]:.2f}x")
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -200,6 +200,5 @@ def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as
     es_guarded(es_url, body)
 
 
-def register(cli: click.Group) -> None:
-    cli.add_command(copies_cmd)
-    es_group.add_command(es_copies_cmd)
+# ``es copies`` joins the es group when this module is imported (cli.main.EXTENSIONS)
+es_group.add_command(es_copies_cmd)

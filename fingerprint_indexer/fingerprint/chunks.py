@@ -50,6 +50,21 @@ def iter_sentences(text: str) -> Iterator[str]:
                 yield piece.strip()
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]] | None:
+    """Where the sentences of :func:`iter_sentences` are in ``text`` (start, end); None when one is
+    longer than ``MAX_SENTENCE`` (iter_sentences cuts it into slices)."""
+    spans: list[tuple[int, int]] = []
+    for m in _SENTENCE.finditer(text.replace("\n", " ")):
+        sent = m.group()
+        core = sent.strip()
+        if len(core) > MAX_SENTENCE:
+            return None
+        if core:
+            start = m.start() + len(sent) - len(sent.lstrip())
+            spans.append((start, start + len(core)))
+    return spans
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of normalised text (line breaks count as spaces)."""
     return list(iter_sentences(text))

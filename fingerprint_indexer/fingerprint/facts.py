@@ -19,14 +19,15 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from pathlib import Path
 
 import xxhash
 
-from fingerprint_indexer.fingerprint.chunks import iter_sentences
+from fingerprint_indexer.fingerprint.chunks import iter_sentences, sentence_spans
+from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
 
@@ -114,11 +115,9 @@ _CJK_TERM = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}$")
 @cache
 def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
     """(proper-noun words, all words) of jieba's dictionary, read once per process."""
-    import jieba
-
     names: set[str] = set()
     words: set[str] = set()
-    with (Path(jieba.__file__).parent / "dict.txt").open(encoding="utf-8") as fh:
+    with jieba_file("dict.txt").open(encoding="utf-8") as fh:
         for line in fh:
             parts = line.split()
             if parts:
@@ -135,8 +134,10 @@ def names(terms: Iterable[str]) -> set[str]:
 
 @lru_cache(maxsize=1 << 18)
 def _is_name(term: str) -> bool:
+    if not _CJK_TERM.match(term):
+        return False
     proper, known = _dictionary()
-    return bool(_CJK_TERM.match(term)) and (term in proper or term not in known)
+    return term in proper or term not in known
 
 
 def _qualified(ordinal: str | None, value: str, unit: str | None) -> str:
@@ -153,9 +154,14 @@ def _fact_hash(fact: str) -> int:
 def _numbers(text: str) -> set[str]:
     """The number, date and ordinal facts of a text (names aside); figures split by a break are joined
     first (see :data:`_SPLIT_FIGURE`)."""
-    found: set[str] = set()
+    return {fact for _, _, fact in _number_facts(text)}
+
+
+def _number_facts(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, fact) of every number, date and ordinal of a text; ``end`` includes what a look-ahead
+    read."""
     for m in _ARABIC.finditer(text):
-        found.add(_qualified(m.group(1), _arabic(m.group(2)), m.group(3)))
+        yield m.start(), m.end(), _qualified(m.group(1), _arabic(m.group(2)), m.group(3))
     for m in _CN_NUMERAL.finditer(text):
         ordinal, run, classifier = m.group(1), m.group(2), m.group(3)
         if not ordinal and not classifier:
@@ -164,14 +170,13 @@ def _numbers(text: str) -> set[str]:
             continue
         value = chinese_number(run)
         if value is not None:
-            found.add(_qualified(ordinal, str(value), classifier))
+            yield m.start(), max(m.end(), m.end(3)), _qualified(ordinal, str(value), classifier)
     for m in _EN_DATE.finditer(text):
         month, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-        found.add(f"{OCCURRENCE}{month} {int(day)}")
+        yield m.start(), m.end(), f"{OCCURRENCE}{month} {int(day)}"
     for m in _EN_WORD.finditer(text):
         word = m.group()
-        found.add(FIGURE + (str(_EN_NUMBERS[word]) if word in _EN_NUMBERS else word))
-    return found
+        yield m.start(), m.end(), FIGURE + (str(_EN_NUMBERS[word]) if word in _EN_NUMBERS else word)
 
 
 def _by_hash(items: Iterable[str], limit: int) -> tuple[str, ...]:
@@ -194,6 +199,38 @@ def _units(text: str) -> Iterator[str]:
         yield from iter_sentences(line.group())
 
 
+def _units_with_facts(text: str, longest_first: list[str]) -> list[tuple[str, set[str], list[str]]]:
+    """Each unit of :func:`_units` with its number facts (:func:`_numbers` of the unit) and the names
+    that may occur in it (all that do, longest first).
+
+    The number patterns scan the whole text once, each match going to the unit it lies in: units are
+    separated by line breaks or follow sentence-final punctuation, so no pattern reads across the gap,
+    and a match that would (or a unit cut for length) sends the text the unit-by-unit way. Names (Chinese
+    words only) cannot cross a gap either: each is searched for once in the whole text.
+    """
+    spans: list[tuple[int, int]] = []
+    for line in _UNIT.finditer(text):
+        got = sentence_spans(line.group())
+        if got is None:
+            return [(unit, _numbers(unit), longest_first) for unit in _units(text)]
+        spans += [(line.start() + a, line.start() + b) for a, b in got]
+    starts = [a for a, _ in spans]
+    found: list[set[str]] = [set() for _ in spans]
+    for start, end, fact in _number_facts(text):
+        i = bisect_right(starts, start) - 1
+        if i < 0 or end > spans[i][1]:
+            return [(unit, _numbers(unit), longest_first) for unit in _units(text)]
+        found[i].add(fact)
+    named: list[list[str]] = [[] for _ in spans]
+    for n in longest_first:
+        pos = text.find(n)
+        while pos >= 0:
+            i = bisect_right(starts, pos) - 1
+            named[i].append(n)
+            pos = text.find(n, spans[i][1])
+    return [(text[a:b], here, names_) for (a, b), here, names_ in zip(spans, found, named, strict=True)]
+
+
 def analyse(
     text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -209,10 +246,9 @@ def analyse(
     longest_first = sorted(found, key=lambda n: (-len(n), n))  # 北京人民大会堂 before 北京
     facts: set[str] = {NAME + n for n in found}
     out: set[int] = set()
-    for unit in _units(_SPLIT_FIGURE.sub(r"\1", text)):
-        here = _numbers(unit)
+    for unit, here, candidates in _units_with_facts(_SPLIT_FIGURE.sub(r"\1", text), longest_first):
         facts |= here
-        for n in longest_first:
+        for n in candidates:
             if n in unit:
                 here.add(NAME + n)
                 unit = unit.replace(n, "@")

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from fingerprint_indexer.copies.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
@@ -37,11 +38,12 @@ from fingerprint_indexer.fingerprint.facts import (
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
+from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean, html_to_text
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
-from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
+from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
 ALGORITHM = "simhash64-tfidf/4"
 SHOWN_TERMS = 32  # top terms included in JSON output
@@ -149,14 +151,27 @@ class Fingerprinter:
         self.config = cfg = config or FingerprintConfig()
         synonyms = load_synonyms(cfg.synonyms_path) if cfg.synonyms_path else {}
         self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
-        self.idf: IdfTable = IdfTable.load(cfg.idf_path) if cfg.idf_path else jieba_idf()
+        # jieba's table is read when a first term needs its weight (jieba_idf: once per process)
+        self._idf: IdfTable | None = IdfTable.load(cfg.idf_path) if cfg.idf_path else None
         self.version = (
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
             f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
             f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}+title+day' if cfg.facts else 'off'};"
-            f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
+            f"idf={self._idf.name if self._idf else JIEBA_IDF};syn={synonyms_id(synonyms)}"
         )
+        self._table = TermTable(self.tokenizer, lambda: self.idf)
+
+    @property
+    def idf(self) -> IdfTable:
+        """The IDF table of this configuration."""
+        return self._idf or jieba_idf()
+
+    def warm(self) -> Fingerprinter:
+        """Load what fingerprinting reads lazily (segmenter, IDF table, dictionary), e.g. before forking
+        workers that should share it."""
+        self.fingerprint_text("预热 warm")  # a Chinese and a Latin term: every table is read
+        return self
 
     def weigh(self, counts: Counter[str]) -> list[tuple[str, float]]:
         """The folded terms with their weights, heaviest first."""
@@ -168,77 +183,93 @@ class Fingerprinter:
         return simhash_from_hashes(term_hashes([t for t, _ in terms]),
                                    np.array([w for _, w in terms], dtype=np.float64))
 
-    def _count(self, body: str) -> tuple[Counter[str], list[int]]:
-        """Document term counts, and the lead and chunk fingerprints, from one segmentation per sentence.
+    def _terms(self) -> TermTable:
+        """The term table, started afresh when it has grown past its bound."""
+        table = self._table
+        if len(table) > MAX_ENTRIES:
+            table = self._table = TermTable(self.tokenizer, lambda: self.idf)
+        return table
 
-        The lead fingerprint (first ``lead_sentences`` sentences) comes first: news reposts and excerpts
-        keep an article's opening, so it matches when edits further down changed every chunk.
-        """
+    def _count(self, body: str) -> tuple[DocTerms, npt.NDArray[np.intp], list[tuple[int, int]], bool]:
+        """The document's terms and counts from one segmentation per sentence; each token as an index
+        into those terms, in text order; the token spans of the lead and of each chunk; whether the
+        first span is the lead's."""
         cfg = self.config
-        doc: Counter[str] = Counter()
+        table = self._terms()
         if not cfg.chunk_every and not cfg.lead_sentences:
-            return self.tokenizer.count(body), []
-        chunk: Counter[str] = Counter()
-        lead: Counter[str] = Counter()
-        n_sent = n_total = 0
+            counts = self.tokenizer.count(body)
+            ids = table.term_ids(counts)
+            cnt = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+            return DocTerms(table, ids, cnt), np.zeros(0, dtype=np.intp), [], False
+        sents = list(iter_sentences(body))
+        flat, ends = table.sentence_ids(sents)
+        ids, inv, cnt = np.unique(flat, return_inverse=True, return_counts=True)
+        spans = [(0, ends[min(cfg.lead_sentences, len(sents)) - 1])] if cfg.lead_sentences and sents else []
+        has_lead = bool(spans)
+        if cfg.chunk_every and cfg.max_chunks:
+            start = n_sent = 0
+            for sent, end in zip(sents, ends, strict=True):
+                n_sent += 1
+                if closes_chunk(sent, n_sent, cfg.chunk_every):
+                    spans.append((start, end))
+                    start, n_sent = end, 0
+            if n_sent:
+                spans.append((start, ends[-1]))
+        doc = DocTerms(table, ids, cnt)
+        return doc, doc.column[inv], spans, has_lead
+
+    def _chunks(self, folded: list[int | None], lead: int | None) -> list[int]:
+        """The lead fingerprint first, then the chunks' in text order, distinct, at most ``max_chunks``.
+
+        News reposts and excerpts keep an article's opening, so the lead matches when edits further down
+        changed every chunk.
+        """
         kept: list[tuple[int, int]] = []  # (selection key, fingerprint), at most max_chunks
         order: dict[int, int] = {}
-        terms = self.tokenizer.terms
-
-        def close() -> None:
-            if len(chunk) >= MIN_CHUNK_TERMS and cfg.max_chunks:
-                fp = self._simhash(chunk)
-                if fp not in order:
-                    order[fp] = len(order)
-                    # beyond max_chunks keep the chunks of smallest hash: a choice edits elsewhere leave alone
-                    key = -((fp * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)
-                    item = (key, fp)
-                    if len(kept) < cfg.max_chunks:
-                        heapq.heappush(kept, item)
-                    elif item > kept[0]:
-                        heapq.heapreplace(kept, item)
-
-        for sent in iter_sentences(body):
-            words = terms(sent)
-            doc.update(words)
-            n_total += 1
-            if n_total <= cfg.lead_sentences:
-                lead.update(words)
-            if not cfg.chunk_every:
+        for fp in folded:
+            if fp is None or fp in order:
                 continue
-            chunk.update(words)
-            n_sent += 1
-            if closes_chunk(sent, n_sent, cfg.chunk_every):
-                close()
-                chunk.clear()
-                n_sent = 0
-        if n_sent:
-            close()
+            order[fp] = len(order)
+            # beyond max_chunks keep the chunks of smallest hash: a choice edits elsewhere leave alone
+            item = (-((fp * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF), fp)
+            if len(kept) < self.config.max_chunks:
+                heapq.heappush(kept, item)
+            elif item > kept[0]:
+                heapq.heapreplace(kept, item)
         chunks = sorted((fp for _, fp in kept), key=order.__getitem__)
-        if len(lead) >= MIN_CHUNK_TERMS:
-            first = self._simhash(lead)
-            chunks = [first, *(c for c in chunks if c != first)]
-        return doc, chunks
+        return chunks if lead is None else [lead, *(c for c in chunks if c != lead)]
 
     def fingerprint_text(self, text: str, doc_id: str = "") -> FingerprintResult:
         """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`)."""
         cfg = self.config
         body = strip_boilerplate(text) if cfg.strip_boilerplate else text
-        counts, chunks = self._count(body)
-        terms = self.weigh(counts)
-        names = [t for t, _ in terms]
-        fp = simhash_from_hashes(term_hashes(names), np.array([w for _, w in terms], dtype=np.float64))
-        degenerate = len(counts) < cfg.min_features
-        facts, frames = analyse(body, counts) if cfg.facts else ((), ())
+        doc, inv, spans, has_lead = self._count(body)
+        # one weighting of the whole document (row 0) and of its lead and chunks (the other rows)
+        counts = np.empty((1 + len(spans), len(doc)), dtype=np.int64)
+        counts[0] = doc.counts
+        for row, (start, end) in enumerate(spans, start=1):
+            counts[row] = np.bincount(inv[start:end], minlength=len(doc))
+        order, weights, n = doc.weigh(counts, cfg.top_k, cfg.tf_power, cfg.max_term_share)
+        sel, w = order[0, : n[0]], weights[0, : n[0]]
+        names = [doc.terms[i] for i in sel.tolist()]
+        fp = doc.simhash(sel, w)
+        distinct = np.count_nonzero(counts, axis=1).tolist()
+        folded = [
+            doc.simhash(order[r, : n[r]], weights[r, : n[r]]) if distinct[r] >= MIN_CHUNK_TERMS else None
+            for r in range(1, len(counts))
+        ]
+        chunks = self._chunks(folded[1:], folded[0]) if has_lead else self._chunks(folded, None)
+        degenerate = len(doc) < cfg.min_features
+        facts, frames = analyse(body, doc.names()) if cfg.facts else ((), ())
         return FingerprintResult(
             id=doc_id,
             fingerprint=fp,
             blocks=cfg.layout.keys(fp),
             content_digest=content_digest(text),
             keyword_digest=keyword_digest(names[: cfg.keyword_digest_n]),
-            top_terms=terms,
+            top_terms=list(zip(names, w.tolist(), strict=True)),
             degenerate=degenerate,
-            n_tokens=sum(counts.values()),
+            n_tokens=int(doc.counts.sum()),
             version=self.version,
             chunks=() if degenerate else tuple(c for c in chunks if c != fp),
             sketch=to_bytes(sketch(body, cfg.sketch_size)),
@@ -283,7 +314,8 @@ _WORKER: Fingerprinter | None = None
 
 def _init_worker(config: FingerprintConfig) -> None:
     global _WORKER
-    _WORKER = Fingerprinter(config)
+    if _WORKER is None or _WORKER.config != config:  # a forked worker has its parent's, tables read
+        _WORKER = Fingerprinter(config)
 
 
 def _work(doc: Document) -> FingerprintResult:
@@ -304,7 +336,9 @@ def fingerprint_many(
         for doc in docs:
             yield fpr.fingerprint_document(doc)
         return
-    cfg = fingerprinter.config if fingerprinter else (config or FingerprintConfig())
+    global _WORKER
+    _WORKER = (fingerprinter or Fingerprinter(config)).warm()  # forked workers start from it
+    cfg = _WORKER.config
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     with ctx.Pool(processes, initializer=_init_worker, initargs=(cfg,)) as pool:
         yield from pool.imap(_work, docs, chunksize=chunksize)

@@ -27,7 +27,14 @@ def simhash_from_hashes(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.
     if hashes.size == 0:
         return 0
     bits = ((hashes[:, None] >> _SHIFTS[None, :]) & np.uint64(1)).astype(np.float64)  # (n, 64)
-    votes = weights @ (2.0 * bits - 1.0)
+    return fold_signs(2.0 * bits - 1.0, weights)
+
+
+def fold_signs(signs: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> int:
+    """The fingerprint from each term's bits as +1.0 / -1.0 votes (``n x 64``, most significant first)."""
+    if not len(signs):
+        return 0
+    votes = weights @ signs
     packed = np.packbits(votes > 0)  # big-endian: MSB first
     return int.from_bytes(packed.tobytes(), "big")
 

@@ -60,7 +60,7 @@ def _watch_parent(parent: int) -> None:
 def _init_worker(config: FingerprintConfig) -> None:
     global _FPR
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    _FPR = Fingerprinter(config)
+    _FPR = Fingerprinter(config).warm()  # read the dictionaries now, not on the first request
 
 
 def _fingerprint_documents(docs: list[Document]) -> list[FingerprintResult]:

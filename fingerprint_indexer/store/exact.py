@@ -32,7 +32,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,8 @@ class DocRecord:
         return band_keys(bytes.fromhex(self.sketch))
 
     def to_json(self) -> bytes:
-        data = asdict(self)
+        # a shallow dict: the fields are strings, numbers and flat lists, which asdict would deep-copy
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["fingerprint"] = f"{self.fingerprint:016x}"
         data["chunks"] = [f"{c:016x}" for c in self.chunks]
         data["frames"] = [f"{f:016x}" for f in self.frames]

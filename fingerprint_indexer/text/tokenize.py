@@ -10,20 +10,17 @@ Long texts are segmented in line-aligned chunks, so a 20 MB document needs bound
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-
-import jieba
+from types import ModuleType
 
 from fingerprint_indexer.text.stopwords import default_stopwords
 
-try:
-    import rjieba
-
-    HAVE_RJIEBA = True
-except ImportError:  # pragma: no cover - exercised where the wheel is unavailable
-    HAVE_RJIEBA = False
+# The segmenters are imported when a text first needs one (importing them costs a few tenths of a
+# second, which English text and commands that segment nothing need not pay).
+HAVE_RJIEBA = importlib.util.find_spec("rjieba") is not None
 
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -31,8 +28,14 @@ _CJK_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[a-z0-9]+(?:['.\-][a-z0-9]+)*")
 CHUNK_CHARS = 1 << 16
 
-# jieba logs its dictionary loading at INFO on stderr; keep the CLI output clean.
-jieba.setLogLevel(60)
+
+
+def _jieba() -> ModuleType:
+    import jieba
+
+    # jieba logs its dictionary loading at INFO on stderr; keep the CLI output clean.
+    jieba.setLogLevel(60)
+    return jieba
 
 
 def slices(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
@@ -72,19 +75,27 @@ class Tokenizer:
         self.synonyms = dict(synonyms or {})
         self.min_len = min_len
         self.engine = "rjieba" if engine != "jieba" and HAVE_RJIEBA else "jieba"
-        self._cut = self._make_segmenter()
+        self._segmenter: Callable[[str], list[str]] | None = None
+
+    def _cut(self, text: str) -> list[str]:
+        if self._segmenter is None:
+            self._segmenter = self._make_segmenter()
+        return self._segmenter(text)
 
     def _make_segmenter(self) -> Callable[[str], list[str]]:
         variants = [v for v in self.synonyms if _CJK_CHAR.search(v)]
         # Synonym variants go into a private dictionary, so multi-word variants segment as one token
         # without touching the process-wide instance.
         if self.engine == "rjieba":
+            import rjieba
+
             if not variants:
                 return rjieba.cut
             rs = rjieba.Jieba()
             for variant in variants:
                 rs.add_word(variant, 100000, None)
             return rs.cut
+        jieba = _jieba()
         if not variants:
             return jieba.dt.lcut
         py = jieba.Tokenizer()
@@ -92,15 +103,30 @@ class Tokenizer:
             py.add_word(variant, 100000)
         return py.lcut
 
+    def keep(self, token: str, segmented: bool) -> str | None:
+        """The term a token counts as (its synonym's canonical form), or None when it is dropped.
+
+        ``segmented`` tokens come from the segmenter and count only when they are Chinese words; the
+        others are the Latin/digit words of :data:`_LATIN_WORD`. Either is dropped when shorter than
+        ``min_len`` or a stopword.
+        """
+        if segmented and not _CJK_WORD.fullmatch(token):
+            return None
+        if len(token) < self.min_len or token in self.stopwords:
+            return None
+        return self.synonyms.get(token, token)
+
+    def segment(self, text: str) -> tuple[list[str], list[str]]:
+        """The raw tokens of a short text: the segmenter's (none without CJK characters) and the Latin
+        words; :meth:`keep` says which count."""
+        cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
+        return cut, _LATIN_WORD.findall(text)
+
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
-        words = [w for w in self._cut(chunk) if _CJK_WORD.fullmatch(w)] if has_cjk else []
-        words += _LATIN_WORD.findall(chunk)
-        stop, min_len = self.stopwords, self.min_len
-        words = [w for w in words if len(w) >= min_len and w not in stop]
-        if self.synonyms:
-            syn = self.synonyms
-            words = [syn.get(w, w) for w in words]
-        return words
+        keep = self.keep
+        words = [keep(w, True) for w in self._cut(chunk)] if has_cjk else []
+        words += [keep(w, False) for w in _LATIN_WORD.findall(chunk)]
+        return [w for w in words if w is not None]
 
     def tokens(self, text: str) -> Iterator[str]:
         """Content terms: Chinese words, then Latin/digit words, stopwords dropped, synonyms mapped.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -11,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 _HEADER = "# fingerprint_indexer idf v1"
 
@@ -40,21 +42,8 @@ class IdfTable:
     def load(cls, path: str | Path) -> IdfTable:
         """Read ``term idf`` lines (jieba's format; our own files add a ``#`` header)."""
         p = Path(path)
-        idf: dict[str, float] = {}
         raw = p.read_bytes()
-        for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            term, _, value = line.rpartition(" ")
-            try:
-                idf[term] = float(value)
-            except ValueError:
-                raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}") from None
-            if not term:
-                raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}")
-        if not idf:
-            raise IdfFileError(f"{p}: no IDF entries")
+        idf = _parse_fast(raw) or _parse(raw, p)
         digest = hashlib.blake2b(raw, digest_size=4).hexdigest()
         return cls.from_mapping(idf, f"file-{digest}")
 
@@ -69,14 +58,59 @@ class IdfTable:
         os.replace(tmp, p)
 
 
+def _parse(raw: bytes, p: Path) -> dict[str, float]:
+    """Line by line, saying which line is wrong."""
+    idf: dict[str, float] = {}
+    for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        term, _, value = line.rpartition(" ")
+        try:
+            idf[term] = float(value)
+        except ValueError:
+            raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}") from None
+        if not term:
+            raise IdfFileError(f"{p}:{lineno}: expected 'term idf', got {line!r}")
+    if not idf:
+        raise IdfFileError(f"{p}: no IDF entries")
+    return idf
+
+
+def _parse_fast(raw: bytes) -> dict[str, float] | None:
+    """The same table in bulk when every line is plainly ``term idf`` (one space, no comment, no blank
+    line: jieba's table and our own files after their header); None to fall back on :func:`_parse`."""
+    lines = raw.decode("utf-8").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    text = "\n".join(lines)
+    words = text.split()
+    plain = len(words) == 2 * len(lines) and text.count(" ") == len(lines) and "\n#" not in text
+    if not lines or not plain:
+        return None
+    try:
+        return dict(zip(words[0::2], map(float, words[1::2]), strict=True))
+    except ValueError:
+        return None
+
+
+#: The name of jieba's bundled table in fingerprint versions.
+JIEBA_IDF = "jieba"
+
+
 @cache
 def jieba_idf() -> IdfTable:
     """jieba's bundled IDF table (loaded once per process)."""
-    import jieba.analyse
+    table = IdfTable.load(jieba_file("analyse", "idf.txt"))
+    return IdfTable(table.idf, table.default, JIEBA_IDF)
 
-    path = Path(jieba.analyse.__file__).with_name("idf.txt")
-    table = IdfTable.load(path)
-    return IdfTable(table.idf, table.default, "jieba")
+
+def jieba_file(*parts: str) -> Path:
+    """A data file shipped in the jieba package, found without importing jieba (a slow import)."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("jieba is not installed")
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
 def fit_idf(doc_terms: Iterable[Iterable[str]], min_df: int = 1) -> tuple[IdfTable, int]:
@@ -102,34 +136,83 @@ def top_terms(
     total weight: with ``tf ** 3`` one dominant term would otherwise outvote all others, and every
     article about that term would fold to the term's own hash (one crowded block bucket per word).
     """
-    total = sum(counts.values())
-    if not total:
+    terms = sorted(counts)  # columns in the order of the tie-break
+    if not terms:
         return []
     get, default = idf.idf.get, idf.default
+    order, weights, n = weigh_rows(
+        np.array([[counts[t] for t in terms]], dtype=np.int64),
+        np.array([get(t, default) for t in terms], dtype=np.float64), k, tf_power, max_share,
+    )
+    return list(zip([terms[i] for i in order[0, : n[0]].tolist()], weights[0, : n[0]].tolist(), strict=True))
+
+
+_POWERS: dict[float, npt.NDArray[np.float64]] = {}
+
+
+def _powers(tf_power: float, upto: int) -> npt.NDArray[np.float64]:
+    """``c ** tf_power`` for c = 0..upto at least, as Python's float power computes it (not NumPy's)."""
+    table = _POWERS.get(tf_power)
+    if table is None or len(table) <= upto:
+        size = max(64, 2 * upto + 1)
+        powers = [float(c) ** tf_power if c else 0.0 for c in range(size)]  # 0: not a term of the row
+        table = _POWERS[tf_power] = np.array(powers, dtype=np.float64)
+    return table
+
+
+def weigh_rows(
+    counts: npt.NDArray[np.int64],
+    idf: npt.NDArray[np.float64],
+    k: int = 0,
+    tf_power: float = 1.0,
+    max_share: float = 1.0,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+    """:func:`top_terms` of several term sets at once (a document and its chunks), one per row.
+
+    ``counts`` is a rows x terms matrix (0 = not in that row), its columns in the order of the term
+    strings (the tie-break); ``idf`` is per column. Returns ``(order, weights, n)``: row ``i`` folds
+    columns ``order[i, :n[i]]`` with ``weights[i, :n[i]]``, heaviest first. The arithmetic is the same
+    IEEE operations in the same order as on Python floats, so the weights are bit-identical.
+    """
+    rows, width = counts.shape
+    if not width:
+        return np.zeros((rows, 0), dtype=np.intp), np.zeros((rows, 0)), np.zeros(rows, dtype=np.intp)
+    totals = counts.sum(axis=1)
     if tf_power == 1.0:
-        scored = sorted([(-c * get(t, default), t) for t, c in counts.items()])
-        norm = float(total)
+        powered = counts.astype(np.float64)
+        norms = totals.astype(np.float64)
     else:
-        scored = sorted([(-(c**tf_power) * get(t, default), t) for t, c in counts.items()])
-        norm = float(total) ** tf_power
+        powered = _powers(tf_power, int(counts.max()))[counts]
+        norms = np.array([float(t) ** tf_power for t in totals.tolist()], dtype=np.float64)
+    scored = -powered * idf
+    scored[counts == 0] = np.inf
+    order = np.argsort(scored, axis=1, kind="stable")
+    n = np.count_nonzero(counts, axis=1)
     if k:
-        scored = scored[:k]
-    if max_share < 1.0 and len(scored) > 1:
-        cap = _share_cap([-w for w, _ in scored], max_share)
-        scored = [(max(w, -cap), t) for w, t in scored]
-    return [(t, -w / norm) for w, t in scored]
+        n = np.minimum(n, k)
+    w = np.take_along_axis(scored, order, axis=1)
+    inside = np.arange(width)[None, :] < n[:, None]
+    if max_share < 1.0:
+        caps = _share_caps(np.where(inside, -w, 0.0), n, max_share)
+        w = np.where(inside & (n[:, None] > 1), np.maximum(w, -caps[:, None]), w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return order, -w / norms[:, None], n
 
 
-def _share_cap(weights: list[float], share: float) -> float:
-    """The weight ``c`` at which capping every weight (heaviest first) leaves none above ``share`` of the
-    capped total: the smallest ``m`` with ``c = share * rest / (1 - share * m) >= weights[m]``, where
-    ``rest`` is the sum of the weights after the ``m`` heaviest. With fewer than ``1 / share`` terms no
-    cap can do it, and all weigh the same."""
-    w = np.asarray(weights, dtype=np.float64)
-    m = np.arange(1, w.size + 1)
-    rest = np.concatenate([np.cumsum(w[::-1])[::-1][1:], [0.0]])  # sum of w[m:] for m = 1..n
+def _share_caps(w: npt.NDArray[np.float64], n: npt.NDArray[np.intp], share: float) -> npt.NDArray[np.float64]:
+    """Per row, the weight ``c`` at which capping every weight (``w[i, :n[i]]``, heaviest first, zeros
+    after) leaves none above ``share`` of the capped total: the smallest ``m`` with
+    ``c = share * rest / (1 - share * m) >= w[m]``, where ``rest`` is the sum of the weights after the
+    ``m`` heaviest. With fewer than ``1 / share`` terms no cap can do it, and all weigh the same."""
+    rows, width = w.shape
+    zero = np.zeros((rows, 1))
+    # rest[j] = w[n-1] + w[n-2] + ... + w[j+1], summed in that order (the zeros after n add exactly 0)
+    rest = np.concatenate((np.cumsum(w[:, ::-1], axis=1)[:, -2::-1], zero), axis=1)
+    m = np.arange(1, width + 1)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where(share * m < 1.0, share * rest / (1.0 - share * m), np.inf)
-    nxt = np.concatenate([w[1:], [0.0]])
-    ok = np.flatnonzero((cap >= nxt) & (share * m < 1.0) & (m < w.size))
-    return float(cap[ok[0]]) if ok.size else float(w[-1])
+    nxt = np.concatenate((w[:, 1:], zero), axis=1)
+    ok = (cap >= nxt) & (share * m < 1.0) & (m < n[:, None])
+    first = ok.argmax(axis=1)
+    pick = np.arange(rows)
+    return np.where(ok.any(axis=1), cap[pick, first], w[pick, np.maximum(n - 1, 0)])

@@ -148,3 +148,20 @@ def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
         mine = to_bytes(sketch(text))
         hits = {rec.id for rec, _ in store.neighbours(Evidence([fp], mine), "digest-query", 3)}
     assert hits == {"copy", "short"}
+
+
+def test_record_json_round_trips_and_is_what_asdict_gave() -> None:
+    import dataclasses
+    import json
+
+    from fingerprint_indexer.store.exact import DocRecord
+
+    rec = DocRecord(id="a", fingerprint=0xF00, content_digest="c", keyword_digest="k", cluster_id="a",
+                    decision="new", duplicate_of=None, distance=None, degenerate=False, length=3,
+                    published_at=None, version="v", time=1.5, chunks=[1, 2], sketch="00ff",
+                    facts=["#第3次", "@北京"], frames=[7], replaces="b")
+    expected = dataclasses.asdict(rec)
+    expected.update(fingerprint="0000000000000f00", chunks=["0000000000000001", "0000000000000002"],
+                    frames=["0000000000000007"])
+    assert json.loads(rec.to_json()) == expected
+    assert DocRecord.from_json(rec.to_json()) == rec
