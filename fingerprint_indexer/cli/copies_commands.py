@@ -37,13 +37,28 @@ def winnow_options(func: Any) -> Any:
     return func
 
 
-def max_stories_option(func: Any) -> Any:
-    """--max-stories: how many stories may hold a mark that still counts as evidence."""
-    return click.option(
-        "--max-stories", type=click.IntRange(1, 100), default=MAX_STORIES, show_default=True,
-        help="Without B: a passage counts as copied only where its marks are held by at most this many "
-             "stored stories (clusters); raise it to find a text quoted by several stored stories, at the "
-             "price of templates shared by that many.")(func)
+def search_options(where: str) -> Any:
+    """--text, --min-chars, --max-df and --max-stories of a partial-copy search in ``where`` ("store" or
+    "index"): one definition for the embedded and the Elasticsearch command."""
+    held = "stored" if where == "store" else "indexed"
+
+    def wrap(func: Any) -> Any:
+        func = click.option(
+            "--max-stories", type=click.IntRange(1, 100), default=MAX_STORIES, show_default=True,
+            help="Without B: a passage counts as copied only where its marks are held by at most this many "
+                 "stored stories (clusters); raise it to find a text quoted by several stored stories, at "
+                 "the price of templates shared by that many.")(func)
+        func = click.option("--max-df", type=click.IntRange(1), default=None,
+                            help=f"Without B: marks in more {held} documents are stock phrases (default: "
+                                 f"learnt from the {where}'s size).")(func)
+        func = click.option("--min-chars", type=click.IntRange(1), default=DEFAULT_MIN_CHARS,
+                            show_default=True,
+                            help=f"Without B: list {held} documents copying at least this many characters "
+                                 "of A.")(func)
+        return click.option("--text", "as_text", is_flag=True,
+                            help="Treat A and B as literal text, never as ids or paths.")(func)
+
+    return wrap
 
 
 def _params(k: int, g: int) -> WinnowParams:
@@ -72,13 +87,7 @@ def _text_of(value: str, as_text: bool) -> str:
 @click.argument("a")
 @click.argument("b", required=False)
 @_store_option
-@click.option("--text", "as_text", is_flag=True, help="Treat A and B as literal text, never as ids or paths.")
-@click.option("--min-chars", type=click.IntRange(1), default=DEFAULT_MIN_CHARS, show_default=True,
-              help="Without B: list stored documents copying at least this many characters of A.")
-@click.option("--max-df", type=click.IntRange(1), default=None,
-              help="Without B: marks in more stored documents are stock phrases (default: learnt from "
-                   "the store's size).")
-@max_stories_option
+@search_options("store")
 @click.option("--show", is_flag=True, help="Add the passage's text in A (when A is a text or file).")
 @winnow_options
 @config_options
@@ -157,13 +166,7 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
 @click.argument("a")
 @click.argument("b", required=False)
 @es_options
-@click.option("--text", "as_text", is_flag=True, help="Treat A and B as literal text, never as ids or paths.")
-@click.option("--min-chars", type=click.IntRange(1), default=DEFAULT_MIN_CHARS, show_default=True,
-              help="Without B: list indexed documents copying at least this many characters of A.")
-@click.option("--max-df", type=click.IntRange(1), default=None,
-              help="Without B: marks in more indexed documents are stock phrases (default: learnt from "
-                   "the index's size).")
-@max_stories_option
+@search_options("index")
 @winnow_options
 def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as_text: bool, min_chars: int,
                   max_df: int | None, max_stories: int, k: int, g: int) -> None:
