@@ -44,13 +44,13 @@ from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
 from fingerprint_indexer.store.errors import (
     StoreDamagedError,
-    StoreMismatchError,
     StoreReadOnlyError,
     StoreWriteError,
+    rebuild_error,
 )
 from fingerprint_indexer.verify import Verdict, check_many
 
-FORMAT = b"2"
+FORMAT = b"3"  # 3: block index of one key per (bucket, entry); 2 packed each bucket into one value
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -232,10 +232,8 @@ class ExactStore:
     def _open(self, layout: BlockLayout | None, algorithm: str | None, accept_lost_writes: bool) -> None:
         fmt = self.db.get(b"s/meta/format")
         if fmt is not None and fmt != FORMAT:
-            raise StoreMismatchError(
-                f"store {self.directory} has format {fmt.decode()!r}; "
-                f"this version reads {FORMAT.decode()!r}"
-            )
+            raise rebuild_error(f"store {self.directory}",
+                                f"data of store format {fmt.decode()!r}, not {FORMAT.decode()!r}")
         self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm)
         self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
                                     algorithm=algorithm)

@@ -106,6 +106,18 @@ def test_other_algorithm_version_or_layout_is_refused(tmp_path):
         assert store.n_docs == 2
 
 
+def test_store_of_the_packed_bucket_layout_is_refused_with_a_rebuild_hint(tmp_path):
+    _filled(tmp_path, 2)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
+        store.db.put(b"s/meta/format", b"2")
+    with pytest.raises(StoreMismatchError, match=r"store format '2', not '3'; rebuild it: deduplicate the "
+                                                 r"input again into a new store directory"):
+        ExactStore(tmp_path, algorithm=ALGO)
+    import plyvel
+
+    plyvel.DB(str(tmp_path / "leveldb")).close()  # the refusal released LevelDB's lock
+
+
 def test_second_process_gets_a_clear_lock_error(tmp_path):
     _filled(tmp_path, 2)
     holder = textwrap.dedent(f"""
