@@ -264,12 +264,24 @@ class LevelDBIndex(NearDupIndex):
     def __len__(self) -> int:
         return self._count
 
-    def bucket_entries(self, block: int, value: int, limit: int | None = None) -> npt.NDArray[Any]:
+    def bucket_entries(
+        self, block: int, value: int, limit: int | None = None, it: Any = None
+    ) -> npt.NDArray[Any]:
         """Entries of one bucket, newest first (at most ``limit``): fields ``num`` (the entry's number,
-        inverted) and ``fp``; see :meth:`entry_numbers`."""
-        keys = self._db.iterator(prefix=self._bucket_prefix(block, value), include_value=False)
-        raw = b"".join(keys if limit is None else islice(keys, limit))
-        return np.frombuffer(raw, dtype=self._entry_dtypes[block])
+        inverted; see :meth:`entry_numbers`) and ``fp``. ``it`` reuses a raw iterator of the database
+        (one per query: seeking it costs what a ``get`` does, creating one costs several)."""
+        pfx = self._bucket_prefix(block, value)
+        it = it if it is not None else self._db.raw_iterator()
+        it.seek(pfx)
+        keys = []
+        cap = limit if limit is not None else -1
+        while it.valid() and len(keys) != cap:
+            key = it.key()
+            if not key.startswith(pfx):
+                break
+            keys.append(key)
+            it.next()
+        return np.frombuffer(b"".join(keys), dtype=self._entry_dtypes[block])
 
     @staticmethod
     def entry_numbers(entries: npt.NDArray[Any]) -> npt.NDArray[np.uint32]:
@@ -277,7 +289,12 @@ class LevelDBIndex(NearDupIndex):
         return np.uint32(NUM_MASK) - entries["num"].astype(np.uint32)
 
     def _candidates(self, fp: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
-        parts = [self.bucket_entries(b, v, self.bucket_budget) for b, v in enumerate(self.layout.split(fp))]
+        it = self._db.raw_iterator()
+        try:
+            parts = [self.bucket_entries(b, v, self.bucket_budget, it)
+                     for b, v in enumerate(self.layout.split(fp))]
+        finally:
+            it.close()
         nums = np.concatenate([self.entry_numbers(p) for p in parts])
         fps = np.concatenate([p["fp"].astype(np.uint64) for p in parts])
         return nums, fps
