@@ -273,7 +273,7 @@ class LevelDBIndex(NearDupIndex):
         pfx = self._bucket_prefix(block, value)
         it = it if it is not None else self._db.raw_iterator()
         it.seek(pfx)
-        keys = []
+        keys: list[bytes] = []
         cap = limit if limit is not None else -1
         while it.valid() and len(keys) != cap:
             key = it.key()
