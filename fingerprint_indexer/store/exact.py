@@ -51,6 +51,7 @@ from fingerprint_indexer.store.errors import (
 from fingerprint_indexer.verify import Verdict, check_many
 
 FORMAT = b"3"  # 3: block index of one key per (bucket, entry); 2 packed each bucket into one value
+MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -129,13 +130,22 @@ def judged_near(
     query: Callable[[int, int], list[Match]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
+    limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, with the rule's verdict on it
-    (:func:`fingerprint_indexer.verify.check_many`), nearest first."""
-    ids: set[str] = set()
+    (:func:`fingerprint_indexer.verify.check_many`), nearest first.
+
+    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints (a copy
+    shares its document, lead and chunk fingerprints; a look-alike of the same template one stock chunk),
+    then the nearest. It bounds the work of a document whose stock phrases match thousands of others."""
+    hits: dict[str, list[int]] = {}  # doc -> [fingerprints matched, smallest distance]
     for fp in ev.fingerprints:
-        ids.update(doc_of(m.doc_id) for m in query(fp, k))
-    ids.discard(exclude or "")
+        for m in query(fp, k):
+            h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
+            h[0] += 1
+            h[1] = min(h[1], m.distance)
+    hits.pop(exclude or "", None)
+    ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
     recs = [r for r in map(record, sorted(ids)) if r is not None]
     judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
     return sorted(judged, key=lambda x: (x[1].distance, x[0].id))

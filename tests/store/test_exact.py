@@ -160,3 +160,30 @@ def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
         mine = to_bytes(sketch(text))
         hits = {rec.id for rec, _ in store.neighbours(Evidence([fp], mine), "digest-query", 3)}
     assert hits == {"copy", "short"}
+
+
+def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
+    """300 stored documents share one stock chunk with the query; a copy shares all three of its
+    fingerprints. The copy is among the MAX_CANDIDATES verified, and no more are verified."""
+    import random
+
+    from fingerprint_indexer.store.exact import MAX_CANDIDATES, judged_near
+
+    rng = random.Random(4)
+    stock, doc_fp, lead_fp = (rng.getrandbits(64) for _ in range(3))
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        tx = store.batch()
+        stored = [[rng.getrandbits(64), stock] for _ in range(300)] + [[doc_fp, lead_fp, stock]]
+        for i, fps in enumerate(stored):
+            doc_id = "copy" if i == 300 else f"t{i:03d}"
+            rec = record_now(id=doc_id, fingerprint=fps[0], chunks=fps[1:], content_digest=doc_id,
+                             keyword_digest="kw", cluster_id=doc_id, decision="new", duplicate_of=None,
+                             distance=None, degenerate=False, length=10, published_at=None, version=ALGO)
+            tx.put_record(rec, index=True)
+        tx.commit()
+        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record)
+        assert len(judged) == MAX_CANDIDATES
+        assert judged[0][0].id == "copy" and all(v.accepted for _, v in judged)
+        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record,
+                                 limit=10**6)
+        assert len(everything) == 301
