@@ -9,11 +9,13 @@ tokenizer):
 - the mix of kinds (14 / 22 / 43 / 21 %) and each kind's length distribution (log-normal: median 886,
   420, 23 and 552 characters; log standard deviation 1.27, 0.72, 0.36, 0.86);
 - vocabulary and term frequencies: Chinese words from jieba's dictionary ranked by its frequencies,
-  English pseudo-words, drawn by Zipf's law with each kind's fitted exponent (1.04, 1.23, 0.61, 1.26);
-- the concentration of dominant terms: each document has a few topic terms recurring across its
-  sentences, so its heaviest term holds about 5 % of its tokens, as in the real news;
-- stock phrases: a fixed pool of formulaic sentences that a third of each bulletin's sentences (kind
-  ``xwlb``) and a few of the news articles' are drawn from (Zipf over the pool), as in zh_xwlb;
+  English pseudo-words, drawn by Zipf's law with each kind's fitted exponent (1.04, 1.23, 0.61, 1.26;
+  with a flatter head, rank + 30, so that no word is in every document);
+- the concentration of dominant terms: a third of each document's words come from its own topic (100
+  words of the vocabulary, Zipf among them), so its heaviest term holds a few per cent of its tokens,
+  as in the real news (median 4.5-6.5 %);
+- stock phrases: a fixed pool of 2,000 formulaic sentences that 15 % of each bulletin's sentences (kind
+  ``xwlb``) and 2 % of the other articles' are drawn from (Zipf over the pool), as in zh_xwlb;
 - planted duplicates at known rates: ``--exact`` exact copies and ``--near`` near copies (a word
   changed in a few sentences, a line added at the top, or the end cut off) of a recent document (or,
   one time in ten, of any earlier one); each copy names its original in ``planted_of`` and the edit in
@@ -40,9 +42,13 @@ MIX = (0.14, 0.22, 0.43, 0.21)
 MEDIAN_CHARS = {"news": 886, "xwlb": 420, "title": 23, "en": 552}
 LOG_SD = {"news": 1.27, "xwlb": 0.72, "title": 0.36, "en": 0.86}
 ZIPF = {"news": 1.04, "xwlb": 1.23, "title": 0.61, "en": 1.26}
-STOCK_SHARE = {"news": 0.05, "xwlb": 0.35, "title": 0.0, "en": 0.02}
+STOCK_SHARE = {"news": 0.02, "xwlb": 0.15, "title": 0.0, "en": 0.02}
 MAX_CHARS = 20_000
-STOCK_POOL = 400
+HEAD = 30.0  # Zipf-Mandelbrot offset: the head of real term frequencies is flatter than pure Zipf
+TOPIC_WORDS, TOPIC_SHARE = 100, 0.35  # a document's own words (Zipf 1.0 among them) and their share
+TOPIC_CDF = np.cumsum(np.arange(1, TOPIC_WORDS + 1, dtype=np.float64) ** -1.0) / np.sum(
+    np.arange(1, TOPIC_WORDS + 1, dtype=np.float64) ** -1.0)
+STOCK_POOL = 2000
 RECENT = 5_000  # a planted copy's original is one of the last 5-10k documents (9 times in 10)
 EN_SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou", "er")]
 
@@ -78,8 +84,9 @@ class _Vocab:
     cdf: np.ndarray
 
     @classmethod
-    def zipf(cls, words: list[str], s: float) -> _Vocab:
-        p = np.arange(1, len(words) + 1, dtype=np.float64) ** -s
+    def zipf(cls, words: list[str], s: float, q: float = 0.0) -> _Vocab:
+        """Zipf-Mandelbrot: the word of rank r drawn with probability proportional to (r + q)^-s."""
+        p = (np.arange(1, len(words) + 1, dtype=np.float64) + q) ** -s
         return cls(words, np.cumsum(p / p.sum()))
 
     def draw(self, rng: np.random.Generator, n: int) -> list[str]:
@@ -95,7 +102,7 @@ class Generator:
         self.exact, self.near = exact, near
         zh = _zh_words()
         en = _en_words(30_000, np.random.default_rng(seed + 1))
-        self.vocab = {k: _Vocab.zipf(en if k == "en" else zh, ZIPF[k]) for k in KINDS}
+        self.vocab = {k: _Vocab.zipf(en if k == "en" else zh, ZIPF[k], HEAD) for k in KINDS}
         self.zh, self.en = zh, en
         stock_rng = np.random.default_rng(seed + 2)
         self.stock = {
@@ -112,9 +119,10 @@ class Generator:
     def _sentence(self, kind: str, rng: np.random.Generator, topic: list[str]) -> str:
         n = int(rng.integers(8, 21))
         words = self.vocab[kind].draw(rng, n)
-        for t in topic:
-            if rng.random() < 0.45:
-                words[int(rng.integers(0, n))] = t
+        if topic:  # a share of the words comes from the document's own topic, heaviest first
+            idx = np.searchsorted(TOPIC_CDF, rng.random(n), side="right").clip(0, len(topic) - 1)
+            take = rng.random(n) < TOPIC_SHARE
+            words = [topic[j] if t else w for w, j, t in zip(words, idx.tolist(), take.tolist(), strict=True)]
         if kind == "en":
             return " ".join(words).capitalize() + "."
         return "".join(words) + "。"
@@ -123,7 +131,7 @@ class Generator:
         rng = self.rng
         target = min(int(np.exp(rng.normal(np.log(MEDIAN_CHARS[kind]), LOG_SD[kind]))) + 1, MAX_CHARS)
         words = self.en if kind == "en" else self.zh
-        topic = [words[int(i)] for i in rng.integers(30, 20_000, int(rng.integers(2, 5)))]
+        topic = [words[int(i)] for i in rng.integers(100, len(words), TOPIC_WORDS)]
         if kind == "title":
             return "".join(self.vocab[kind].draw(rng, max(1, target // 3)))[: max(target, 4)]
         pool = self.stock["en" if kind == "en" else "zh"]
