@@ -27,6 +27,17 @@ def _check_text(name: str, value: str) -> None:
         )
 
 
+def _date_alias(data: Mapping[str, Any]) -> str | None:
+    """``date``, which wire archives use for the publication time, when ``published_at`` is absent."""
+    value = data.get("date")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DocumentError(f"field 'date' must be a string, got {type(value).__name__}")
+    _check_text("date", value)
+    return value
+
+
 @dataclass(frozen=True)
 class Document:
     """One news item. ``html`` is used in place of ``content`` when given."""
@@ -63,7 +74,7 @@ class Document:
             content=values["content"],
             html=values["html"],
             url=values["url"],
-            published_at=values["published_at"],
+            published_at=values["published_at"] if values["published_at"] is not None else _date_alias(data),
         )
 
     @property

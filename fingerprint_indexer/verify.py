@@ -4,16 +4,22 @@ The block index returns candidates whose document, lead or chunk fingerprints li
 distance ``k``. Every writer and reader (embedded pipeline, ``similar``, ``es index``, ``es dedupe``,
 the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`, which apply, in order:
 
-1. **distance**: some fingerprint pair within ``k``;
+1. **distance**: some fingerprint pair within ``k``, or else a band of sketch minima in common (the
+   MinHash LSH keys of :func:`fingerprint_indexer.fingerprint.sketch.band_keys`: an edit moves the
+   SimHash of a headline or a short wire item by more than ``k`` bits, not its 5-gram set);
 2. **sketch**: the MinHash sketches of the two (boilerplate-stripped) texts agree on at least
-   :data:`MIN_SIMILARITY` of their minima, which removes different stories that merely share a chunk
-   or a dominant term;
+   :data:`MIN_SIMILARITY` of their minima (:data:`MIN_PASSAGE_SIMILARITY` when only a lead or chunk
+   matched, :data:`MIN_BAND_SIMILARITY` when only a band did), which
+   removes different stories that merely share a chunk, a dominant term or a stock phrase;
 3. **facts**: the two texts do not both state facts the other lacks, beyond an edit. Template news
    (daily bulletins, earnings tables, recurring meetings) passes 1 and 2 while its dates and ordinals,
    figures or names differ (:mod:`fingerprint_indexer.fingerprint.facts`); a repost, an excerpt or a
-   corrected figure keeps nearly all of them. Two different ordinals (第2次 vs 第3次 session) are enough;
-   otherwise each kind has its own limit on the share of one-sided facts, and lines written from one
-   skeleton but filled with other facts ("frames") count too.
+   corrected figure keeps nearly all of them. In order: documents published more than
+   :data:`MAX_DAYS_APART` days apart (when both give a day) are other occurrences; headlines that each
+   name someone the other document never names, or give other ordinals, are other stories; two
+   different ordinals in the bodies (第2次 vs 第3次 session) are enough; otherwise each kind has its
+   own limit on the share of one-sided facts, and lines written from one skeleton but filled with
+   other facts ("frames") count too.
 
 A rejected candidate carries the reason (``facts differ: 569 vs 465``) so ``similar --explain`` and
 ``/v1/similar`` can say why two look-alike items stay apart. docs/quality.md measures each step.
@@ -22,7 +28,7 @@ A rejected candidate carries the reason (``facts differ: 569 vs 465``) so ``simi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,24 +42,44 @@ from fingerprint_indexer.fingerprint.facts import (
     FactDiff,
     compare_facts,
     compare_frames,
+    days_apart,
     is_ordinal,
+    title_conflict,
 )
 from fingerprint_indexer.fingerprint.hamming import hamming
-from fingerprint_indexer.fingerprint.sketch import from_bytes, from_bytes_many, similarities, similarity
+from fingerprint_indexer.fingerprint.sketch import (
+    from_bytes,
+    from_bytes_many,
+    shares_band_many,
+    similarities,
+    similarity,
+)
 
 #: Least share of equal sketch minima (estimated 5-gram Jaccard) for a candidate to be a copy.
 MIN_SIMILARITY = 0.3
+#: The same for a candidate whose document fingerprints are farther than ``k`` but a lead or chunk pair
+#: is within it: the two share a passage, and the rest must agree too for a copy rather than a follow-up
+#: that retells the earlier story's paragraphs (24 of 64 minima).
+MIN_PASSAGE_SIMILARITY = 0.375
+#: The same for a candidate whose fingerprints are all farther than ``k`` and that shares a sketch band:
+#: the 5-grams alone must then show the copy.
+MIN_BAND_SIMILARITY = 0.5
 #: Two texts that each state facts of a kind the other lacks are different stories once at least this
 #: share of their facts of that kind is one-sided; below it the difference is an edit (a corrected
 #: figure, a dropped line). Dates and ordinals identify an occurrence, so they tolerate the least.
 MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.5, NAME: 0.4}
+#: Copies are published close together: re-runs and reposts in the labelled real wires lie at most
+#: 3 days apart, while template news of other days (bulletins, daily rates, yearly notices) lies further.
+#: Documents without a readable publication day are not judged by it.
+MAX_DAYS_APART = 3
 #: Lines of one skeleton filled with other facts: different occurrences once at least this many and
 #: this share of the shared skeletons are refilled (one refilled line is a correction).
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
-__all__ = ["MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_REFILLED", "MIN_SIMILARITY", "Evidence", "Verdict",
-           "check", "check_many", "closest", "closest_many", "explain", "facts_conflict",
-           "joins", "same_facts"]  # fmt: skip
+__all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_BAND_SIMILARITY",
+           "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED", "MIN_SIMILARITY",
+           "Evidence", "Verdict", "check", "check_many", "closest", "closest_many", "explain",
+           "facts_conflict", "joins", "same_facts"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,11 +93,14 @@ class Verdict:
     reason: str = ""  # why a candidate was rejected ("" when accepted)
     facts: FactDiff | None = None
     shared_terms: tuple[str, ...] = ()
+    band: bool = False  # found through a shared sketch band (every fingerprint pair farther than k)
 
     def to_dict(self) -> dict[str, Any]:
+        matched = ("sketch band" if self.band else "document" if self.matched == (0, 0)
+                   else f"chunk {self.matched[0]}~{self.matched[1]}")  # fmt: skip
         out: dict[str, Any] = {
             "distance": self.distance,
-            "matched": "document" if self.matched == (0, 0) else f"chunk {self.matched[0]}~{self.matched[1]}",
+            "matched": matched,
             "similarity": round(self.similarity, 3),
             "accepted": self.accepted,
             "shared_terms": list(self.shared_terms),
@@ -119,6 +148,12 @@ def closest_many(
 
 def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> str:
     """Why two texts' facts say they report different occurrences ("" when they do not)."""
+    apart = days_apart(a.facts, b.facts)
+    if apart is not None and apart[0] > MAX_DAYS_APART:
+        return f"published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
+    titled = title_conflict(a.facts, b.facts)
+    if titled:
+        return titled
     diff = diff if diff is not None else compare_facts(a.facts, b.facts)
     occ = diff.of_kind(OCCURRENCE)
     if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there
@@ -157,47 +192,62 @@ def _sketch_similarity(a: bytes, b: bytes) -> float:
     return similarity(from_bytes(a), from_bytes(b))
 
 
-def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim: float, k: int) -> Verdict:
-    """Steps 2 and 3 of the rule, given the distance (step 1) and the sketch similarity."""
-    if distance > k:
+def _shares_band(a: bytes, b: bytes) -> bool:
+    if not a or len(a) != len(b):
+        return False
+    return bool(shares_band_many(from_bytes(a), from_bytes(b)[None, :])[0])
+
+
+def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim: float, k: int,
+           band: bool) -> Verdict:  # fmt: skip
+    """Steps 2 and 3 of the rule, given step 1 (the distance, and whether a sketch band is shared) and the
+    sketch similarity."""
+    if distance > k and not band:
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}")
-    if sim < MIN_SIMILARITY:
-        return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {MIN_SIMILARITY}")
+    band = distance > k
+    whole = bool(len(a.fingerprints)) and hamming(a.fingerprints[0], b.fingerprints[0]) <= k
+    need = MIN_BAND_SIMILARITY if band else MIN_SIMILARITY if whole else MIN_PASSAGE_SIMILARITY
+    if sim < need:
+        return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need}", band=band)
     diff = compare_facts(a.facts, b.facts)
     reason = facts_conflict(a, b, diff)
-    return Verdict(distance, where, sim, not reason, reason, diff)
+    return Verdict(distance, where, sim, not reason, reason, diff, band=band)
 
 
 def check(a: Evidence, b: Evidence, k: int) -> Verdict:
     """The rule for one pair (see the module docstring)."""
     d, where = closest(a.fingerprints, b.fingerprints)
-    return _judge(a, b, d, where, _sketch_similarity(a.sketch, b.sketch), k)
+    band = d > k and _shares_band(a.sketch, b.sketch)
+    return _judge(a, b, d, where, _sketch_similarity(a.sketch, b.sketch), k, band)
 
 
 def check_many(query: Evidence, candidates: Sequence[Evidence], k: int) -> list[Verdict]:
-    """:func:`check` of ``query`` against each candidate: distances and sketches compared as matrices,
-    facts only for the candidates that pass both."""
+    """:func:`check` of ``query`` against each candidate: distances, sketches and bands compared as
+    matrices, facts only for the candidates that pass both."""
     if not candidates:
         return []
     lengths = [len(c.fingerprints) for c in candidates]
     flat = np.fromiter((f for c in candidates for f in c.fingerprints), dtype=np.uint64, count=sum(lengths))
     dist = closest_many(query.fingerprints, flat, lengths)
     sims = np.ones(len(candidates), dtype=np.float64)
+    bands = np.zeros(len(candidates), dtype=np.bool_)
     if query.sketch:
-        same = [i for i, c in enumerate(candidates) if len(c.sketch) == len(query.sketch) and dist[i] <= k]
+        same = [i for i, c in enumerate(candidates) if len(c.sketch) == len(query.sketch)]
         if same:
             q = from_bytes(query.sketch)
-            sims[same] = similarities(q, from_bytes_many([candidates[i].sketch for i in same], q.size))
+            rows = from_bytes_many([candidates[i].sketch for i in same], q.size)
+            sims[same] = similarities(q, rows)
+            bands[same] = shares_band_many(q, rows) & (dist[same] > k)
         for i, c in enumerate(candidates):
             if c.sketch and len(c.sketch) != len(query.sketch):
                 sims[i] = 0.0
     out = []
     for i, c in enumerate(candidates):
-        d, sim = int(dist[i]), float(sims[i])
+        d, sim, band = int(dist[i]), float(sims[i]), bool(bands[i])
         if d > k or sim < MIN_SIMILARITY:  # where the closest pair lies does not matter for these
-            out.append(_judge(query, c, d, (0, 0), sim, k))
+            out.append(_judge(query, c, d, (0, 0), sim, k, band))
         else:
-            out.append(_judge(query, c, d, closest(query.fingerprints, c.fingerprints)[1], sim, k))
+            out.append(_judge(query, c, d, closest(query.fingerprints, c.fingerprints)[1], sim, k, band))
     return out
 
 
@@ -207,8 +257,7 @@ def explain(
     """:func:`check`, with the top terms the two documents share (what ``--explain`` shows)."""
     v = check(a, b, k)
     theirs = set(terms_b)
-    shared = tuple(t for t in terms_a if t in theirs)[:10]
-    return Verdict(v.distance, v.matched, v.similarity, v.accepted, v.reason, v.facts, shared)
+    return replace(v, shared_terms=tuple(t for t in terms_a if t in theirs)[:10])
 
 
 def document_distance(fp_a: int, fp_b: int) -> int:

@@ -329,11 +329,12 @@ def product_signatures(docs: dict[str, dict[str, str]]) -> dict[str, Any]:
 
 def product_score(a: Any, b: Any) -> float:
     """The shipped rule (:func:`fingerprint_indexer.verify.check`) as a distance to sweep: the smallest
-    Hamming distance over all fingerprint pairs when the sketch and the facts accept the pair, else 99."""
+    threshold of the sweep at which the rule accepts the pair (0 for one accepted through a shared sketch
+    band, which any threshold accepts), else 99. The rule's similarity needs depend on the threshold, so
+    each is asked rather than derived from one distance."""
     from fingerprint_indexer.verify import check
 
-    v = check(a, b, 64)  # no distance limit here: the sweep applies it
-    return float(v.distance) if v.accepted else 99.0
+    return next((float(t) for t in HAMMING_THRESHOLDS if check(a, b, t).accepted), 99.0)
 
 
 def ours_score(verify: float | None) -> Callable[[Any, Any], float]:

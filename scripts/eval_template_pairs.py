@@ -90,7 +90,8 @@ def body(doc: dict[str, Any]) -> str:
 def ours(config: FingerprintConfig) -> Callable[[dict[str, dict[str, Any]]], Callable[[str, str], bool]]:
     def build(docs: dict[str, dict[str, Any]]) -> Callable[[str, str], bool]:
         fpr = Fingerprinter(config)
-        docs_ = {k: Document(id=k, title=d.get("title") or "", content=body(d)) for k, d in docs.items()}
+        # as `dedupe` reads them: title, body and publication day (``published_at`` or ``date``)
+        docs_ = {k: Document.from_mapping({**d, "id": k, "content": body(d)}) for k, d in docs.items()}
         ev = {k: fpr.fingerprint_document(doc).evidence for k, doc in docs_.items()}
         return lambda a, b: check(ev[a], ev[b], K).accepted
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.templates import EDITED_HEADLINES
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -153,3 +154,18 @@ def test_colliding_fingerprints_of_different_texts_stay_apart(tmp_path):
     assert [o["decision"] for o in out] == ["new", "new", "near_duplicate"]
     assert [o["cluster_id"] for o in out] == ["a", "b", "a"]
     assert out[2]["duplicate_of"] == "a"
+
+
+@pytest.mark.parametrize("batch_size", [1, 8])
+def test_an_edited_headline_is_found_through_a_sketch_band(tmp_path, batch_size):
+    """One word changes the SimHash of a headline by far more than k; the 5-gram sketch shares a band."""
+    docs = [Document(id=f"{i}{side}", content=text) for i, pair in enumerate(EDITED_HEADLINES)
+            for side, text in zip("ab", pair, strict=True)]
+    with Pipeline(tmp_path / "s", batch_size=batch_size) as p:
+        out = {d.id: d for d in p.process_many(docs)}
+        for i in range(len(EDITED_HEADLINES)):
+            assert out[f"{i}b"].decision == "near_duplicate" and out[f"{i}b"].duplicate_of == f"{i}a"
+            assert out[f"{i}b"].distance > 3
+        assert p.store.delete("0a")
+        again = p.process(Document(id="0c", content=EDITED_HEADLINES[0][1] + "？"))
+        assert again.duplicate_of == "0b"  # the removed document's band keys are gone with it

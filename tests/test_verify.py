@@ -9,10 +9,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.templates import DAY_1, DAY_2
 
+from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
-from fingerprint_indexer.verify import check, check_many, closest, document_distance, explain, joins
+from fingerprint_indexer.verify import (
+    MAX_DAYS_APART,
+    MIN_BAND_SIMILARITY,
+    MIN_PASSAGE_SIMILARITY,
+    check,
+    check_many,
+    closest,
+    document_distance,
+    explain,
+    joins,
+)
 
 A = "国际学校的教师通常来自国外,他们希望通过教书的方式体验其他国家。" * 4
 B = "火箭在客场以96-88战胜芝加哥公牛,哈登第三节两分钟内连得11分。" * 4
@@ -35,8 +46,19 @@ def test_check_accepts_similar_and_rejects_different_text() -> None:
     assert ok.to_dict()["matched"] == "document"
     bad = check(Evidence([1], to_bytes(sketch(A))), Evidence([1], to_bytes(sketch(B))), k=3)
     assert not bad.accepted and bad.similarity < 0.3 and bad.reason.startswith("texts differ")
-    far = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(A))), k=3)
+    far = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(B))), k=3)
     assert not far.accepted and far.reason == "distance 16 > 3"
+
+
+def test_a_shared_sketch_band_finds_what_the_fingerprints_miss() -> None:
+    headline = "网售滞销水果悲情牌套路：“滞销大爷”被滥用,多地果农并未滞销"
+    edited = "揭" + headline
+    near = check(Evidence([0], to_bytes(sketch(headline))), Evidence([0xFFFF], to_bytes(sketch(edited))), k=3)
+    assert near.accepted and near.band and near.to_dict()["matched"] == "sketch band"
+    assert near.similarity >= MIN_BAND_SIMILARITY
+    # a band alone is not enough: the 5-grams must agree as much as MIN_BAND_SIMILARITY says
+    weak = check(Evidence([0], to_bytes(sketch(A))), Evidence([0xFFFF], to_bytes(sketch(A[:40] + B))), k=3)
+    assert not weak.accepted
 
 
 def test_template_bulletins_of_different_days_are_not_duplicates() -> None:
@@ -92,3 +114,42 @@ def test_a_copy_joins_a_group_only_when_the_canonical_states_its_facts() -> None
     assert joins(two, "b", "b", one), "the match is the canonical itself: the pair check already ran"
     assert joins(one, "b", "a", one)
     assert not joins(two, "b", "a", one), "linked through b, but a is another day's bulletin"
+
+
+def test_copies_are_published_close_together() -> None:
+    fpr = Fingerprinter()
+
+    def ev(published: str | None) -> Evidence:
+        return fpr.fingerprint_document(Document(id="x", content=DAY_1, published_at=published)).evidence
+
+    one, later, soon, undated = ev("2023-09-29"), ev("2024-09-29"), ev("2023-10-01T08:00:00"), ev(None)
+    v = check(one, later, 3)
+    assert not v.accepted and v.reason == "published 366 days apart: 2023-09-29 vs 2024-09-29"
+    assert check(one, soon, 3).accepted and check(one, undated, 3).accepted
+    assert MAX_DAYS_APART == 3
+
+
+def test_headlines_naming_other_ordinals_are_other_stories() -> None:
+    fpr = Fingerprinter()
+
+    def ev(title: str) -> Evidence:
+        return fpr.fingerprint_document(Document(id="x", title=title, content=DAY_1)).evidence
+
+    a, b, c = ev("主席团举行第一次会议"), ev("主席团举行第二次会议"), ev("主席团举行第一次会议 - 新华网")
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason.startswith("titles give other ordinals")
+    assert check(a, c, 3).accepted
+
+
+def test_a_shared_passage_needs_more_of_the_rest_than_a_shared_whole() -> None:
+    import numpy as np
+
+    from fingerprint_indexer.fingerprint.sketch import from_bytes
+
+    a, b = from_bytes(to_bytes(sketch(A))), from_bytes(to_bytes(sketch(B))).copy()
+    b[::3] = a[::3]  # 22 of 64 minima agree: similarity 0.34
+    sa, sb = to_bytes(a), to_bytes(np.asarray(b, dtype=np.uint32))
+    whole = check(Evidence([0, 7], sa), Evidence([1, 9], sb), 3)  # the documents themselves are close
+    passage = check(Evidence([0, 7], sa), Evidence([0xFFFF, 7], sb), 3)  # only a chunk is
+    assert whole.accepted and 0.3 <= whole.similarity < MIN_PASSAGE_SIMILARITY
+    assert not passage.accepted and passage.reason.startswith("texts differ")

@@ -16,6 +16,8 @@ smallest hash (a bottom-k sample, so two texts can still be compared exactly bel
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,8 +32,11 @@ MAX_FACTS = 64
 
 # Each fact is a kind mark and a value. OCCURRENCE facts say which instance of a recurring thing a text
 # is about (an ordinal, a session, a date: 第33次, 14届, 3月4日, april 30); FIGURE facts are the other
-# numbers; NAME facts are names.
-OCCURRENCE, FIGURE, NAME = "#", "=", "@"
+# numbers; NAME facts are names. A DAY fact is the document's publication day (``%2024-09-29``); a TITLE
+# fact is a name or ordinal of the title (``^@唐嫣``, ``^#第2次``). Neither is part of the body, so both
+# stay outside the bottom-k sample; a document has at most one day and :data:`MAX_TITLE_FACTS` title facts.
+OCCURRENCE, FIGURE, NAME, DAY, TITLE = "#", "=", "@", "%", "^"
+MAX_TITLE_FACTS = 8
 KIND_WORDS = {OCCURRENCE: "dates/ordinals", FIGURE: "figures", NAME: "names"}
 
 _OCCURRENCE_UNITS = "届次号期批轮年月日时"
@@ -303,6 +308,8 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
     the smaller of the two cut-offs are compared: below it both samples are complete. The samples may come
     in any order (Elasticsearch returns doc values sorted by value).
     """
+    a = [f for f in a if f[:1] not in (DAY, TITLE)]  # compared by days_apart and title_conflict
+    b = [f for f in b if f[:1] not in (DAY, TITLE)]
     cut = min((max(map(_fact_hash, s)) if len(s) >= limit else 1 << 64) for s in (a, b))
     sa = {f for f in a if _fact_hash(f) <= cut}
     sb = {f for f in b if _fact_hash(f) <= cut}
@@ -329,3 +336,97 @@ def _one_digit_apart(x: str, y: str) -> bool:
         return False
     diff = [(p, q) for p, q in zip(x, y, strict=True) if p != q]
     return len(diff) == 1 and diff[0][0].isdigit() and diff[0][1].isdigit()
+
+
+# ------------------------------------------------------------------------------------ publication day
+_DMY = re.compile(r"^\s*(\d{1,2})[- ]([A-Za-z]{3})[a-z]*[- ,]+(\d{4})\b")  # 1-APR-1987 11:19:44.38
+_YMD = re.compile(r"^\s*(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})")  # 2024/09/29, 2024年9月29日
+
+
+def publication_day(value: str | None) -> str | None:
+    """The day a document was published, as a DAY fact (``%1987-04-01``), or None when ``value`` is not a
+    date this reads: ISO 8601 (``2024-09-29``, ``2024-09-29T19:00:00+08:00``), RFC 2822 (feeds), and the
+    ``1-APR-1987 11:19:44.38`` of wire archives. The day is the one written (no time-zone shift)."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    day: dt.date | None = None
+    try:
+        day = dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+    except ValueError:
+        m, ymd = _DMY.match(text), _YMD.match(text)
+        if m or ymd:
+            try:
+                day = (dt.datetime.strptime(f"{m[1]} {m[2].title()} {m[3]}", "%d %b %Y").date() if m
+                       else dt.date(int(ymd[1]), int(ymd[2]), int(ymd[3])) if ymd else None)
+            except ValueError:
+                day = None
+        else:
+            try:
+                day = email.utils.parsedate_to_datetime(text).date()
+            except (TypeError, ValueError, IndexError):
+                day = None
+    return f"{DAY}{day.isoformat()}" if day else None
+
+
+def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:
+    """How many days apart two documents were published, with both days; None unless both say."""
+    da = next((f[1:] for f in a if f.startswith(DAY)), None)
+    db = next((f[1:] for f in b if f.startswith(DAY)), None)
+    if da is None or db is None:
+        return None
+    return abs((dt.date.fromisoformat(da) - dt.date.fromisoformat(db)).days), da, db
+
+
+# ------------------------------------------------------------------------------------------- titles
+# A site or column name after the headline ("... - 新浪网", "..._网易新闻", "... | Reuters") is the
+# page's, not the story's: two reposts carry different ones.
+_SITE_SUFFIX = re.compile(r"\s*(?:[-_|\u2013\u2014\uff5c]+)\s*[^-_|\u2013\u2014\uff5c]{1,12}$")
+
+
+_SYMBOL = re.compile(r"<([A-Za-z][A-Za-z0-9.]{0,9})>")  # a company symbol, as wires put it: <NTRS>
+
+
+def latin_names(title: str) -> set[str]:
+    """Names of a Latin-script headline that are certain without a dictionary: company symbols in angle
+    brackets, as wires give them (``<NTRS>``), lower-cased. Capitalised words are not enough: a
+    re-headlined copy names the same party otherwise (Tory / Conservative, Italy / Irish)."""
+    return {f"<{m.lower()}>" for m in _SYMBOL.findall(title)}
+
+
+def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> tuple[str, ...]:
+    """The proper names (among ``terms``, the title's content terms, and ``latin``: see
+    :func:`latin_names`) and ordinals of a headline, as TITLE facts.
+
+    Template news is re-headlined least of all where it differs: 《…》法文版 / 俄文版, 唐嫣 / 秦岚 at
+    the airport, 第一次 / 第二次 meeting, RENT-A-CENTER / SHELDAHL stock splits. A trailing site name is
+    dropped first."""
+    head = _SITE_SUFFIX.sub("", title)
+    proper = _dictionary()[0]  # only names the dictionary knows: a headline's new words are mostly slang
+    found = {NAME + n for n in terms if n in proper and n in head}
+    found |= {NAME + n for n in latin if n in head}
+    found |= {f for f in _numbers(head) if is_ordinal(f)}
+    return tuple(TITLE + f for f in _by_hash(found, MAX_TITLE_FACTS))
+
+
+def title_conflict(a: Sequence[str], b: Sequence[str]) -> str:
+    """Why two headlines say different stories: each names someone or something the other document
+    (title or body) never does, or each gives an ordinal the other's title lacks ("" when neither).
+    Names match when one holds the other (江苏 / 江苏省)."""
+    ta = {f[1:] for f in a if f.startswith(TITLE)}
+    tb = {f[1:] for f in b if f.startswith(TITLE)}
+    if not ta or not tb:
+        return ""
+    names_a = {f[1:] for f in ta if f.startswith(NAME)}
+    names_b = {f[1:] for f in tb if f.startswith(NAME)}
+    known_a = names_a | {f[1:] for f in a if f.startswith(NAME)}
+    known_b = names_b | {f[1:] for f in b if f.startswith(NAME)}
+    only_a = sorted(n for n in names_a if not any(n in m or m in n for m in known_b))
+    only_b = sorted(n for n in names_b if not any(n in m or m in n for m in known_a))
+    if only_a and only_b and len(only_a) == len(names_a) and len(only_b) == len(names_b):
+        return f"titles name others: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}"
+    oa = sorted(f[1:] for f in ta - tb if f.startswith(OCCURRENCE))
+    ob = sorted(f[1:] for f in tb - ta if f.startswith(OCCURRENCE))
+    if oa and ob:
+        return f"titles give other ordinals: {', '.join(oa)} vs {', '.join(ob)}"
+    return ""

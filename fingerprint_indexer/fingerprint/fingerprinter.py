@@ -15,7 +15,7 @@ import heapq
 import multiprocessing as mp
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,14 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES, analyse
+from fingerprint_indexer.fingerprint.facts import (
+    MAX_FACTS,
+    MAX_FRAMES,
+    analyse,
+    latin_names,
+    publication_day,
+    title_facts,
+)
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
@@ -141,7 +148,7 @@ class Fingerprinter:
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
             f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
-            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}' if cfg.facts else 'off'};"
+            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}+title+day' if cfg.facts else 'off'};"
             f"idf={self.idf.name};syn={synonyms_id(synonyms)}"
         )
 
@@ -240,11 +247,20 @@ class Fingerprinter:
         return self.fingerprint_text(clean(text, html), doc_id)
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
-        """Fingerprint a document's body; the title stands in only when the body is empty."""
+        """Fingerprint a document's body; the title stands in only when the body is empty. The publication
+        day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
         text = clean(doc.content, doc.html)
         if not text and doc.title:
             text = clean(doc.title)
-        return self.fingerprint_text(text, doc.id)
+        res = self.fingerprint_text(text, doc.id)
+        if not self.config.facts:
+            return res
+        title = clean(doc.title) if doc.title and doc.title != text else ""
+        latin = latin_names(doc.title) if title else set()
+        extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
+        day = publication_day(doc.published_at)
+        extra = (*extra, day) if day else extra
+        return replace(res, facts=(*res.facts, *extra)) if extra else res
 
 
 # Per-worker state for fingerprint_many: built once per process by the pool initializer.

@@ -35,6 +35,7 @@ from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
+from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
 from fingerprint_indexer.servers import (
     UnsupportedServer,
@@ -53,6 +54,7 @@ FPS_FIELD = "fingerprints"
 SKETCH_FIELD = "sketch"
 FACTS_FIELD = "facts"
 FRAMES_FIELD = "frames"
+BANDS_FIELD = "bands"
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
 #: Doc values a verified lookup needs of each candidate.
@@ -195,7 +197,8 @@ def fingerprint_fields(
 ) -> dict[str, Any]:
     """The fields that store a document's fingerprints: the document fingerprint, every fingerprint
     (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents),
-    the base64 ``sketch`` when there is one, and the facts and frames verification compares."""
+    the base64 ``sketch`` when there is one with its band keys (not for degenerate documents either), and the
+    facts and frames verification compares."""
     fp = fingerprint & MASK64
     fps = [fp, *(c & MASK64 for c in chunks)]
     out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
@@ -206,6 +209,8 @@ def fingerprint_fields(
                    for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
     if sketch:
         out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
+        if with_blocks:
+            out[BANDS_FIELD] = band_keys(sketch)
     out[FACTS_FIELD] = list(facts)
     out[FRAMES_FIELD] = [to_signed(f) for f in frames]
     return out
@@ -483,16 +488,23 @@ class ElasticsearchIndex(NearDupIndex):
         return out
 
     # ---------------------------------------------------------------------------- verified lookups
-    def candidates_query(self, fingerprints: Sequence[int], keys: BlockKeys | None = None) -> dict[str, Any]:
-        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field);
-        ``keys`` may give their :func:`block_keys` already."""
+    def candidates_query(
+        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b""
+    ) -> dict[str, Any]:
+        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field), or a
+        band key with ``sketch``; ``keys`` may give their :func:`block_keys` already."""
         per_field = block_keys(self.layout, fingerprints) if keys is None else keys
         should = [{"terms": {f: sorted(set(keys))}} for f, keys in zip(self._fields, per_field, strict=True)]
+        bands = band_keys(sketch)
+        if bands:
+            should.append({"terms": {BANDS_FIELD: bands}})
         return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
 
-    def _verified_body(self, fingerprints: Sequence[int], keys: BlockKeys | None = None) -> dict[str, Any]:
+    def _verified_body(
+        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b""
+    ) -> dict[str, Any]:
         return {
-            "query": self.candidates_query(fingerprints, keys),
+            "query": self.candidates_query(fingerprints, keys, sketch),
             "_source": False,
             "docvalue_fields": VERIFY_FIELDS,
             "size": self.page_size,
@@ -528,7 +540,8 @@ class ElasticsearchIndex(NearDupIndex):
         self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None
     ) -> list[Match]:
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
-            scan = self._scan_candidates(self.candidates_query(ev.fingerprints), VERIFY_FIELDS, self.pinned)
+            query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch))
+            scan = self._scan_candidates(query, VERIFY_FIELDS, self.pinned)
             return self.verify_hits(ev, scan, k, exclude)
         return self.verify_hits(ev, hits, k, exclude)
 
@@ -556,7 +569,8 @@ class ElasticsearchIndex(NearDupIndex):
             at = 0
             for ev in chunk:
                 n = len(ev.fingerprints)
-                bodies.append(self._verified_body(ev.fingerprints, [col[at : at + n] for col in cols]))
+                bodies.append(self._verified_body(ev.fingerprints, [col[at : at + n] for col in cols],
+                                                  bytes(ev.sketch)))
                 at += n
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):

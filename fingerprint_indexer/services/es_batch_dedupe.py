@@ -36,6 +36,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.elasticsearch import (
+    BANDS_FIELD,
     FP_FIELD,
     VERIFY_FIELDS,
     ElasticsearchIndex,
@@ -44,6 +45,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     pit_scan,
 )
+from fingerprint_indexer.store.exact import MAX_BAND_READ
 from fingerprint_indexer.verify import Evidence, check, closest, same_facts
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
@@ -141,10 +143,11 @@ def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 20
 
 
 def keyed_buckets(
-    client: Elasticsearch, index: str, fname: str, page: int = 2000, member_page: int = MEMBER_PAGE
+    client: Elasticsearch, index: str, fname: str, page: int = 2000, member_page: int = MEMBER_PAGE,
+    skip_above: int | None = None,
 ) -> Iterator[tuple[str, Iterator[list[Member]]]]:
-    """(key, pages of members) of every bucket of ``fname`` that holds two or more documents; read each
-    bucket's pages before asking for the next bucket."""
+    """(key, pages of members) of every bucket of ``fname`` that holds two or more documents (and at most
+    ``skip_above``, when given); read each bucket's pages before asking for the next bucket."""
     after: dict[str, Any] | None = None
     while True:
         composite: dict[str, Any] = {"size": page, "sources": [{"key": {"terms": {"field": fname}}}]}
@@ -155,7 +158,7 @@ def keyed_buckets(
         resp = client.search(index=index, size=0, aggs=aggs, track_total_hits=False)
         agg = resp["aggregations"]["buckets"]
         for b in agg["buckets"]:
-            if b["doc_count"] < 2:
+            if b["doc_count"] < 2 or (skip_above is not None and b["doc_count"] > skip_above):
                 continue
             key = str(b["key"]["key"])
             if b["doc_count"] > TOP_HITS:
@@ -210,6 +213,17 @@ class _Linker:
                 else:
                     self._link(first, m)
         self.report.candidate_pairs += n * (n - 1) // 2
+
+    def banded(self, members: list[Member]) -> None:
+        """A shared sketch band (at most MAX_BAND_READ members): the rule decides each pair (check tells
+        a band match by itself)."""
+        n = len(members)
+        self.report.candidate_pairs += n * (n - 1) // 2
+        for a in range(n):
+            for b in range(a + 1, n):
+                if self.uf.find(members[a].id) != self.uf.find(members[b].id) and check(
+                        members[a].evidence, members[b].evidence, self.k).accepted:
+                    self._link(members[a], members[b])
 
     def near(self, pages: Iterable[list[Member]], layout: BlockLayout | None = None, block: int = 0,
              key: str = "") -> None:
@@ -278,14 +292,18 @@ def batch_dedupe(
     report = BatchDedupeReport(index, k)
     linker = _Linker(k, report)
     layout = es_index.layout
-    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + ["content_digest"]:
+    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + [BANDS_FIELD, "content_digest"]:
         report.fields_scanned.append(fname)
-        exact = fname == "content_digest"
-        block = -1 if exact else int(fname.removeprefix("block_"))
-        for key, pages in keyed_buckets(client, index, fname, page, member_page):
+        exact, banded = fname == "content_digest", fname == BANDS_FIELD
+        block = -1 if exact or banded else int(fname.removeprefix("block_"))
+        # a band key of more than MAX_BAND_READ documents is a stock phrase, as the embedded store treats it
+        skip = MAX_BAND_READ if banded else None
+        for key, pages in keyed_buckets(client, index, fname, page, member_page, skip_above=skip):
             report.shared_buckets += 1
             if exact:
                 linker.exact(pages)
+            elif banded:
+                linker.banded([m for members in pages for m in members])
             else:
                 linker.near(pages, layout, block, key)
 

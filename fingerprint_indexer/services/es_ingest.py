@@ -31,6 +31,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex
+from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
@@ -177,6 +178,7 @@ class EsDecider:
         self._pending: dict[str, _Rec] = {}
         self._pending_digest: dict[str, _Rec] = {}
         self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
+        self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
 
     def refresh(self) -> None:
         """Make every write so far searchable and drop the pending set (call with no write in flight); a
@@ -332,8 +334,9 @@ class EsDecider:
     ) -> tuple[list[dict[str, int]], list[dict[int, int]]]:
         """Per batch position, the smallest Hamming distance (when within k) to each document pending
         before the batch, and to each earlier position of the batch: one block-table query for all the
-        batch's fingerprints and one all-pairs pass over them, instead of a query per fingerprint. Only
-        candidates: :meth:`_pending_matches` keeps those still pending when the document is decided."""
+        batch's fingerprints and one all-pairs pass over them, instead of a query per fingerprint; and
+        those sharing a sketch band key (distance k + 1 here: the rule measures it). Only candidates:
+        :meth:`_pending_matches` keeps those still pending when the document is decided."""
         before: list[dict[str, int]] = [{} for _ in batch]
         within: list[dict[int, int]] = [{} for _ in batch]
         pos = [i for i, (_, res) in enumerate(batch) if not res.degenerate]
@@ -359,6 +362,14 @@ class EsDecider:
             best_j = within[later]
             if d < best_j.get(earlier, limit):
                 best_j[earlier] = d
+        earlier_with: dict[str, list[int]] = {}
+        for i in pos:
+            for key in band_keys(batch[i][1].sketch):
+                for d in self._pending_bands.get(key, ()):
+                    before[i].setdefault(d, limit)
+                for j in earlier_with.get(key, ()):
+                    within[i].setdefault(j, limit)
+                earlier_with.setdefault(key, []).append(i)
         return before, within
 
     def _pending_matches(
@@ -379,7 +390,7 @@ class EsDecider:
             if rec is not None and rec.id != doc_id and pending.get(rec.id) is rec:
                 cands.append((dist, rec.id, rec))
         verdicts = check_many(res.evidence, [c[2].evidence for c in cands], self.k)
-        return [c for c, v in zip(cands, verdicts, strict=True) if v.accepted]
+        return [(v.distance, c[1], c[2]) for c, v in zip(cands, verdicts, strict=True) if v.accepted]
 
     def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec]) -> None:
         """Put the batch's written records into the pending block tables (last version of each id)."""
@@ -387,9 +398,15 @@ class EsDecider:
         for doc_id in final.keys() & start.keys():
             for n in range(len(start[doc_id].fingerprints)):
                 self._pending_near.remove(entry_id(doc_id, n))
+            for key in band_keys(start[doc_id].sketch):
+                self._pending_bands.get(key, set()).discard(doc_id)
         entries = [(entry_id(rec.id, n), fp, None) for rec in final.values() if not rec.degenerate
                    for n, fp in enumerate(rec.fingerprints)]  # fmt: skip
         self._pending_near.add_many(entries)
+        for rec in final.values():
+            if not rec.degenerate:
+                for key in band_keys(rec.sketch):
+                    self._pending_bands.setdefault(key, set()).add(rec.id)
 
     def _match(
         self, doc_id: str, res: FingerprintResult, exact: dict[str, list[_Rec]], near: list[Match],

@@ -143,8 +143,9 @@ def reindex(
                     report.missing_source_ids.append(str(hit["_id"]))
                 bar.update(1)
                 continue
-            title = src.get(title_field)
-            yield Document(id=str(hit["_id"]), title=title if isinstance(title, str) else "", content=text)
+            title, published = src.get(title_field), src.get("published_at")
+            yield Document(id=str(hit["_id"]), title=title if isinstance(title, str) else "", content=text,
+                           published_at=published if isinstance(published, str) else None)
 
     bar = tqdm(total=total, unit="doc", desc=f"reindex {index}", disable=not progress, dynamic_ncols=True,
                smoothing=0.1)  # fmt: skip

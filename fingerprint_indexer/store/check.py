@@ -21,9 +21,9 @@ from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
-from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, entry_id
+from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, band_key, entry_id
 
-_DERIVED = (b"s/f/", b"s/c/")
+_DERIVED = (b"s/f/", b"s/c/", b"s/b/")
 
 
 @dataclass
@@ -56,6 +56,10 @@ def _records(db: plyvel.DB) -> tuple[dict[str, DocRecord], list[str]]:
 def _expected_index(records: dict[str, DocRecord]) -> dict[str, int]:
     return {entry_id(r.id, n): fp for r in records.values() if not r.degenerate
             for n, fp in enumerate(r.fingerprints)}
+
+
+def _expected_bands(records: dict[str, DocRecord]) -> set[bytes]:
+    return {band_key(b, r.id) for r in records.values() if not r.degenerate for b in r.bands}
 
 
 def _first_with_digest(records: dict[str, DocRecord]) -> dict[str, str]:
@@ -151,6 +155,11 @@ def check(directory: str | Path) -> Report:
         if fp_keys != want_fp:
             rep.problems.append(f"fingerprint keys: {len(want_fp - fp_keys)} missing, "
                                 f"{len(fp_keys - want_fp)} of no record")
+        band_keys = set(db.iterator(prefix=b"s/b/", include_value=False))
+        want_bands = _expected_bands(records)
+        if band_keys != want_bands:
+            rep.problems.append(f"sketch band keys: {len(want_bands - band_keys)} missing, "
+                                f"{len(band_keys - want_bands)} of no record")
         rep.problems += _index_problems(store.index, _expected_index(records), "block index")
         centres = {cid: Cluster.from_json(cid, raw).centre for cid, raw in clusters.items()}
         rep.problems += _index_problems(store.centres, centres, "cluster centre index")
@@ -239,6 +248,8 @@ def repair(directory: str | Path) -> Report:
         with db.write_batch(transaction=True, sync=True) as wb:
             for r in records.values():
                 wb.put(b"s/f/%016x/" % r.fingerprint + r.id.encode(), b"")
+            for key in _expected_bands(records):
+                wb.put(key, b"")
             for dg, i in _first_with_digest(records).items():
                 wb.put(b"s/c/" + dg.encode(), i.encode())
             wb.put(b"s/meta/docs", str(len(records)).encode())
@@ -251,7 +262,8 @@ def repair(directory: str | Path) -> Report:
         db.put(b"s/meta/format", FORMAT, sync=True)  # one synced write: the rebuilt keys are durable
         store.bloom = store._rebuild_bloom()
         rep.facts.append(f"rebuilt from {len(records)} document and {len(clusters)} cluster records: "
-                         "fingerprint and digest keys, counters, block index, centre index, Bloom filter")
+                         "fingerprint, digest and band keys, counters, block index, centre index, "
+                         "Bloom filter")
         if state is BloomState.CURRENT and recorded > store.generation:
             rep.lost.append(f"documents committed between generation {store.generation} and {recorded} "
                             "(lost from LevelDB's write-ahead log): run their input again")

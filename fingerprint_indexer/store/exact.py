@@ -23,6 +23,7 @@ loss. LevelDB stays exact; the filter only says "maybe".
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ import plyvel
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -108,6 +110,11 @@ class DocRecord:
         """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
         return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
 
+    @property
+    def bands(self) -> list[str]:
+        """The sketch band keys the document is found by (see :func:`band_keys`)."""
+        return band_keys(bytes.fromhex(self.sketch))
+
     def to_json(self) -> bytes:
         data = asdict(self)
         data["fingerprint"] = f"{self.fingerprint:016x}"
@@ -124,26 +131,38 @@ class DocRecord:
         return cls(**data)
 
 
+#: A sketch band key held by more documents than this is a stock phrase, not evidence of a copy: it is
+#: passed over (reading it whole would make a lookup's cost grow with the corpus).
+MAX_BAND_READ = 64
+
+
 def judged_near(
     ev: Evidence,
     k: int,
     query: Callable[[int, int], list[Match]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
+    band: Callable[[str], list[str]] | None = None,
     limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
-    """Every document with a fingerprint within ``k`` of one of ``ev``'s, with the rule's verdict on it
+    """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
+    with it (``band``: the documents under a key), with the rule's verdict on it
     (:func:`fingerprint_indexer.verify.check_many`), nearest first.
 
-    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints (a copy
-    shares its document, lead and chunk fingerprints; a look-alike of the same template one stock chunk),
-    then the nearest. It bounds the work of a document whose stock phrases match thousands of others."""
-    hits: dict[str, list[int]] = {}  # doc -> [fingerprints matched, smallest distance]
+    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
+    keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one
+    stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
+    of others."""
+    hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
     for fp in ev.fingerprints:
         for m in query(fp, k):
             h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
             h[0] += 1
             h[1] = min(h[1], m.distance)
+    if band is not None:
+        for key in band_keys(bytes(ev.sketch)):
+            for doc in band(key):
+                hits.setdefault(doc, [0, k + 1])[0] += 1
     hits.pop(exclude or "", None)
     ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
     recs = [r for r in map(record, sorted(ids)) if r is not None]
@@ -157,9 +176,11 @@ def verified_near(
     query: Callable[[int, int], list[Match]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
+    band: Callable[[str], list[str]] | None = None,
 ) -> list[Match]:
     """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
-    return [Match(r.id, v.distance) for r, v in judged_near(ev, k, query, record, exclude) if v.accepted]
+    judged = judged_near(ev, k, query, record, exclude, band)
+    return [Match(r.id, v.distance) for r, v in judged if v.accepted]
 
 
 @dataclass
@@ -181,6 +202,12 @@ class Cluster:
 
 def _fp_key(fp: int, doc_id: str) -> bytes:
     return b"s/f/%016x/" % fp + doc_id.encode()
+
+
+def band_key(band: str, doc_id: str) -> bytes:
+    """LevelDB key of one document under one sketch band key (one key each: an insert never rewrites
+    what other documents share)."""
+    return b"s/b/" + band.encode() + b"/" + doc_id.encode()
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -328,9 +355,16 @@ class ExactStore:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
 
+    def band_docs(self, band: str) -> list[str]:
+        """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
+        pfx = b"s/b/" + band.encode() + b"/"
+        found = [k[len(pfx) :].decode() for k in
+                 itertools.islice(self.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)]
+        return found if len(found) <= MAX_BAND_READ else []
+
     def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicate documents of a document with this evidence, nearest first."""
-        return verified_near(ev, k, self.index.query, self.record, exclude)
+        return verified_near(ev, k, self.index.query, self.record, exclude, self.band_docs)
 
     def neighbours(
         self, ev: Evidence, digest: str, k: int, exclude: str | None = None, rejected: bool = False
@@ -343,7 +377,8 @@ class ExactStore:
         A shared document fingerprint alone proves little: under ``tf^3`` weighting one dominant term
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
-        judged = {r.id: (r, v) for r, v in judged_near(ev, k, self.index.query, self.record, exclude)}
+        judged = {r.id: (r, v)
+                  for r, v in judged_near(ev, k, self.index.query, self.record, exclude, self.band_docs)}
         exact = self.doc_with_digest(digest)
         extra = {exact} if exact is not None else set()
         extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
@@ -397,6 +432,7 @@ class StoreBatch:
         self._staged_index = MemoryIndex(store.layout, merge_threshold=1 << 30)
         self._staged_centres = MemoryIndex(store.layout, merge_threshold=1 << 30)
         self._masked: set[str] = set()
+        self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
         self._docs_delta = 0
         self._clusters_delta = 0
@@ -421,9 +457,17 @@ class StoreBatch:
         hits += self._staged_index.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
+    def band_docs(self, band: str) -> list[str]:
+        """Documents under a sketch band key: committed ones minus ids changed here, plus staged ones."""
+        pfx = b"s/b/" + band.encode() + b"/"
+        done = [k[len(pfx) :].decode() for k in
+                itertools.islice(self.store.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)]
+        found = [i for i in done if i not in self._masked] + sorted(self._staged_bands.get(band, ()))
+        return found if len(found) <= MAX_BAND_READ else []
+
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(ev, k, self.near, self.record)
+        return verified_near(ev, k, self.near, self.record, band=self.band_docs)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
@@ -445,6 +489,9 @@ class StoreBatch:
             for n, fp in enumerate(rec.fingerprints):
                 self.ix.add(entry_id(rec.id, n), fp)
                 self._staged_index.add(entry_id(rec.id, n), fp)
+            for band in rec.bands:
+                self.wb.put(band_key(band, rec.id), b"")
+                self._staged_bands.setdefault(band, set()).add(rec.id)
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
@@ -467,6 +514,9 @@ class StoreBatch:
         for n in range(len(rec.fingerprints)):
             self.ix.remove(entry_id(doc_id, n))
             self._staged_index.remove(entry_id(doc_id, n))
+        for band in rec.bands:
+            self.wb.delete(band_key(band, doc_id))
+            self._staged_bands.get(band, set()).discard(doc_id)
         self._masked.add(doc_id)
         self._records[doc_id] = None
         self._docs_delta -= 1

@@ -12,6 +12,11 @@ from fingerprint_indexer.fingerprint.facts import (
     chinese_number,
     compare_facts,
     compare_frames,
+    days_apart,
+    latin_names,
+    publication_day,
+    title_conflict,
+    title_facts,
 )
 from fingerprint_indexer.text.clean import clean
 
@@ -90,3 +95,46 @@ def test_frames_align_template_lines_and_see_other_fillings() -> None:
     assert (diff.aligned, diff.refilled) == (1, 1)
     same = compare_frames(frames(a), frames("新华网消息\n" + a))
     assert (same.aligned, same.refilled) == (1, 0)
+
+
+def test_publication_day_reads_the_usual_formats() -> None:
+    assert publication_day("2024-09-29") == "%2024-09-29"
+    assert publication_day("2024-09-29T23:30:00+08:00") == "%2024-09-29"  # the day as written
+    assert publication_day("2024-09-29T01:00:00Z") == "%2024-09-29"
+    assert publication_day("1-APR-1987 11:19:44.38") == "%1987-04-01"
+    assert publication_day("Wed, 01 Apr 1987 10:00:00 GMT") == "%1987-04-01"
+    assert publication_day("2024/9/29") == publication_day("2024年9月29日") == "%2024-09-29"
+    for unreadable in (None, "", "yesterday", "2024-13-01", "31-FEB-1987"):
+        assert publication_day(unreadable) is None
+
+
+def test_days_apart_needs_both_days() -> None:
+    assert days_apart(["%2024-09-29", "=5"], ["%2023-09-29"]) == (366, "2024-09-29", "2023-09-29")
+    assert days_apart(["=5"], ["%2023-09-29"]) is None
+
+
+def test_title_facts_keep_proper_names_and_ordinals_not_the_site() -> None:
+    title = "全国政协十四届一次会议主席团举行第二次会议 - 新华网"
+    facts = title_facts(title, ["全国政协", "主席团", "举行", "会议", "新华网"])
+    assert "^#第2次" in facts and not any("新华网" in f for f in facts)
+    assert all(f.startswith("^") for f in facts)
+
+
+def test_titles_conflict_on_other_names_or_other_ordinals_only() -> None:
+    a, b = ("^@唐嫣",), ("^@秦岚",)
+    assert title_conflict(a, b).startswith("titles name others: 唐嫣 vs 秦岚")
+    assert title_conflict(a, (*b, "@唐嫣")) == ""  # the other body names her: same story, other headline
+    assert title_conflict(("^@江苏",), ("^@江苏省",)) == ""  # one name holds the other
+    assert title_conflict(a, ()) == ""  # one headline names nobody: nothing to compare
+    assert title_conflict(("^#第1次",), ("^#第2次",)).startswith("titles give other ordinals")
+    assert title_conflict(("^#第1次",), ("^#第1次", "^@秦岚")) == ""
+    # neither kind takes part in the body comparison
+    assert not compare_facts(["^@唐嫣", "%2024-01-01", "=5"], ["^@秦岚", "%2020-01-01", "=5"]).two_sided
+
+
+def test_latin_headlines_name_parties_by_their_symbols_only() -> None:
+    assert latin_names("RENT-A-CENTER <RENT> VOTES 3 FOR 2 SPLIT") == {"<rent>"}
+    assert latin_names("Tory backing for ID cards") == set()  # capitals alone are no proof of a name
+    a = title_facts("rent-a-center <rent> votes split", [], latin_names("RENT-A-CENTER <RENT> VOTES SPLIT"))
+    b = title_facts("sheldahl <shel> votes split", [], latin_names("SHELDAHL <SHEL> VOTES SPLIT"))
+    assert title_conflict(a, b) == "titles name others: <rent> vs <shel>"

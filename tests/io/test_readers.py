@@ -128,3 +128,13 @@ def test_missing_path() -> None:
 def test_stdin_stream() -> None:
     docs = list(read_jsonl(io.BytesIO(b'{"id": "1", "content": "x"}\n'), "<stdin>"))
     assert docs[0].id == "1"
+
+
+def test_date_stands_for_published_at_when_it_is_absent() -> None:
+    from fingerprint_indexer.documents import Document, DocumentError
+
+    assert Document.from_mapping({"id": 1, "content": "x", "date": "1-APR-1987"}).published_at == "1-APR-1987"
+    both = {"id": 1, "content": "x", "date": "1-APR-1987", "published_at": "1987-04-02"}
+    assert Document.from_mapping(both).published_at == "1987-04-02"
+    with pytest.raises(DocumentError, match="'date'"):
+        Document.from_mapping({"id": 1, "content": "x", "date": 19870401})

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import pytest
 from support.corpus import ZH_NEWS, iter_records
+from support.templates import EDITED_HEADLINES
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
@@ -220,3 +221,31 @@ def test_a_copy_points_at_the_end_of_a_relinked_chain(es_client, es_index, zh_ar
     fresh = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
     late = fresh.index_batch([item("d", text)]).decisions[0]
     assert (late.decision, late.duplicate_of) == ("exact_duplicate", "b")
+
+
+def test_edited_headlines_are_found_through_sketch_bands(es_client, es_index):
+    """Fingerprints farther than k, a shared sketch band: found in the index, among pending documents and
+    within one batch, and by es dedupe, as the embedded pipeline finds them."""
+    from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
+
+    fpr = Fingerprinter()
+
+    def fp(doc_id: str, text: str) -> tuple[Document, FingerprintResult]:
+        return Document(id=doc_id, content=text), fpr.fingerprint(text=text, doc_id=doc_id)
+
+    setup_index(es_client, es_index)
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    decider.index_batch([fp("a0", EDITED_HEADLINES[0][0]), fp("a1", EDITED_HEADLINES[1][0])])
+    decider.refresh()  # a0 and a1 are searchable; a2 stays pending
+    decider.index_batch([fp("a2", EDITED_HEADLINES[2][0])])
+    later = [fp(f"b{i}", pair[1]) for i, pair in enumerate(EDITED_HEADLINES)]
+    out = {d.id: d for d in decider.index_batch([*later, fp("c1", EDITED_HEADLINES[1][1] + "？")]).decisions}
+    for i in range(len(EDITED_HEADLINES)):
+        assert (out[f"b{i}"].decision, out[f"b{i}"].duplicate_of) == ("near_duplicate", f"a{i}")
+        assert out[f"b{i}"].distance is not None and out[f"b{i}"].distance > K
+    assert out["c1"].duplicate_of == "a1"
+    decider.refresh()
+    report = batch_dedupe(es_client, es_index, k=K)
+    assert "bands" in report.fields_scanned and report.groups == len(EDITED_HEADLINES)
+    src = {h["_id"]: h["_source"] for h in es_client.search(index=es_index, size=20)["hits"]["hits"]}
+    assert all(src[f"b{i}"]["duplicate_of"] == f"a{i}" for i in range(len(EDITED_HEADLINES)))

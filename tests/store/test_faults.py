@@ -102,3 +102,22 @@ def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path)
     with ExactStore(tmp_path, algorithm=ALGO) as store:
         assert store.n_docs == 25
         assert all([m.doc_id for m in store.near(_fp(i), 0)] == [f"d{i}"] for i in range(25))
+
+
+def test_sketch_band_keys_are_checked_and_rebuilt(tmp_path: Path) -> None:
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.pipeline import Pipeline
+
+    texts = ["楼市政策大调整！又一炒房之路被堵死了", "国家队主教练在赛后新闻发布会上表示，球队调整了阵型。"]
+    with Pipeline(tmp_path) as p:
+        list(p.process_many(Document(id=str(i), content=t) for i, t in enumerate(texts)))
+        keys = list(p.store.db.iterator(prefix=b"s/b/", include_value=False))
+        assert len(keys) == 16  # eight bands per document
+        p.store.db.delete(keys[0])
+        p.store.db.put(b"s/b/0feedface/ghost", b"")
+    problems = "\n".join(check(tmp_path).problems)
+    assert "sketch band keys: 1 missing, 1 of no record" in problems
+    repair(tmp_path)
+    assert check(tmp_path).ok
+    with ExactStore(tmp_path, algorithm=None) as store:
+        assert set(store.db.iterator(prefix=b"s/b/", include_value=False)) == set(keys)
