@@ -216,6 +216,52 @@ def summary(run: Run) -> dict[str, Any]:
     }
 
 
+def es_hot_bucket(url: str, n: int, member_page: int = 1000, seed: int = 5) -> dict[str, Any]:
+    """``es dedupe`` of an index whose block_0 holds one bucket of ``n`` members (two groups of near
+    copies, interleaved, and far-apart singletons; fingerprint fields bulk-loaded): time and the peak of
+    memory traced in this process."""
+    import tracemalloc
+
+    from elasticsearch import Elasticsearch
+
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+    from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+    from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
+
+    rng = random.Random(seed)
+    top = 0xBEEF << 48
+    low = (1 << 48) - 1
+    centres = [top | rng.getrandbits(48), top | rng.getrandbits(48)]
+    docs = []
+    for i in range(n):
+        if i % 3 == 2:
+            fp = top | rng.getrandbits(48)
+        else:
+            fp = top | ((centres[i % 3] ^ (1 << rng.randrange(48))) & low)
+        docs.append((f"h{i:07d}", fp, {"content_digest": f"h{i}"}))
+    client = Elasticsearch(url, request_timeout=600)
+    name = "bench-scale-hot-bucket"
+    client.options(ignore_status=404).indices.delete(index=name)
+    try:
+        t = time.perf_counter()
+        index = ElasticsearchIndex(client, name, BlockLayout())
+        index.add_many(docs)
+        index.refresh()
+        load_s = time.perf_counter() - t
+        tracemalloc.start()
+        t = time.perf_counter()
+        report = batch_dedupe(client, name, k=3, member_page=member_page)
+        dedupe_s = time.perf_counter() - t
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    finally:
+        client.options(ignore_status=404).indices.delete(index=name)
+    return {"members": n, "load_s": round(load_s, 1), "dedupe_s": round(dedupe_s, 1),
+            "groups": report.groups, "documents_in_groups": report.documents_in_groups,
+            "written": report.written, "peak_traced_mb": round(peak / 2**20, 1),
+            "whole_bucket_xor_matrix_gb": round(n * n * 8 / 2**30, 1)}
+
+
 def markdown(results: list[dict[str, Any]], command: str, load: tuple[str, str]) -> str:
     day = time.strftime("%Y-%m-%d")
     out = [f"### Scale run ({day})", "", "```", command, "```", "",
@@ -252,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen-window", type=int, default=0, help="window of the generated run (default N/10)")
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--work", type=Path, default=None, help="folder for the stores (default: a temp dir)")
+    ap.add_argument("--es-hot", type=int, default=0,
+                    help="also es dedupe one block bucket of this many members (needs ES_URL)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--append", action="store_true", help="append a dated section to docs/benchmarks.md")
     args = ap.parse_args(argv)
@@ -274,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
             results.append(summary(run_dedupe(f"generated {args.generated:,}", gen, work / "generated",
                                               window, args.processes)))
             print(json.dumps(results[-1]), flush=True)
+        if args.es_hot:
+            hot = es_hot_bucket(os.environ["ES_URL"], args.es_hot)
+            print(json.dumps({"es_hot_bucket": hot}), flush=True)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -270,9 +270,11 @@ class _Linker:
             partner, d = partner[keep], dist[near][keep]
             if not len(partner):
                 continue
-            order = np.lexsort((partner, d))  # nearest first, then pool order
-            best: dict[int, None] = dict.fromkeys(partner[order].tolist())  # first = smallest distance
-            for j in [j for j in best if labels[j] != labels[i]][: self.partners]:
+            ordered = partner[np.lexsort((partner, d))]  # nearest first, then pool order
+            _, first = np.unique(ordered, return_index=True)
+            cands = ordered[np.sort(first)]  # each partner once, at its smallest distance
+            cands = cands[labels[cands] != labels[i]][: self.partners]  # of other groups
+            for j in cands.tolist():
                 if labels[j] == labels[i]:  # joined through an earlier partner of this member
                     continue
                 if check(m.evidence, pool[j].evidence, self.k).accepted:
