@@ -32,11 +32,12 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from fingerprint_indexer.cluster.single_pass import assign
+from fingerprint_indexer.copies.stored import settle_marks
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import (
     FingerprintConfig,
@@ -108,7 +109,10 @@ class Pipeline:
         processes: int = 1,
         batch_size: int = 256,
         cache_bytes: int = CACHE_BYTES,
+        copy_marks: bool | None = None,
     ) -> None:
+        """``copy_marks``: keep passage-level copy marks of every document (see
+        :func:`~fingerprint_indexer.copies.stored.settle_marks`; None follows the store)."""
         if keep not in KEEP_POLICIES:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
         self.config = config or FingerprintConfig()
@@ -116,6 +120,14 @@ class Pipeline:
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.fingerprinter = Fingerprinter(self.config)
         self.store = ExactStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
+        try:
+            winnow = settle_marks(self.store, self.config.winnow, copy_marks)
+        except BaseException:
+            self.store.close()
+            raise
+        if winnow != self.config.winnow:
+            self.config = replace(self.config, winnow=winnow)
+            self.fingerprinter = Fingerprinter(self.config)
 
     def close(self) -> None:
         self.store.close()
@@ -246,7 +258,8 @@ class Pipeline:
             chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
             frames=list(res.frames), replaces=replaces,
         )
-        tx.put_record(rec, index=not res.degenerate)
+        tag = self.config.winnow.tag if self.config.winnow else None
+        tx.put_record(rec, index=not res.degenerate, marks=res.marks, marks_tag=tag)
         return Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
                         res.degenerate)
 

@@ -62,8 +62,10 @@ MIN_SIMILARITY = 0.3
 #: that retells the earlier story's paragraphs (24 of 64 minima).
 MIN_PASSAGE_SIMILARITY = 0.375
 #: The same for a candidate whose fingerprints are all farther than ``k`` and that shares a sketch band:
-#: the 5-grams alone must then show the copy.
-MIN_BAND_SIMILARITY = 0.5
+#: the 5-grams alone must then show the copy. A text of one passage (a headline, a one-line notice: no
+#: lead or chunk fingerprint of its own) needs :data:`MIN_SHORT_BAND_SIMILARITY`: its few 5-grams are
+#: half a stock opening ("央视网消息（新闻联播）：") in other one-line items.
+MIN_BAND_SIMILARITY, MIN_SHORT_BAND_SIMILARITY = 0.5, 0.65
 #: Two texts that each state facts of a kind the other lacks are different stories once at least this
 #: share of their facts of that kind is one-sided; below it the difference is an edit (a corrected
 #: figure, a dropped line). Dates and ordinals identify an occurrence, so they tolerate the least.
@@ -77,7 +79,7 @@ MAX_DAYS_APART = 3
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
 __all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_BAND_SIMILARITY",
-           "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED", "MIN_SIMILARITY",
+           "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED", "MIN_SHORT_BAND_SIMILARITY", "MIN_SIMILARITY",
            "Evidence", "Verdict", "check", "check_many", "closest", "closest_many", "explain",
            "facts_conflict", "joins", "same_facts"]  # fmt: skip
 
@@ -206,7 +208,9 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}")
     band = distance > k
     whole = bool(len(a.fingerprints)) and hamming(a.fingerprints[0], b.fingerprints[0]) <= k
-    need = MIN_BAND_SIMILARITY if band else MIN_SIMILARITY if whole else MIN_PASSAGE_SIMILARITY
+    short = len(a.fingerprints) < 2 or len(b.fingerprints) < 2
+    need = ((MIN_SHORT_BAND_SIMILARITY if short else MIN_BAND_SIMILARITY) if band
+            else MIN_SIMILARITY if whole else MIN_PASSAGE_SIMILARITY)  # fmt: skip
     if sim < need:
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need}", band=band)
     diff = compare_facts(a.facts, b.facts)

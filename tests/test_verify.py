@@ -153,3 +153,13 @@ def test_a_shared_passage_needs_more_of_the_rest_than_a_shared_whole() -> None:
     passage = check(Evidence([0, 7], sa), Evidence([0xFFFF, 7], sb), 3)  # only a chunk is
     assert whole.accepted and 0.3 <= whole.similarity < MIN_PASSAGE_SIMILARITY
     assert not passage.accepted and passage.reason.startswith("texts differ")
+
+
+def test_one_line_items_need_more_of_a_band_than_longer_texts() -> None:
+    from fingerprint_indexer.verify import MIN_SHORT_BAND_SIMILARITY
+
+    one = _ev("央视网消息（新闻联播）：江泽民同志永垂不朽。")
+    other = _ev("央视网消息（新闻联播）：江泽民同志因病在上海逝世。")
+    v = check(one, other, 3)
+    assert len(one.fingerprints) == 1 and v.band and not v.accepted
+    assert MIN_BAND_SIMILARITY <= v.similarity < MIN_SHORT_BAND_SIMILARITY

@@ -34,6 +34,16 @@ def config_options(func: F) -> F:
     return func
 
 
+def copy_marks_option(func: F) -> F:
+    """--copy-marks/--no-copy-marks: keep passage-level copy marks of every document written (opt-in)."""
+    return click.option(
+        "--copy-marks/--no-copy-marks", "copy_marks", default=None,
+        help="Keep passage-level copy marks of every document, for partial-copy search and passages "
+             "between stored documents (about twice the fingerprinting work and a store several times "
+             "larger). Recorded when the store or index is created; later writes follow it (default: "
+             "what the store or index records, off for a new one).")(func)
+
+
 def build_config(top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> FingerprintConfig:
     return FingerprintConfig(top_k=top_k, idf_path=idf_path, synonyms_path=synonyms,
                              layout=BlockLayout.even(n_blocks))

@@ -13,7 +13,16 @@ import platformdirs
 import plyvel
 from tqdm import tqdm
 
-from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.cli.common import (
+    build_config,
+    config_options,
+    copy_marks_option,
+    emit,
+    fail,
+    run_guarded,
+)
+from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
+from fingerprint_indexer.copies.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
@@ -26,6 +35,15 @@ from fingerprint_indexer.store.exact import ExactStore
 def default_store() -> Path:
     """The store used when --store is not given: under the user's data directory."""
     return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
+
+
+def explain_passages(store: ExactStore, mine: Marks | None, other: str) -> list[dict[str, Any]]:
+    """Copied passages between the looked-up document (A) and a stored one (B), from their marks."""
+    tag = store.marks_tag
+    theirs = marks_of(store, other)
+    if tag is None or mine is None or theirs is None:
+        return []
+    return [p.to_dict() for p in winnowed_passages(mine, theirs, WinnowParams.from_tag(tag))]
 
 
 def _store_option(func: Any) -> Any:
@@ -67,9 +85,10 @@ def _guard_store(body: Any, store: Path | None = None) -> None:
               help="Worker processes for fingerprinting.")
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
               help="Documents per atomic store commit.")
+@copy_marks_option
 @config_options
 def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str, output: str,
-               skip_errors: bool, processes: int, batch_size: int,
+               skip_errors: bool, processes: int, batch_size: int, copy_marks: bool | None,
                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Deduplicate documents into a persistent store: JSONL (.gz too), folders of .txt/.html, or '-'.
 
@@ -91,7 +110,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
         counts: Counter[str] = Counter()
         clusters: set[str] = set()
         with Pipeline(store, config, k=k, keep=keep, processes=processes,  # type: ignore[arg-type]
-                      batch_size=batch_size) as pipe:
+                      batch_size=batch_size, copy_marks=copy_marks) as pipe:
             out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
             try:
                 docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
@@ -132,7 +151,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 @config_options
 @click.option("--explain", is_flag=True,
               help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
-                   "facts) and list the look-alike candidates the check rejected, with the reason.")
+                   "facts, the copied passages with character offsets in both texts) and list the "
+                   "look-alike candidates the check rejected, with the reason.")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
                 top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
@@ -157,17 +177,26 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                     fail(f"no document {doc_id!r} in store {store_path}")
                     return
                 ev, digest = rec.evidence, rec.content_digest
+                my_marks = marks_of(store, doc_id)
             else:
                 doc = (read_one(file_path) if file_path is not None
                        else Document(id="-", content=text))
                 res = fpr.fingerprint_document(doc)
                 ev, digest = res.evidence, res.content_digest
+                tag = store.marks_tag if explain else None
+                my_marks = (marked(document_text(doc), fpr.tokenizer, WinnowParams.from_tag(tag))
+                            if tag is not None else None)
+            if explain and store.marks_tag is None:
+                click.echo(f"note: no copied passages: store {store_path} keeps no copy marks (nor texts); "
+                           f"{ENABLE_HINT}", err=True)
             hits = store.neighbours(ev, digest, k, exclude=doc_id, rejected=explain)
             for other, why in hits:
                 row: dict[str, Any] = {"id": other.id, "distance": why.distance,
                                        "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
                 if explain:
                     row["why"] = why.to_dict()
+                    if store.marks_tag is not None:
+                        row["why"]["passages"] = explain_passages(store, my_marks, other.id)
                 emit(row)
             if not any(why.accepted for _, why in hits):
                 click.echo(f"no near-duplicates within distance {k}", err=True)

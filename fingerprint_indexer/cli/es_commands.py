@@ -21,7 +21,14 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from tqdm import tqdm
 
-from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.cli.common import (
+    build_config,
+    config_options,
+    copy_marks_option,
+    emit,
+    fail,
+    run_guarded,
+)
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
@@ -36,7 +43,7 @@ from fingerprint_indexer.index.elasticsearch import (
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
-from fingerprint_indexer.services.es_setup import MappingConflict, setup_index
+from fingerprint_indexer.services.es_setup import MappingConflict, index_config, setup_index
 from fingerprint_indexer.services.reindex import reindex
 from fingerprint_indexer.services.related import related
 from fingerprint_indexer.verify import closest
@@ -101,8 +108,9 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
               help="Add the missing fingerprint fields to an existing index.")  # fmt: skip
 @click.option("--shards", type=click.IntRange(1, 1024), default=None, help="Primary shards of a new index.")
 @click.option("--replicas", type=click.IntRange(0, 16), default=None, help="Replicas of a new index.")
+@copy_marks_option
 def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_mapping: bool,
-              shards: int | None, replicas: int | None) -> None:  # fmt: skip
+              shards: int | None, replicas: int | None, copy_marks: bool | None) -> None:  # fmt: skip
     """Create the index (NAME-000001 behind the alias NAME) from the shipped mapping, or check one.
 
     An existing index whose fields conflict with the mapping is refused with the list of conflicts;
@@ -111,7 +119,7 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 
     def body(client: Elasticsearch) -> None:
         layout = BlockLayout.even(n_blocks) if n_blocks else None
-        emit(setup_index(client, index_name, layout, update_mapping, shards, replicas).to_dict())
+        emit(setup_index(client, index_name, layout, update_mapping, shards, replicas, copy_marks).to_dict())
 
     es_guarded(es_url, body)
 
@@ -130,10 +138,11 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @click.option("--skip-errors", is_flag=True, help="Report bad input lines/files on stderr and go on.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               help="Where the JSONL decisions go.")
+@copy_marks_option
 @config_options
 def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
-              processes: int, batch_size: int, skip_errors: bool, output: str, top_k: int,
-              idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
+              processes: int, batch_size: int, skip_errors: bool, output: str, copy_marks: bool | None,
+              top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
     """Fingerprint documents, decide new / exact / near duplicate against the index, and bulk-index them.
 
     Inputs as for `dedupe` (JSONL, .gz, folders of .txt/.html, '-'). One JSON line per document (id,
@@ -144,8 +153,9 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
     def body(client: Elasticsearch) -> None:
         config = build_config(top_k, idf_path, synonyms, n_blocks)
         if not client.indices.exists(index=index_name):
-            report = setup_index(client, index_name, config.layout)
+            report = setup_index(client, index_name, config.layout, copy_marks=copy_marks)
             click.echo(f"created index {report.concrete_indices[0]} behind alias {index_name}", err=True)
+        config = index_config(client, index_name, config, copy_marks)
         decider = EsDecider(ElasticsearchIndex(client, index_name, config.layout), k=k,
                             on_duplicate=on_duplicate)  # type: ignore[arg-type]  # fmt: skip
         counts: Counter[str] = Counter()
@@ -219,9 +229,11 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
               help="Checkpoint file (default: in the user cache directory, per URL and index).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@copy_marks_option
 @config_options
 def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, title_field: str,
-                processes: int, batch_size: int, checkpoint: str | None, no_progress: bool, top_k: int,
+                processes: int, batch_size: int, checkpoint: str | None, no_progress: bool,
+                copy_marks: bool | None, top_k: int,
                 idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
     """Fingerprint an existing index in place: documents without a fingerprint of the current version.
 
@@ -232,6 +244,7 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
 
     def body(client: Elasticsearch) -> None:
         config = build_config(top_k, idf_path, synonyms, n_blocks)
+        config = index_config(client, index_name, config, copy_marks)
         url = es_url or os.environ.get("ES_URL")
         path = Path(checkpoint) if checkpoint else default_checkpoint(url, index_name)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import click
 from fingerprint_indexer import __version__
 from fingerprint_indexer.cli import (
     calibrate_commands,
+    copies_commands,
     dedupe_commands,
     es_commands,
     fingerprint_commands,
@@ -26,6 +27,7 @@ dedupe_commands.register(cli)
 es_commands.register(cli)
 serve_commands.register(cli)
 calibrate_commands.register(cli)
+copies_commands.register(cli)
 store_commands.register(cli)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -10,6 +11,8 @@ import click
 import platformdirs
 
 from fingerprint_indexer.cli.common import build_config, config_options, fail
+from fingerprint_indexer.copies.winnow import WinnowParams
+from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.service.auth import AuthConfigError, check_bind, load_api_key
 from fingerprint_indexer.service.settings import ON_DUPLICATE, EsSettings, ServiceSettings
@@ -80,11 +83,16 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True)
 @click.option("--no-access-log", is_flag=True, help="Do not log one line per request.")
+@click.option("--copy-marks/--no-copy-marks", default=lambda: env_flag("FPI_COPY_MARKS", False),
+              show_default="$FPI_COPY_MARKS or off",
+              help="Add passage-level copy marks to every document written (partial-copy search, "
+                   "/v1/copies/search); recorded in indexes and stores this service creates, which must "
+                   "agree with it.")
 @config_options
 def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_index: str, on_duplicate: str,
               keep: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int, max_batch: int,
               spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
-              body_timeout: float, log_level: str, no_access_log: bool,
+              body_timeout: float, log_level: str, no_access_log: bool, copy_marks: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
     an Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds fingerprints, /healthz, /readyz
@@ -99,6 +107,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
       ES_VERIFY_CERTS  true (default) or false; false: certificates unchecked,
                        for throw-away clusters only
       FPI_API_KEY      key callers of this service present (or --api-key-file)
+      FPI_COPY_MARKS   default for --copy-marks (1/0)
     """
     import uvicorn
 
@@ -114,6 +123,8 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
         fail(str(exc))
         return
     config = build_config(top_k, idf_path, synonyms, n_blocks)
+    if copy_marks:
+        config = replace(config, winnow=WinnowParams())
     settings = ServiceSettings(
         es=es, data_dir=Path(data_dir or default_data_dir()),
         host=host, port=port, api_key=api_key, default_index=default_index,

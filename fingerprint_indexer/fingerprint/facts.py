@@ -319,6 +319,12 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
     # a correction fixes one figure among several that stand; many near-equal figures (a table of other
     # days' counts) or one figure of a short notice (another company's dividend) are other facts
     corrected = set(pairs[0]) if len(pairs) == 1 and figures >= MIN_FIGURES_FOR_CORRECTION else set()
+    # one date or ordinal changed among very many facts that stand is a corrected typo: another
+    # occurrence of a template (another day's bulletin, session, launch) changes more than one fact
+    occ_a = [f for f in only_a if f.startswith(OCCURRENCE)]
+    occ_b = [f for f in only_b if f.startswith(OCCURRENCE)]
+    if len(occ_a) == 1 and len(occ_b) == 1 and len(sa & sb) >= MIN_FACTS_FOR_OCCURRENCE_CORRECTION:
+        corrected |= {occ_a[0], occ_b[0]}
     shared = (sa & sb) | corrected
     return FactDiff(tuple(sorted(shared)), tuple(sorted(only_a - corrected)),
                     tuple(sorted(only_b - corrected)))  # fmt: skip
@@ -326,6 +332,8 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
 
 #: Shared figures a text must state for one changed figure to count as a correction of it.
 MIN_FIGURES_FOR_CORRECTION = 3
+#: Shared facts two texts must state for one changed date or ordinal to count as a correction.
+MIN_FACTS_FOR_OCCURRENCE_CORRECTION = 30
 
 
 def _one_digit_apart(x: str, y: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fingerprint_indexer.copies.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
@@ -37,7 +38,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.text.clean import clean, html_to_text
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import IdfTable, jieba_idf, top_terms
@@ -71,6 +72,10 @@ class FingerprintConfig:
     # Which jieba implementation segments Chinese: "auto" (compiled rjieba when installed), "rjieba" or
     # "jieba". Not part of the version: both yield the same terms (see text/tokenize.py).
     segmenter: str = "auto"
+    # Passage-level copy marks (winnowing, fingerprint_indexer/copies/), opt-in: None = none (they cost
+    # about as much again as the fingerprint and grow a store several times). Not part of the version:
+    # stores and indexes record the setting they were built with.
+    winnow: WinnowParams | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.max_term_share <= 1.0:
@@ -102,6 +107,7 @@ class FingerprintResult:
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
     facts: tuple[str, ...] = ()  # numbers, dates and names of the stripped text (see fingerprint.facts)
     frames: tuple[int, ...] = ()  # skeleton and filling of each fact-bearing line (see fingerprint.facts)
+    marks: bytes = b""  # block hashes of the text as given, winnowed ones flagged (copies.winnow.marked)
 
     @property
     def hex(self) -> str:
@@ -244,7 +250,14 @@ class Fingerprinter:
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
-        return self.fingerprint_text(clean(text, html), doc_id)
+        res = self.fingerprint_text(clean(text, html), doc_id)
+        return self._with_marks(res, html_to_text(html) if html else text or "")
+
+    def _with_marks(self, res: FingerprintResult, raw: str) -> FingerprintResult:
+        """Add the winnowed copy marks of ``raw`` (offsets refer to it)."""
+        if self.config.winnow is None:
+            return res
+        return replace(res, marks=marked(raw, self.tokenizer, self.config.winnow).to_bytes())
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication
@@ -253,6 +266,7 @@ class Fingerprinter:
         if not text and doc.title:
             text = clean(doc.title)
         res = self.fingerprint_text(text, doc.id)
+        res = self._with_marks(res, document_text(doc))
         if not self.config.facts:
             return res
         title = clean(doc.title) if doc.title and doc.title != text else ""

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
+from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -54,6 +55,7 @@ FPS_FIELD = "fingerprints"
 SKETCH_FIELD = "sketch"
 FACTS_FIELD = "facts"
 FRAMES_FIELD = "frames"
+COPY_FIELD = "copy_marks"  # winnowed block hashes (hex): partial-copy search
 BANDS_FIELD = "bands"
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
@@ -135,8 +137,10 @@ def block_fields(layout: BlockLayout) -> list[str]:
     return [f"block_{i}" for i in range(layout.n_blocks)]
 
 
-def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE) -> dict[str, Any]:
-    """Settings and mappings shipped in the package, with block fields and ``_meta`` for ``layout``."""
+def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
+                    copy_marks: str | None = None) -> dict[str, Any]:
+    """Settings and mappings shipped in the package, with block fields and ``_meta`` for ``layout``;
+    ``copy_marks`` (the winnowing parameters' tag) records that every writer adds copy marks."""
     text = (resources.files("fingerprint_indexer") / "mappings" / name).read_text(encoding="utf-8")
     body: dict[str, Any] = json.loads(text)
     if layout is not None:
@@ -145,7 +149,20 @@ def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE)
             del props[field]
         props.update({f: {"type": "keyword"} for f in block_fields(layout)})
         body["mappings"]["_meta"][META_KEY]["block_layout"] = layout.to_dict()
+    if copy_marks is not None:
+        body["mappings"]["_meta"][META_KEY]["copy_marks"] = copy_marks
     return body
+
+
+def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
+    """The copy-marks setting recorded in the mapping of ``index`` (None: its writers add none)."""
+    tags = set()
+    for mapping in client.indices.get_mapping(index=index).body.values():
+        meta = (mapping.get("mappings") or {}).get("_meta") or {}
+        tags.add((meta.get(META_KEY) or {}).get("copy_marks"))
+    if len(tags) > 1:
+        raise ValueError(f"indices behind {index!r} disagree on copy marks: {sorted(map(str, tags))}")
+    return tags.pop() if tags else None
 
 
 def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:
@@ -217,9 +234,22 @@ def fingerprint_fields(
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
-    """:func:`fingerprint_fields` of a fingerprinted document (chunks, sketch, facts and frames included)."""
-    return fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
-                              sketch=res.sketch, facts=res.facts, frames=res.frames)  # fmt: skip
+    """:func:`fingerprint_fields` of a fingerprinted document (chunks, sketch, facts and frames included),
+    and its copy marks."""
+    return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
+                                 sketch=res.sketch, facts=res.facts, frames=res.frames),
+            **copy_fields(res)}  # fmt: skip
+
+
+def copy_fields(res: FingerprintResult) -> dict[str, Any]:
+    """The copy-marks field of a fingerprinted document (absent when it has none)."""
+    return {COPY_FIELD: Marks.from_bytes(res.marks).hex_hashes()} if res.marks else {}
+
+
+def copy_postings_search(mark: str, limit: int) -> dict[str, Any]:
+    """At most ``limit`` documents holding copy mark ``mark``, with their cluster."""
+    return {"size": limit, "_source": False, "docvalue_fields": ["cluster_id"], "track_total_hits": False,
+            "query": {"term": {COPY_FIELD: mark}}}
 
 
 def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:

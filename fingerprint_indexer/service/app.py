@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from fingerprint_indexer import __version__
-from fingerprint_indexer.service import api, proxy
+from fingerprint_indexer.service import api, copies_api, proxy
 from fingerprint_indexer.service.errors import install_handlers
 from fingerprint_indexer.service.metrics import Metrics
 from fingerprint_indexer.service.middleware import ApiKeyMiddleware, BodyLimitMiddleware, MetricsMiddleware
@@ -45,6 +45,7 @@ def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> 
                   lifespan=lifespan, redoc_url=None)
     install_handlers(app, settings.retry_after_s)
     app.include_router(api.router)
+    app.include_router(copies_api.router)  # before the proxy: its catch-all would take /ui
     app.include_router(proxy.router)
     metrics = state.metrics if state is not None else Metrics()
     # the last added middleware runs first: metrics, then the key check, then the body limit

@@ -101,6 +101,8 @@ class EsClient:
     def __init__(self, settings: EsSettings) -> None:
         self.settings = settings
         self.base = settings.url
+        #: the copy-marks setting (tag) recorded in the indexes this client creates (None: no marks)
+        self.copy_marks: str | None = None
         verify, self.config_error = ssl_context(settings)
         if self.config_error:
             log.error("Elasticsearch TLS: %s; writes are spooled until this is fixed", self.config_error)
@@ -216,7 +218,7 @@ class EsClient:
         try:
             r = await self.http.head(f"/{index}", timeout=self.write_timeout)
             if r.status_code == 404:
-                body = load_index_body(layout)
+                body = load_index_body(layout, copy_marks=self.copy_marks)
                 body["mappings"]["dynamic"] = True
                 r = await self.http.put(f"/{index}", json=body, timeout=self.write_timeout)
                 if not_now(r.status_code):

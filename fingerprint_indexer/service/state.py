@@ -58,6 +58,7 @@ class ServiceState:
         self.pool = FingerprintPool(s.fingerprint, s.processes)
         self.version = await self.pool.start()
         self.es = EsClient(s.es)
+        self.es.copy_marks = s.fingerprint.winnow.tag if s.fingerprint.winnow is not None else None
         m = self.metrics
         self.delivery = Delivery(self.es, self.spool, self.layout, on_spooled=m.spooled.inc)
         self.replayer = Replayer(self.delivery, s.replay_backoff_max_s, on_replayed=m.replayed.inc,

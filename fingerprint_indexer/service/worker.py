@@ -173,7 +173,7 @@ class StoreOwner:
         if not create and not (path / "leveldb").is_dir():
             return None
         pipe = Pipeline(path, self.config, k=self.k, keep=self.keep, processes=1,
-                        cache_bytes=STORE_CACHE_BYTES)
+                        cache_bytes=STORE_CACHE_BYTES, copy_marks=self.config.winnow is not None)
         self._pipelines[index] = pipe
         while len(self._pipelines) > self.max_open:
             _, old = self._pipelines.popitem(last=False)

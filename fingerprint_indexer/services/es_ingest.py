@@ -36,6 +36,7 @@ from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
+    copy_fields,
     fingerprint_fields,
     source_evidence,
 )
@@ -459,11 +460,11 @@ class EsDecider:
         for rec in writes:
             doc, res = by_id[rec.id]
             if mode == "index":
-                source = {**document_fields(doc, res), **self.fields(rec)}
+                source = {**document_fields(doc, res), **self.fields(rec), **copy_fields(res)}
                 actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
                                 "_source": source})  # fmt: skip
             else:
-                fields = {**self.fields(rec), "terms": terms_text(res)}
+                fields = {**self.fields(rec), "terms": terms_text(res), **copy_fields(res)}
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
                                 "doc": fields})  # fmt: skip
         return decisions, actions

@@ -8,13 +8,20 @@ of another type is a conflict that only a reindex can solve; missing fields are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import META_KEY, load_index_body, stored_layout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.index.elasticsearch import (
+    META_KEY,
+    load_index_body,
+    stored_copy_marks,
+    stored_layout,
+)
 
 
 class MappingConflict(ValueError):
@@ -64,10 +71,15 @@ def setup_index(
     update_mapping: bool = False,
     shards: int | None = None,
     replicas: int | None = None,
+    copy_marks: bool | None = None,
 ) -> SetupReport:
-    """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias."""
+    """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias.
+
+    ``copy_marks`` True records in a new index that its writers add copy marks (partial-copy search);
+    on an existing index True or False must match what it records (None: no check).
+    """
     if not client.indices.exists(index=name):
-        body = load_index_body(layout or BlockLayout())
+        body = load_index_body(layout or BlockLayout(), copy_marks=WinnowParams().tag if copy_marks else None)
         index_settings = body.setdefault("settings", {}).setdefault("index", {})
         if shards is not None:
             index_settings["number_of_shards"] = shards
@@ -82,7 +94,8 @@ def setup_index(
         raise MappingConflict(
             f"index {name!r} uses block layout {current}, not {layout}; reindex into a new index"
         )
-    body = load_index_body(layout or current or BlockLayout())
+    marks = index_config(client, name, FingerprintConfig(), copy_marks).winnow
+    body = load_index_body(layout or current or BlockLayout(), copy_marks=marks.tag if marks else None)
     wanted = body["mappings"]["properties"]
     per_index = _existing_properties(client, name)
     missing: set[str] = set()
@@ -108,3 +121,30 @@ def setup_index(
         meta[META_KEY] = body["mappings"]["_meta"][META_KEY]
         client.indices.put_mapping(index=idx, properties={f: wanted[f] for f in sorted(missing)}, meta=meta)
     return SetupReport(name, "updated", sorted(per_index), sorted(missing))
+
+
+ES_ENABLE_HINT = ("create a new index with copy marks (`fingerprint-indexer es setup --index NEW "
+                  "--copy-marks`) and index the documents into it")
+
+
+def index_config(client: Elasticsearch, name: str, config: FingerprintConfig,
+                 copy_marks: bool | None = None) -> FingerprintConfig:
+    """``config`` with the copy-marks setting the existing index ``name`` records, so every writer of an
+    index adds copy marks or none does; ``copy_marks`` True or False must match it."""
+    tag = stored_copy_marks(client, name)
+    if copy_marks is not None and copy_marks != (tag is not None):
+        raise MappingConflict(
+            f"index {name!r} was created {'with' if tag else 'without'} copy marks; an index keeps them "
+            f"for every document or none: create another (`es setup --index NEW"
+            f"{' --copy-marks' if copy_marks else ''}`) and index the documents into it")
+    winnow = WinnowParams.from_tag(tag) if tag else None
+    return config if winnow == config.winnow else replace(config, winnow=winnow)
+
+
+def require_index_marks(client: Elasticsearch, name: str) -> WinnowParams:
+    """The index's winnowing parameters; a clear error when its writers add no copy marks."""
+    tag = stored_copy_marks(client, name)
+    if tag is None:
+        raise MappingConflict(f"index {name!r} keeps no copy marks, which partial-copy search needs; "
+                              f"{ES_ENABLE_HINT}")
+    return WinnowParams.from_tag(tag)

@@ -7,11 +7,13 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/f/<fingerprint hex>/<id> -> b""             (fingerprint -> doc ids)
     s/c/<content digest>      -> doc id           (first document with that content)
     s/k/<cluster id>          -> cluster JSON     (centre fingerprint, founder, size)
-    s/meta/...                -> format, generation, counts
+    s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off")
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
                                  (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
+    w/d/<doc id>              -> copy marks (copies.winnow.Marks bytes)     only in a store whose
+    w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
@@ -36,6 +38,7 @@ from typing import Any
 
 import plyvel
 
+from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import band_keys
@@ -46,6 +49,7 @@ from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
 from fingerprint_indexer.store.errors import (
     StoreDamagedError,
+    StoreMismatchError,
     StoreReadOnlyError,
     StoreWriteError,
     rebuild_error,
@@ -54,6 +58,7 @@ from fingerprint_indexer.verify import Verdict, check_many
 
 FORMAT = b"3"  # 3: block index of one key per (bucket, entry); 2 packed each bucket into one value
 MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
+MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -351,6 +356,37 @@ class ExactStore:
         raw = self.db.get(b"s/k/" + cluster_id.encode())
         return None if raw is None else Cluster.from_json(cluster_id, raw)
 
+    def marks(self, doc_id: str) -> bytes | None:
+        """A document's winnowed copy marks (None when it has none stored)."""
+        return self.db.get(b"w/d/" + doc_id.encode())
+
+    @property
+    def marks_tag(self) -> str | None:
+        """The winnowing parameters this store keeps copy marks of (None: it keeps none)."""
+        raw = self.db.get(b"s/meta/winnow")
+        return None if raw in (None, MARKS_OFF) else raw.decode()
+
+    @property
+    def marks_recorded(self) -> bool:
+        """Whether the store records its copy-marks setting (a new store, or one made before the
+        setting existed, does not)."""
+        return self.db.get(b"s/meta/winnow") is not None
+
+    def record_marks(self, tag: str | None) -> None:
+        """Record that this store keeps copy marks of ``tag`` (None: none); every later write follows."""
+        self.db.put(b"s/meta/winnow", MARKS_OFF if tag is None else tag.encode(), sync=True)
+
+    def mark_postings(self, mark: int, limit: int) -> list[tuple[str, str]]:
+        """(document, its cluster when stored) of at most ``limit`` documents holding copy mark ``mark``."""
+        pfx = b"w/h/%016x/" % mark
+        out = []
+        for key, value in self.db.iterator(prefix=pfx):
+            doc = key[len(pfx) :].decode()
+            out.append((doc, value.decode() or doc))
+            if len(out) >= limit:
+                break
+        return out
+
     def near(self, fp: int, k: int) -> list[Match]:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
@@ -436,6 +472,7 @@ class StoreBatch:
         self._bloom_items: list[str] = []
         self._docs_delta = 0
         self._clusters_delta = 0
+        self._marks: dict[str, bytes | None] = {}
 
     # ------------------------------------------------------- reads (own writes first)
     def record(self, doc_id: str) -> DocRecord | None:
@@ -474,9 +511,13 @@ class StoreBatch:
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool) -> None:
-        """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
+    def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
+                   marks_tag: str | None = None) -> None:
+        """Store a new document (``index`` puts it into the block index: never for degenerate docs) and
+        its winnowed copy marks (made under ``marks_tag``)."""
         key = rec.id.encode()
+        if marks and marks_tag is not None:
+            self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
         self.wb.put(b"s/d/" + key, rec.to_json())
         self.wb.put(_fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
@@ -493,6 +534,27 @@ class StoreBatch:
                 self.wb.put(band_key(band, rec.id), b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)
 
+    def _put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
+        stored = self.store.marks_tag
+        if stored != tag:
+            held = f"copy marks of {stored!r}" if stored else "no copy marks"
+            raise StoreMismatchError(f"store {self.store.directory} keeps {held}, not {tag!r}; rebuild it "
+                                     "to change that")
+        key = doc_id.encode()
+        self.wb.put(b"w/d/" + key, marks)
+        for h in Marks.from_bytes(marks).hex_hashes():
+            self.wb.put(b"w/h/" + h.encode() + b"/" + key, cluster_id.encode())
+        self._marks[doc_id] = marks
+
+    def _drop_marks(self, doc_id: str) -> None:
+        raw = self._marks[doc_id] if doc_id in self._marks else self.store.marks(doc_id)
+        if raw:
+            key = doc_id.encode()
+            self.wb.delete(b"w/d/" + key)
+            for h in Marks.from_bytes(raw).hex_hashes():
+                self.wb.delete(b"w/h/" + h.encode() + b"/" + key)
+        self._marks[doc_id] = None
+
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
         self.wb.put(b"s/d/" + rec.id.encode(), rec.to_json())
@@ -504,6 +566,7 @@ class StoreBatch:
             return False
         self.wb.delete(b"s/d/" + doc_id.encode())
         self.wb.delete(_fp_key(rec.fingerprint, doc_id))
+        self._drop_marks(doc_id)
         if self.doc_with_digest(rec.content_digest) == doc_id:
             heir = self._other_with_digest(rec, doc_id)
             if heir is None:

@@ -82,6 +82,22 @@ def normalize(text: str) -> str:
     return "\n".join(line.strip() for line in text.split("\n")).strip()
 
 
+def normalize_mapped(text: str) -> tuple[str, list[int]]:
+    """NFKC and lower case as in :func:`normalize`, character by character, with each output character's
+    offset in ``text``: terms found in the result map back to the text as given. Whitespace is kept as
+    is (terms never contain it)."""
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
+    out: list[str] = []
+    origin: list[int] = []
+    nfkc = unicodedata.normalize
+    for i, ch in enumerate(text):
+        n = ch.lower() if ch.isascii() else nfkc("NFKC", ch).lower()
+        out.append(n)
+        origin += [i] * len(n)
+    return "".join(out), origin
+
+
 def compact(text: str) -> str:
     """Normalised text with all whitespace removed: the form content digests are taken of."""
     return _ALL_SPACE.sub("", text)

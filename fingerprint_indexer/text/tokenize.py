@@ -116,6 +116,31 @@ class Tokenizer:
         """Content terms of a short text (a sentence), in one segmenter call."""
         return self._chunk_tokens(text, _CJK_CHAR.search(text) is not None)
 
+    def spans(self, text: str) -> list[tuple[str, int, int]]:
+        """The terms of :meth:`tokens` in text order, each with its ``[start, end)`` offsets in ``text``.
+
+        The same terms as :meth:`tokens` (as a multiset); what passage-level copy detection needs to map
+        matches back to the text.
+        """
+        has_cjk = _CJK_CHAR.search(text) is not None
+        out: list[tuple[str, int, int]] = []
+        stop, min_len, syn = self.stopwords, self.min_len, self.synonyms
+        base = 0
+        for chunk in slices(text):
+            found: list[tuple[str, int, int]] = []
+            if has_cjk:
+                pos = 0
+                for w in self._cut(chunk):
+                    start = chunk.find(w, pos)  # segments cover the chunk in order
+                    pos = start + len(w)
+                    if _CJK_WORD.fullmatch(w):
+                        found.append((w, base + start, base + pos))
+            found += [(m.group(), base + m.start(), base + m.end()) for m in _LATIN_WORD.finditer(chunk)]
+            found.sort(key=lambda t: t[1])
+            out += [(syn.get(w, w), s, e) for w, s, e in found if len(w) >= min_len and w not in stop]
+            base += len(chunk)
+        return out
+
     def count(self, text: str) -> Counter[str]:
         """Term frequencies of ``text``."""
         has_cjk = _CJK_CHAR.search(text) is not None

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
+    MIN_FACTS_FOR_OCCURRENCE_CORRECTION,
     _fact_hash,
     analyse,
     chinese_number,
@@ -138,3 +139,13 @@ def test_latin_headlines_name_parties_by_their_symbols_only() -> None:
     a = title_facts("rent-a-center <rent> votes split", [], latin_names("RENT-A-CENTER <RENT> VOTES SPLIT"))
     b = title_facts("sheldahl <shel> votes split", [], latin_names("SHELDAHL <SHEL> VOTES SPLIT"))
     assert title_conflict(a, b) == "titles name others: <rent> vs <shel>"
+
+
+def test_one_changed_date_among_many_standing_facts_is_a_correction() -> None:
+    many = [f"=10{i}" for i in range(MIN_FACTS_FOR_OCCURRENCE_CORRECTION)]
+    fixed = compare_facts([*many, "#2017年"], [*many, "#2071年"])
+    assert not fixed.only_a and not fixed.only_b
+    few = compare_facts([*many[:5], "#2017年"], [*many[:5], "#2071年"])
+    assert few.only_a == ("#2017年",) and few.only_b == ("#2071年",)
+    two = compare_facts([*many, "#2017年", "#第3次"], [*many, "#2071年", "#第4次"])
+    assert len(two.only_a) == 2  # another occurrence changes more than one fact

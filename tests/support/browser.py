@@ -1,0 +1,48 @@
+"""Headless Chromium from Debian's packages, driven by selenium with the Debian chromedriver given
+explicitly (nothing is downloaded at run time). Installed once when missing and running as root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def ensure_chromium() -> None:
+    """Install chromium and chromium-driver with apt-get when missing (idempotent)."""
+    if os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER):
+        return
+    reason = "headless Chromium is missing (apt-get install chromium chromium-driver)"
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, capture_output=True, timeout=900)
+    subprocess.run(["apt-get", "install", "-y", "-q", "chromium", "chromium-driver"], check=True, env=env,
+                   capture_output=True, timeout=1800)
+
+
+def chromium_session() -> Iterator[object]:
+    """A headless Chromium session (selenium WebDriver), quit at the end (use it in a fixture)."""
+    ensure_chromium()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000", "--lang=en-US", "--no-first-run"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
