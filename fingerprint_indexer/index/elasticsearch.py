@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -59,6 +60,7 @@ BANDS_FIELD = "bands"
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
 #: Doc values a verified lookup needs of each candidate.
+VERIFY_PAGE = 1000  # candidates of an oversized bucket verified at a time
 VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}, {"field": FACTS_FIELD},
                  {"field": FRAMES_FIELD}]  # fmt: skip
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
@@ -540,22 +542,27 @@ class ElasticsearchIndex(NearDupIndex):
         }
 
     @staticmethod
-    @staticmethod
     def verify_hits(
-        ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None
+        ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
+        page: int = VERIFY_PAGE,
     ) -> list[Match]:
         """The candidates the verification rule accepts (:func:`fingerprint_indexer.verify.check_many`:
-        distances and sketches as matrices, facts for the survivors), nearest first."""
-        ids: list[str] = []
-        cands: list[Evidence] = []
-        for h in hits:
-            fields = h.get("fields") or {}
-            doc_id = str(h["_id"])
-            if doc_id == exclude or not (fields.get(FPS_FIELD) or fields.get(FP_FIELD)):
-                continue
-            ids.append(doc_id)
-            cands.append(hit_evidence(fields))
-        out = [Match(i, v.distance) for i, v in zip(ids, check_many(ev, cands, k), strict=True) if v.accepted]
+        distances and sketches as matrices, facts for the survivors), nearest first. Hits are verified
+        ``page`` at a time, so a scan of an oversized bucket holds one page of evidence, not the bucket."""
+        out: list[Match] = []
+        it = iter(hits)
+        while chunk := list(itertools.islice(it, page)):
+            ids: list[str] = []
+            cands: list[Evidence] = []
+            for h in chunk:
+                fields = h.get("fields") or {}
+                doc_id = str(h["_id"])
+                if doc_id == exclude or not (fields.get(FPS_FIELD) or fields.get(FP_FIELD)):
+                    continue
+                ids.append(doc_id)
+                cands.append(hit_evidence(fields))
+            verdicts = check_many(ev, cands, k)
+            out += [Match(i, v.distance) for i, v in zip(ids, verdicts, strict=True) if v.accepted]
         out.sort(key=lambda m: (m.distance, m.doc_id))
         return out
 

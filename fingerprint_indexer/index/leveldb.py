@@ -1,26 +1,29 @@
-"""Persistent block index in LevelDB: one packed value per block bucket, read with one ``get``.
+"""Persistent block index in LevelDB: one key per (block bucket, entry), read by prefix scan.
 
 Keys (all under an optional namespace prefix, so the index can share a database with other records)::
 
-    b/<block no, 2 hex>/<block value, hex>  -> packed records: fingerprint (u64 BE) + doc number (u32 BE)
+    b/<block no, 1 byte><block value, big-endian bytes><~doc number, u32 BE><fingerprint, u64 BE> -> b""
     d/<doc id>                              -> "<fingerprint hex> <doc number>[ <meta JSON>]"
     n/<doc number, 8 hex>                   -> doc id
     meta/layout, meta/algorithm, meta/count, meta/next_number, meta/format
 
-A query reads the k+1 buckets of the fingerprint (one ``get`` each), verifies all records at once with
-XOR + popcount in NumPy and looks up the ids of the matches only. A key per (block, document) scanned by
-prefix would cost a Python step per candidate (about 600 per query at 10M fingerprints); packing keeps a
-query at a few reads however full the buckets are, at the price of rewriting a bucket (about 2 KB at
-10M) when a document in it is added or removed.
+An insert is one ``put`` per block, a removal one ``delete`` per block: no bucket is ever read or written
+whole, however hot it is. A query scans the k+1 bucket prefixes (keys only, fixed length, decoded as one
+NumPy array), verifies all entries at once with XOR + popcount and looks up the ids of the matches only.
+The document number is stored inverted, so a scan meets a bucket's newest entries first: a query reads at
+most ``bucket_budget`` entries of each bucket, which bounds its work when a stock phrase or a formulaic
+text has put tens of thousands of documents under one block value (docs/architecture.md).
 
 The block layout (and, when given, the fingerprint algorithm version) is fixed when the index is created
-and checked on every open: a mismatch raises :class:`StoreMismatchError`.
+and checked on every open: a mismatch raises :class:`StoreMismatchError`; so does an index of another
+on-disk format (the packed-bucket layout of earlier versions), which must be rebuilt.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +35,32 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
 from fingerprint_indexer.store.db import open_db
-from fingerprint_indexer.store.errors import StoreMismatchError
+from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
 
-RECORD = np.dtype([("fp", ">u8"), ("num", ">u4")])
-FORMAT = b"packed-1"
+FORMAT = b"keyed-2"
+NUM_MASK = 0xFFFFFFFF
+#: Entries read per bucket and query, newest first. Far above any bucket of real news at 10^5
+#: documents, so recall there is untouched; it caps the cost of a hot bucket at 10^7.
+BUCKET_BUDGET = 4096
+
+
+def _meta_value(fp: int, num: int, meta: Meta | None) -> bytes:
+    value = b"%016x %d" % (fp, num)
+    if meta:
+        value += b" " + json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
+    return value
 
 
 class IndexWrites:
     """Index changes staged into a LevelDB write batch that the caller may share with other records.
 
-    Reads its own writes (documents and buckets touched in this batch). Call :meth:`finish` before the
-    batch is written and :meth:`committed` after.
+    Reads its own document writes (an id added then removed in one batch). Call :meth:`finish` before
+    the batch is written and :meth:`committed` after.
     """
 
     def __init__(self, index: LevelDBIndex, wb: Any) -> None:
         self.index, self.wb = index, wb
         self._docs: dict[str, tuple[int, int] | None] = {}
-        self._buckets: dict[bytes, bytes] = {}
         self._delta = 0
         self._next = index._next_number
 
@@ -57,12 +69,6 @@ class IndexWrites:
             return self._docs[doc_id]
         return self.index._lookup(doc_id)
 
-    def _bucket(self, key: bytes) -> bytes:
-        got = self._buckets.get(key)
-        if got is None:
-            got = self.index._db.get(key) or b""
-        return got
-
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
         fp = fingerprint & MASK64
         if self._current(doc_id) is not None:
@@ -70,13 +76,9 @@ class IndexWrites:
         num = self._next
         self._next += 1
         ix = self.index
-        rec = np.array([(fp, num)], dtype=RECORD).tobytes()
-        for key in ix._bucket_keys(fp):
-            self._buckets[key] = self._bucket(key) + rec
-        value = b"%016x %d" % (fp, num)
-        if meta:
-            value += b" " + json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
-        self.wb.put(ix._doc_key(doc_id), value)
+        for key in ix._entry_keys(fp, num):
+            self.wb.put(key, b"")
+        self.wb.put(ix._doc_key(doc_id), _meta_value(fp, num, meta))
         self.wb.put(ix._num_key(num), doc_id.encode())
         self._docs[doc_id] = (fp, num)
         self._delta += 1
@@ -87,9 +89,8 @@ class IndexWrites:
             return False
         fp, num = cur
         ix = self.index
-        for key in ix._bucket_keys(fp):
-            recs = np.frombuffer(self._bucket(key), dtype=RECORD)
-            self._buckets[key] = recs[recs["num"] != num].tobytes()
+        for key in ix._entry_keys(fp, num):
+            self.wb.delete(key)
         self.wb.delete(ix._doc_key(doc_id))
         self.wb.delete(ix._num_key(num))
         self._docs[doc_id] = None
@@ -97,12 +98,9 @@ class IndexWrites:
         return True
 
     def finish(self) -> None:
-        for key, value in self._buckets.items():
-            if value:
-                self.wb.put(key, value)
-            else:
-                self.wb.delete(key)
         ix = self.index
+        if self._next > NUM_MASK + 1:
+            raise OverflowError(f"{ix.location}: more than 2^32 index entries were ever written; rebuild it")
         self.wb.put(ix._key(b"meta/count"), b"%d" % (ix._count + self._delta))
         self.wb.put(ix._key(b"meta/next_number"), b"%d" % self._next)
 
@@ -111,11 +109,14 @@ class IndexWrites:
         self.index._next_number = self._next
         self._delta = 0
         self._docs.clear()
-        self._buckets.clear()
 
 
 class LevelDBIndex(NearDupIndex):
-    """Block index persisted in LevelDB (the embedded default backend)."""
+    """Block index persisted in LevelDB (the embedded default backend).
+
+    ``bucket_budget`` bounds the entries a query reads from each block bucket (newest first; None reads
+    them all).
+    """
 
     def __init__(
         self,
@@ -125,6 +126,7 @@ class LevelDBIndex(NearDupIndex):
         algorithm: str | None = None,
         db: plyvel.DB | None = None,
         prefix: bytes = b"",
+        bucket_budget: int | None = BUCKET_BUDGET,
     ) -> None:
         if path is not None and db is None:
             self._db: plyvel.DB = open_db(path)
@@ -134,6 +136,9 @@ class LevelDBIndex(NearDupIndex):
             self.location = str(Path(db.name).parent) if db.name else "<database>"
         else:
             raise ValueError("give exactly one of path or db")
+        if bucket_budget is not None and bucket_budget < 1:
+            raise ValueError(f"bucket_budget must be >= 1 or None, got {bucket_budget}")
+        self.bucket_budget = bucket_budget
         self._owns_db = path is not None
         self._p = prefix
         try:
@@ -143,8 +148,11 @@ class LevelDBIndex(NearDupIndex):
         except BaseException:
             self.close()
             raise
-        self._hex_widths = [(w + 3) // 4 for w in self.layout.widths]
-        self._shifts = np.array(self.layout.shifts, dtype=np.uint64)
+        self._value_bytes = [(w + 7) // 8 for w in self.layout.widths]
+        self._entry_dtypes = [
+            np.dtype([("key", f"V{len(self._bucket_prefix(b, 0))}"), ("num", ">u4"), ("fp", ">u8")])
+            for b in range(self.layout.n_blocks)
+        ]
 
     # ------------------------------------------------------------------ meta
     def _key(self, suffix: bytes) -> bytes:
@@ -159,9 +167,7 @@ class LevelDBIndex(NearDupIndex):
         has_docs = next(self._db.iterator(prefix=self._key(b"d/"), include_value=False), None) is not None
         if (raw_format is not None or has_docs) and raw_format != FORMAT:
             found = raw_format.decode() if raw_format else "unknown"
-            raise StoreMismatchError(
-                f"{self.location} holds an index of format {found!r}, not {FORMAT.decode()!r}; rebuild it"
-            )
+            raise rebuild_error(self.location, f"a block index of format {found!r}, not {FORMAT.decode()!r}")
         stored = BlockLayout.from_dict(json.loads(raw_layout)) if raw_layout else None
         if stored is not None and layout is not None and stored != layout:
             raise StoreMismatchError(
@@ -170,9 +176,8 @@ class LevelDBIndex(NearDupIndex):
             )
         stored_algo = raw_algo.decode() if raw_algo else None
         if algorithm is not None and stored_algo != algorithm and (stored_algo is not None or has_docs):
-            raise StoreMismatchError(
-                f"{self.location} holds fingerprints of algorithm {stored_algo or 'unknown'!r}, "
-                f"not {algorithm!r}; rebuild it: deduplicate the input again into a new store directory"
+            raise rebuild_error(
+                self.location, f"fingerprints of algorithm {stored_algo or 'unknown'!r}, not {algorithm!r}"
             )
         final = stored or layout or BlockLayout()
         with self._db.write_batch(transaction=True) as wb:
@@ -191,11 +196,16 @@ class LevelDBIndex(NearDupIndex):
     def _num_key(self, num: int) -> bytes:
         return self._p + b"n/%08x" % num
 
-    def _bucket_key(self, block: int, value: int) -> bytes:
-        return self._p + b"b/%02x/%0*x" % (block, self._hex_widths[block], value)
+    def _bucket_prefix(self, block: int, value: int) -> bytes:
+        width = (self.layout.widths[block] + 7) // 8
+        return self._p + b"b/" + bytes((block,)) + value.to_bytes(width, "big")
 
-    def _bucket_keys(self, fp: int) -> list[bytes]:
-        return [self._bucket_key(b, v) for b, v in enumerate(self.layout.split(fp))]
+    def _bucket_prefixes(self, fp: int) -> list[bytes]:
+        return [self._bucket_prefix(b, v) for b, v in enumerate(self.layout.split(fp))]
+
+    def _entry_keys(self, fp: int, num: int) -> list[bytes]:
+        tail = (NUM_MASK - num).to_bytes(4, "big") + fp.to_bytes(8, "big")
+        return [pfx + tail for pfx in self._bucket_prefixes(fp)]
 
     def _lookup(self, doc_id: str) -> tuple[int, int] | None:
         raw = self._db.get(self._doc_key(doc_id))
@@ -213,10 +223,7 @@ class LevelDBIndex(NearDupIndex):
         self.add_many([(doc_id, fingerprint, meta)])
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]], batch_size: int = 10_000) -> None:
-        """Insert in atomic write batches of ``batch_size`` documents; an empty index is bulk-loaded."""
-        if self._count == 0 and self._next_number == 0:
-            self._bulk_load(items)
-            return
+        """Insert in atomic write batches of ``batch_size`` documents."""
         wb = self._db.write_batch(transaction=True)
         staged = self.writes(wb)
         for n, (doc_id, fp, meta) in enumerate(items, 1):
@@ -230,38 +237,6 @@ class LevelDBIndex(NearDupIndex):
         staged.finish()
         wb.write()
         staged.committed()
-
-    def _bulk_load(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
-        """Fill an empty index: buckets built with NumPy sorts and written once each, in one batch."""
-        latest: dict[str, tuple[int, Meta | None]] = {}
-        for doc_id, fp, meta in items:
-            latest.pop(doc_id, None)  # a repeated id counts where it was last given
-            latest[doc_id] = (fp & MASK64, meta)
-        if not latest:
-            return
-        fps = np.fromiter((v[0] for v in latest.values()), dtype=np.uint64, count=len(latest))
-        recs = np.empty(len(fps), dtype=RECORD)
-        recs["fp"] = fps
-        recs["num"] = np.arange(len(fps), dtype=np.uint32)
-        with self._db.write_batch(transaction=True) as wb:
-            for num, (doc_id, (fp, meta)) in enumerate(latest.items()):
-                value = b"%016x %d" % (fp, num)
-                if meta:
-                    value += b" " + json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
-                wb.put(self._doc_key(doc_id), value)
-                wb.put(self._num_key(num), doc_id.encode())
-            blocks = self.layout.split_many(fps)
-            for b in range(self.layout.n_blocks):
-                order = np.argsort(blocks[:, b], kind="stable")
-                values = blocks[order, b]
-                sorted_recs = recs[order]
-                starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
-                ends = np.r_[starts[1:], len(values)]
-                for s, e, v in zip(starts.tolist(), ends.tolist(), values[starts].tolist(), strict=True):
-                    wb.put(self._bucket_key(b, v), sorted_recs[s:e].tobytes())
-            wb.put(self._key(b"meta/count"), b"%d" % len(latest))
-            wb.put(self._key(b"meta/next_number"), b"%d" % len(latest))
-        self._count = self._next_number = len(latest)
 
     def remove(self, doc_id: str) -> bool:
         wb = self._db.write_batch(transaction=True)
@@ -289,25 +264,59 @@ class LevelDBIndex(NearDupIndex):
     def __len__(self) -> int:
         return self._count
 
-    def _candidates(self, fp: int) -> npt.NDArray[Any]:
-        get = self._db.get
-        raw = b"".join(get(k) or b"" for k in self._bucket_keys(fp))
-        return np.frombuffer(raw, dtype=RECORD)
+    def bucket_entries(
+        self, block: int, value: int, limit: int | None = None, it: Any = None
+    ) -> npt.NDArray[Any]:
+        """Entries of one bucket, newest first (at most ``limit``): fields ``num`` (the entry's number,
+        inverted; see :meth:`entry_numbers`) and ``fp``. ``it`` reuses a raw iterator of the database
+        (one per query: seeking it costs what a ``get`` does, creating one costs several)."""
+        pfx = self._bucket_prefix(block, value)
+        it = it if it is not None else self._db.raw_iterator()
+        it.seek(pfx)
+        keys: list[bytes] = []
+        cap = limit if limit is not None else -1
+        while it.valid() and len(keys) != cap:
+            key = it.key()
+            if not key.startswith(pfx):
+                break
+            keys.append(key)
+            it.next()
+        return np.frombuffer(b"".join(keys), dtype=self._entry_dtypes[block])
 
-    def bucket_sizes(self, fingerprint: int) -> list[int]:
-        """Number of documents in each block bucket of ``fingerprint`` (giant buckets slow queries)."""
-        get = self._db.get
-        return [len(get(k) or b"") // RECORD.itemsize for k in self._bucket_keys(fingerprint & MASK64)]
+    @staticmethod
+    def entry_numbers(entries: npt.NDArray[Any]) -> npt.NDArray[np.uint32]:
+        """Document numbers of :meth:`bucket_entries` (stored inverted so that the newest come first)."""
+        return np.uint32(NUM_MASK) - entries["num"].astype(np.uint32)
+
+    def _candidates(self, fp: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
+        it = self._db.raw_iterator()
+        try:
+            parts = [self.bucket_entries(b, v, self.bucket_budget, it)
+                     for b, v in enumerate(self.layout.split(fp))]
+        finally:
+            it.close()
+        nums = np.concatenate([self.entry_numbers(p) for p in parts])
+        fps = np.concatenate([p["fp"].astype(np.uint64) for p in parts])
+        return nums, fps
+
+    def bucket_sizes(self, fingerprint: int, limit: int | None = None) -> list[int]:
+        """Number of entries in each block bucket of ``fingerprint``, each counted up to ``limit``
+        (giant buckets slow queries; counting one costs a scan of it)."""
+        out = []
+        for pfx in self._bucket_prefixes(fingerprint & MASK64):
+            keys = self._db.iterator(prefix=pfx, include_value=False)
+            out.append(sum(1 for _ in (keys if limit is None else islice(keys, limit))))
+        return out
 
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
         self.layout.check_k(k)
         fp = fingerprint & MASK64
-        recs = self._candidates(fp)
-        if not len(recs):
+        nums, fps = self._candidates(fp)
+        if not len(nums):
             return []
-        dist = np.bitwise_count(recs["fp"].astype(np.uint64) ^ np.uint64(fp))
+        dist = np.bitwise_count(fps ^ np.uint64(fp))
         ok = dist <= k
-        found = dict(zip(recs["num"][ok].tolist(), dist[ok].tolist(), strict=True))  # dedupes tables
+        found = dict(zip(nums[ok].tolist(), dist[ok].tolist(), strict=True))  # dedupes tables
         get = self._db.get
         hits = []
         for num, d in found.items():

@@ -35,8 +35,8 @@ class Metrics:
                               "parked in rejected.ndjson after the bounded number of tries", registry=r)
         self.spool_depth = Gauge("fpi_spool_depth", "Undelivered spool records", registry=r)
         self.spool_bytes = Gauge("fpi_spool_bytes", "Undelivered spool payload bytes", registry=r)
-        self.largest_bucket = Gauge("fpi_largest_block_bucket",
-                                    "Largest block bucket written to since start (documents)", registry=r)
+        self.largest_bucket = Gauge("fpi_largest_block_bucket", "Largest block bucket written to since start "
+                                    "(entries, counted up to the query budget)", registry=r)
         self.es_up = Gauge("fpi_elasticsearch_up", "1 while Elasticsearch takes writes directly", registry=r)
 
     def bind(self, spool_depth: Callable[[], float], spool_bytes: Callable[[], float],

@@ -189,9 +189,11 @@ class StoreOwner:
         return out
 
     def _track_buckets(self, store: ExactStore, fps: list[int]) -> None:
-        """Largest block bucket seen among the buckets just written to (a giant bucket slows every query)."""
+        """Largest block bucket seen among the buckets just written to (a giant bucket slows every query),
+        counted up to the index's query budget: a query reads no more of a bucket than that."""
         for fp in fps:
-            self.largest_bucket = max(self.largest_bucket, *store.index.bucket_sizes(fp))
+            sizes = store.index.bucket_sizes(fp, limit=store.index.bucket_budget)
+            self.largest_bucket = max(self.largest_bucket, *sizes)
 
     def neighbours(
         self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None

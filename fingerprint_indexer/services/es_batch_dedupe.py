@@ -12,16 +12,25 @@ was linked through another story of the same template), and every member of a gr
 smallest id) written back, with ``distance`` the smallest Hamming distance over all
 fingerprint pairs with the canonical.
 Elasticsearch distributes the bucket work over its shards; the client only verifies and joins.
+
+Memory is bounded by a page of a bucket, however large the bucket: its members are read a page at a time
+(``MEMBER_PAGE``), and each page is compared with itself, the page before it and one member of each group
+already linked in the bucket (at most a page of them), never as an n x n matrix of the whole bucket. A
+member is verified against at most ``PARTNERS`` candidates of other groups, nearest first (candidates
+already in its group are skipped), so a bucket of identical copies costs a page of work per page. Exact
+copies (a ``content_digest`` bucket) are each joined to the bucket's first member. Only members of
+accepted pairs are kept until the write-back.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
@@ -40,6 +49,8 @@ from fingerprint_indexer.store.exact import MAX_BAND_READ
 from fingerprint_indexer.verify import Evidence, check, closest, same_facts
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
+MEMBER_PAGE = 1000  # members of an oversized bucket read and compared at a time
+PARTNERS = 64  # candidates of other groups verified per member and bucket, nearest first
 MEMBER_FIELDS = [
     *VERIFY_FIELDS,
     {"field": "content_digest"},
@@ -107,22 +118,36 @@ def _member(hit: dict[str, Any]) -> Member | None:
                   hit_evidence(f))  # fmt: skip
 
 
-def _bucket_members(client: Elasticsearch, index: str, fname: str, key: str, page: int) -> list[Member]:
-    """All members of a bucket too large for top_hits (point-in-time scan)."""
+def _bucket_pages(
+    client: Elasticsearch, index: str, fname: str, key: str, page: int
+) -> Iterator[list[Member]]:
+    """The members of a bucket too large for top_hits, a page at a time (point-in-time scan)."""
     hits = pit_scan(client, index, {"term": {fname: key}}, page, source=False, docvalue_fields=MEMBER_FIELDS)
-    return [m for m in map(_member, hits) if m is not None]
+    out: list[Member] = []
+    for hit in hits:
+        m = _member(hit)
+        if m is not None:
+            out.append(m)
+        if len(out) == page:
+            yield out
+            out = []
+    if out:
+        yield out
 
 
 def shared_buckets(client: Elasticsearch, index: str, fname: str, page: int = 2000) -> Iterator[list[Member]]:
-    """Members of every bucket of ``fname`` that holds two or more documents."""
-    for _, members in keyed_buckets(client, index, fname, page):
-        yield members
+    """Members of every bucket of ``fname`` that holds two or more documents (each bucket whole: for
+    inspection; :func:`batch_dedupe` reads oversized buckets page by page)."""
+    for _, pages in keyed_buckets(client, index, fname, page):
+        yield [m for members in pages for m in members]
 
 
 def keyed_buckets(
-    client: Elasticsearch, index: str, fname: str, page: int = 2000
-) -> Iterator[tuple[str, list[Member]]]:
-    """(key, members) of every bucket of ``fname`` that holds two or more documents."""
+    client: Elasticsearch, index: str, fname: str, page: int = 2000, member_page: int = MEMBER_PAGE,
+    skip_above: int | None = None,
+) -> Iterator[tuple[str, Iterator[list[Member]]]]:
+    """(key, pages of members) of every bucket of ``fname`` that holds two or more documents (and at most
+    ``skip_above``, when given); read each bucket's pages before asking for the next bucket."""
     after: dict[str, Any] | None = None
     while True:
         composite: dict[str, Any] = {"size": page, "sources": [{"key": {"terms": {"field": fname}}}]}
@@ -133,28 +158,25 @@ def keyed_buckets(
         resp = client.search(index=index, size=0, aggs=aggs, track_total_hits=False)
         agg = resp["aggregations"]["buckets"]
         for b in agg["buckets"]:
-            if b["doc_count"] < 2:
+            if b["doc_count"] < 2 or (skip_above is not None and b["doc_count"] > skip_above):
                 continue
             key = str(b["key"]["key"])
             if b["doc_count"] > TOP_HITS:
-                yield key, _bucket_members(client, index, fname, key, 5000)
+                yield key, _bucket_pages(client, index, fname, key, member_page)
             else:
                 members = [m for m in map(_member, b["members"]["hits"]["hits"]) if m is not None]
-                yield key, members
+                yield key, iter([members])
         after = agg.get("after_key")
         if not after or not agg["buckets"]:
             return
 
 
-def _close_pairs(
-    members: list[Member], k: int, layout: BlockLayout | None = None, block: int = 0, key: str = ""
-) -> list[tuple[int, int]]:
-    """Index pairs (i < j) of members with fingerprints within distance k that the verification rule
-    accepts (:func:`fingerprint_indexer.verify.check`).
-
-    With ``layout`` only the fingerprints that put a member into this bucket (block ``block`` = ``key``)
-    are compared: any pair within k shares a block key, so it is found in the bucket of that key.
-    """
+def _bucket_fps(
+    members: list[Member], layout: BlockLayout | None, block: int, key: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+    """(owner position, fingerprint) of each fingerprint that puts a member into this bucket (all of a
+    member's fingerprints without ``layout``): any pair within k shares a block key, so it is found in the
+    bucket of that key."""
     owner: list[int] = []
     values: list[int] = []
     for n, m in enumerate(members):
@@ -162,54 +184,134 @@ def _close_pairs(
             if layout is None or layout.keys(fp & MASK64)[block] == key:
                 owner.append(n)
                 values.append(fp & MASK64)
-    if not values:
-        return []
-    fps = np.array(values, dtype=np.uint64)
-    own = np.array(owner)
-    dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
-    a, b = np.nonzero(np.triu(dist <= k, 1))
-    pairs = {(int(min(x, y)), int(max(x, y))) for x, y in zip(own[a].tolist(), own[b].tolist(), strict=True)
-             if x != y}  # fmt: skip
-    return sorted((i, j) for i, j in pairs if check(members[i].evidence, members[j].evidence, k).accepted)
+    return np.array(owner, dtype=np.int64), np.array(values, dtype=np.uint64)
+
+
+class _Linker:
+    """Joins the members of buckets that the verification rule accepts, with memory bounded by a page."""
+
+    def __init__(self, k: int, report: BatchDedupeReport, partners: int = PARTNERS) -> None:
+        self.k, self.report, self.partners = k, report, partners
+        self.uf = _UnionFind()
+        self.linked: dict[str, Member] = {}  # members of accepted pairs (the groups to write back)
+
+    def _link(self, a: Member, b: Member) -> None:
+        self.linked.setdefault(a.id, a)
+        self.linked.setdefault(b.id, b)
+        self.uf.union(a.id, b.id)
+        self.report.verified_pairs += 1
+
+    def exact(self, pages: Iterable[list[Member]]) -> None:
+        """A content-digest bucket: every member is an exact copy of the first."""
+        first: Member | None = None
+        n = 0
+        for page in pages:
+            for m in page:
+                n += 1
+                if first is None:
+                    first = m
+                else:
+                    self._link(first, m)
+        self.report.candidate_pairs += n * (n - 1) // 2
+
+    def banded(self, members: list[Member]) -> None:
+        """A shared sketch band (at most MAX_BAND_READ members): the rule decides each pair (check tells
+        a band match by itself)."""
+        n = len(members)
+        self.report.candidate_pairs += n * (n - 1) // 2
+        for a in range(n):
+            for b in range(a + 1, n):
+                if self.uf.find(members[a].id) != self.uf.find(members[b].id) and check(
+                        members[a].evidence, members[b].evidence, self.k).accepted:
+                    self._link(members[a], members[b])
+
+    def near(self, pages: Iterable[list[Member]], layout: BlockLayout | None = None, block: int = 0,
+             key: str = "") -> None:
+        """A block bucket: each page against itself, the page before and one member per linked group."""
+        previous: list[Member] = []
+        reps: list[Member] = []  # one member per group linked in this bucket, at most a page of them
+        rep_roots: set[str] = set()
+        n = 0
+        for page in pages:
+            n += len(page)
+            here = {m.id for m in page}
+            pool = page + [m for m in previous if m.id not in here]
+            seen = here | {m.id for m in previous}
+            pool += [m for m in reps if m.id not in seen]
+            self._page(page, pool, layout, block, key)
+            for m in pool:
+                if len(reps) >= max(len(page), 1):
+                    break
+                if m.id in self.linked:
+                    root = self.uf.find(m.id)
+                    if root not in rep_roots:
+                        rep_roots.add(root)
+                        reps.append(m)
+            previous = page
+        self.report.candidate_pairs += n * (n - 1) // 2
+
+    def _page(self, page: list[Member], pool: list[Member], layout: BlockLayout | None, block: int,
+              key: str) -> None:
+        """Verify and join the pairs of (page member, earlier page member or other pool member) within k."""
+        own, fps = _bucket_fps(pool, layout, block, key)
+        if not len(fps):
+            return
+        roots: dict[str, int] = {}
+        labels = np.array([roots.setdefault(self.uf.find(m.id), len(roots)) for m in pool], dtype=np.int64)
+        n_page = len(page)
+        for i, m in enumerate(page):
+            rows = np.flatnonzero(own == i)
+            if not len(rows):
+                continue
+            dist = np.bitwise_count(fps[rows][:, None] ^ fps[None, :]).min(axis=0)  # (fingerprints of pool)
+            near = np.flatnonzero(dist <= self.k)
+            partner = own[near]
+            keep = (partner != i) & ((partner < i) | (partner >= n_page))
+            partner, d = partner[keep], dist[near][keep]
+            if not len(partner):
+                continue
+            ordered = partner[np.lexsort((partner, d))]  # nearest first, then pool order
+            _, first = np.unique(ordered, return_index=True)
+            cands = ordered[np.sort(first)]  # each partner once, at its smallest distance
+            cands = cands[labels[cands] != labels[i]][: self.partners]  # of other groups
+            for j in cands.tolist():
+                if labels[j] == labels[i]:  # joined through an earlier partner of this member
+                    continue
+                if check(m.evidence, pool[j].evidence, self.k).accepted:
+                    self._link(pool[j], m)
+                    labels[labels == labels[j]] = labels[i]
 
 
 def batch_dedupe(
-    client: Elasticsearch, index: str, k: int = 3, write: bool = True, page: int = 2000
+    client: Elasticsearch, index: str, k: int = 3, write: bool = True, page: int = 2000,
+    member_page: int = MEMBER_PAGE,
 ) -> BatchDedupeReport:
-    """Find and (with ``write``) record every near-duplicate group of ``index``."""
+    """Find and (with ``write``) record every near-duplicate group of ``index``; ``page`` buckets per
+    aggregation request, ``member_page`` members of an oversized bucket read and compared at a time."""
     started = time.perf_counter()
     es_index = ElasticsearchIndex(client, index, create=False)
     es_index.layout.check_k(k)
     report = BatchDedupeReport(index, k)
-    uf = _UnionFind()
-    members_by_id: dict[str, Member] = {}
+    linker = _Linker(k, report)
     layout = es_index.layout
     for fname in [f"block_{b}" for b in range(layout.n_blocks)] + [BANDS_FIELD, "content_digest"]:
         report.fields_scanned.append(fname)
         exact, banded = fname == "content_digest", fname == BANDS_FIELD
         block = -1 if exact or banded else int(fname.removeprefix("block_"))
-        for key, members in keyed_buckets(client, index, fname, page):
-            n = len(members)
-            if banded and n > MAX_BAND_READ:  # a stock phrase, as the embedded store treats it
-                continue
+        # a band key of more than MAX_BAND_READ documents is a stock phrase, as the embedded store treats it
+        skip = MAX_BAND_READ if banded else None
+        for key, pages in keyed_buckets(client, index, fname, page, member_page, skip_above=skip):
             report.shared_buckets += 1
-            report.candidate_pairs += n * (n - 1) // 2
-            for m in members:
-                members_by_id.setdefault(m.id, m)
             if exact:
-                pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
-            elif banded:  # a shared band: the rule decides each pair (check tells band matches itself)
-                pairs = [(a, b) for a in range(n) for b in range(a + 1, n)
-                         if check(members[a].evidence, members[b].evidence, k).accepted]
+                linker.exact(pages)
+            elif banded:
+                linker.banded([m for members in pages for m in members])
             else:
-                pairs = _close_pairs(members, k, layout, block, key)
-            for a, b in pairs:
-                uf.union(members[a].id, members[b].id)
-            report.verified_pairs += len(pairs)
+                linker.near(pages, layout, block, key)
 
     groups: dict[str, list[Member]] = {}
-    for doc_id in uf.parent:
-        groups.setdefault(uf.find(doc_id), []).append(members_by_id[doc_id])
+    for doc_id, m in linker.linked.items():
+        groups.setdefault(linker.uf.find(doc_id), []).append(m)
     actions = []
     for linked in groups.values():
         canon = min(linked, key=lambda m: (m.published if m.published is not None else float("inf"), m.id))

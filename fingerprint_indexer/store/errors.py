@@ -29,3 +29,10 @@ class StoreDamagedError(StoreError):
 
 class StoreWriteError(StoreError):
     """A write to the store failed (disk full, I/O error); nothing of the failed batch was stored."""
+
+
+def rebuild_error(location: object, holds: str) -> StoreMismatchError:
+    """The one refusal of a store this version cannot read: what it holds, and that it must be rebuilt."""
+    return StoreMismatchError(
+        f"{location} holds {holds}; rebuild it: deduplicate the input again into a new store directory"
+    )

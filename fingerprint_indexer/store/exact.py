@@ -52,10 +52,12 @@ from fingerprint_indexer.store.errors import (
     StoreMismatchError,
     StoreReadOnlyError,
     StoreWriteError,
+    rebuild_error,
 )
 from fingerprint_indexer.verify import Verdict, check_many
 
-FORMAT = b"2"
+FORMAT = b"3"  # 3: block index of one key per (bucket, entry); 2 packed each bucket into one value
+MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
@@ -147,17 +149,28 @@ def judged_near(
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
     band: Callable[[str], list[str]] | None = None,
+    limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
     with it (``band``: the documents under a key), with the rule's verdict on it
-    (:func:`fingerprint_indexer.verify.check_many`), nearest first."""
-    ids: set[str] = set()
+    (:func:`fingerprint_indexer.verify.check_many`), nearest first.
+
+    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
+    keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one
+    stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
+    of others."""
+    hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
     for fp in ev.fingerprints:
-        ids.update(doc_of(m.doc_id) for m in query(fp, k))
+        for m in query(fp, k):
+            h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
+            h[0] += 1
+            h[1] = min(h[1], m.distance)
     if band is not None:
         for key in band_keys(bytes(ev.sketch)):
-            ids.update(band(key))
-    ids.discard(exclude or "")
+            for doc in band(key):
+                hits.setdefault(doc, [0, k + 1])[0] += 1
+    hits.pop(exclude or "", None)
+    ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
     recs = [r for r in map(record, sorted(ids)) if r is not None]
     judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
     return sorted(judged, key=lambda x: (x[1].distance, x[0].id))
@@ -262,10 +275,8 @@ class ExactStore:
     def _open(self, layout: BlockLayout | None, algorithm: str | None, accept_lost_writes: bool) -> None:
         fmt = self.db.get(b"s/meta/format")
         if fmt is not None and fmt != FORMAT:
-            raise StoreMismatchError(
-                f"store {self.directory} has format {fmt.decode()!r}; "
-                f"this version reads {FORMAT.decode()!r}"
-            )
+            raise rebuild_error(f"store {self.directory}",
+                                f"data of store format {fmt.decode()!r}, not {FORMAT.decode()!r}")
         self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm)
         self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
                                     algorithm=algorithm)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import tempfile
 
 import pytest
@@ -75,3 +76,47 @@ def test_bucket_sizes(tmp_path):
         assert ix.bucket_sizes(0) == [3, 4, 4, 2]
         ix.remove("b")
         assert ix.bucket_sizes(0) == [2, 3, 3, 2]
+
+
+def _bucket_keys(ix: LevelDBIndex) -> list[bytes]:
+    return list(ix._db.iterator(prefix=ix._key(b"b/"), include_value=False))
+
+
+def test_insert_and_removal_touch_one_key_per_block(tmp_path):
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        ix.add_many([(f"d{i}", 0xABCD_0000_0000_0000 | i, None) for i in range(50)])  # one hot block 0
+        assert len(_bucket_keys(ix)) == 50 * 4
+        assert ix.bucket_sizes(0xABCD_0000_0000_0000) == [50, 50, 50, 1]
+        assert ix.remove("d7") and not ix.remove("d7")
+        keys = _bucket_keys(ix)
+        assert len(keys) == 49 * 4
+        assert all(k.endswith((0xABCD_0000_0000_0000 | 7).to_bytes(8, "big")) is False for k in keys)
+        assert [m.doc_id for m in ix.query(0xABCD_0000_0000_0007, 0)] == []
+        ix.add("d7", 0xABCD_0000_0000_0007)
+        assert [m.doc_id for m in ix.query(0xABCD_0000_0000_0007, 0)] == ["d7"]
+        assert len(_bucket_keys(ix)) == 50 * 4
+
+
+def test_bucket_budget_reads_the_newest_entries_of_a_hot_bucket(tmp_path):
+    rng = random.Random(7)
+    fps = [0x1234 << 48 | rng.getrandbits(48) for _ in range(30)]  # one hot block-0 bucket
+    flip = 1 << 32 | 1 << 16 | 1  # one bit in each other block: only block 0 is shared with the probe
+    with LevelDBIndex(tmp_path / "ix", bucket_budget=10) as ix:
+        ix.add_many([(f"d{i:02d}", fp, None) for i, fp in enumerate(fps)])
+        found = [i for i, fp in enumerate(fps) if [m.doc_id for m in ix.query(fp ^ flip, 3)] == [f"d{i:02d}"]]
+        assert found == list(range(20, 30))  # the ten newest entries of the bucket
+        assert all(ix.query(fp, 0) == [Match(f"d{i:02d}", 0)] for i, fp in enumerate(fps))  # own buckets
+    with LevelDBIndex(tmp_path / "ix", bucket_budget=None) as ix:  # no budget: every entry is read
+        assert all(ix.query(fp ^ flip, 3) == [Match(f"d{i:02d}", 3)] for i, fp in enumerate(fps))
+
+
+def test_index_of_the_packed_layout_is_refused_with_a_rebuild_hint(tmp_path):
+    from fingerprint_indexer.store.db import open_db
+
+    db = open_db(tmp_path / "ix")  # what an index of the earlier, packed layout holds
+    db.put(b"meta/format", b"packed-1")
+    db.put(b"d/a", b"0000000000000001 0")
+    db.put(b"b/00/0000", b"\x00" * 12)
+    db.close()
+    with pytest.raises(StoreMismatchError, match=r"format 'packed-1', not 'keyed-2'; rebuild it"):
+        LevelDBIndex(tmp_path / "ix")

@@ -147,3 +147,38 @@ def test_pairs_need_the_sketch_and_match_through_chunks(es_client, es_index):
     assert stored["c"]["duplicate_of"] == "a" and stored["c"]["decision"] == "near_duplicate"
     assert stored["c"]["distance"] == 2  # smallest over all fingerprint pairs: a ~ c's chunk
     assert "cluster_id" not in stored["b"]
+
+
+def test_a_hot_bucket_is_read_and_compared_a_page_at_a_time(es_client, es_index):
+    """2,400 documents in one block_0 bucket: two groups of near copies interleaved across ten pages,
+    and far-apart singletons. The groups come out whole, and memory stays far below the n x n XOR matrix
+    of the bucket (2,400^2 x 8 bytes = 46 MB) that comparing it whole would take."""
+    import tracemalloc
+
+    rng = random.Random(5)
+    top = 0xBEEF << 48
+    centres = [top | rng.getrandbits(48), top | rng.getrandbits(48)]
+    docs = []
+    for i in range(2400):
+        if i % 3 == 2:  # a singleton: shares only the hot block with everything else
+            fp = top | rng.getrandbits(48)
+        else:
+            fp = _flip(centres[i % 3], rng, rng.randint(0, 1)) & ~(0xFFFF << 48) | top
+        docs.append((f"h{i:04d}", fp, {"content_digest": f"h{i}"}))
+    index = ElasticsearchIndex(es_client, es_index, BlockLayout())
+    index.add_many(docs)
+    index.refresh()
+    tracemalloc.start()
+    try:
+        report = batch_dedupe(es_client, es_index, k=K, member_page=240)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    want = [{d[0] for n, d in enumerate(docs) if n % 3 == g} for g in (0, 1)]  # within 2 bits of each other
+    assert report.groups == 2
+    assert report.documents_in_groups == sum(len(g) for g in want) == 1600
+    assert report.failures == [] and report.written == 1600
+    assert peak < 24 << 20, f"peak traced memory {peak / 2**20:.1f} MB"
+    stored = {h["_id"]: h["_source"] for h in helpers.scan(es_client, index=es_index)}
+    for group in want:
+        assert len({stored[i]["cluster_id"] for i in group}) == 1

@@ -106,6 +106,18 @@ def test_other_algorithm_version_or_layout_is_refused(tmp_path):
         assert store.n_docs == 2
 
 
+def test_store_of_the_packed_bucket_layout_is_refused_with_a_rebuild_hint(tmp_path):
+    _filled(tmp_path, 2)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
+        store.db.put(b"s/meta/format", b"2")
+    with pytest.raises(StoreMismatchError, match=r"store format '2', not '3'; rebuild it: deduplicate the "
+                                                 r"input again into a new store directory"):
+        ExactStore(tmp_path, algorithm=ALGO)
+    import plyvel
+
+    plyvel.DB(str(tmp_path / "leveldb")).close()  # the refusal released LevelDB's lock
+
+
 def test_second_process_gets_a_clear_lock_error(tmp_path):
     _filled(tmp_path, 2)
     holder = textwrap.dedent(f"""
@@ -165,3 +177,30 @@ def test_record_json_round_trips_and_is_what_asdict_gave() -> None:
                     frames=["0000000000000007"])
     assert json.loads(rec.to_json()) == expected
     assert DocRecord.from_json(rec.to_json()) == rec
+
+
+def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
+    """300 stored documents share one stock chunk with the query; a copy shares all three of its
+    fingerprints. The copy is among the MAX_CANDIDATES verified, and no more are verified."""
+    import random
+
+    from fingerprint_indexer.store.exact import MAX_CANDIDATES, judged_near
+
+    rng = random.Random(4)
+    stock, doc_fp, lead_fp = (rng.getrandbits(64) for _ in range(3))
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        tx = store.batch()
+        stored = [[rng.getrandbits(64), stock] for _ in range(300)] + [[doc_fp, lead_fp, stock]]
+        for i, fps in enumerate(stored):
+            doc_id = "copy" if i == 300 else f"t{i:03d}"
+            rec = record_now(id=doc_id, fingerprint=fps[0], chunks=fps[1:], content_digest=doc_id,
+                             keyword_digest="kw", cluster_id=doc_id, decision="new", duplicate_of=None,
+                             distance=None, degenerate=False, length=10, published_at=None, version=ALGO)
+            tx.put_record(rec, index=True)
+        tx.commit()
+        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record)
+        assert len(judged) == MAX_CANDIDATES
+        assert judged[0][0].id == "copy" and all(v.accepted for _, v in judged)
+        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record,
+                                 limit=10**6)
+        assert len(everything) == 301
