@@ -120,9 +120,16 @@ def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str
 
 
 def _wait(driver: Any, cond: Any, timeout: float = 60.0) -> Any:
+    """``cond()`` once it holds; a table re-rendered while ``cond`` reads it (a stale element) is a
+    page not ready yet, not a failure."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        got = cond()
+        try:
+            got = cond()
+        except StaleElementReferenceException:
+            got = None
         if got:
             return got
         time.sleep(0.2)
