@@ -21,9 +21,17 @@ from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
-from fingerprint_indexer.store.exact import FORMAT, Cluster, DocRecord, ExactStore, band_key, entry_id
+from fingerprint_indexer.store.exact import (
+    BAND_PREFIX,
+    FORMAT,
+    Cluster,
+    DocRecord,
+    ExactStore,
+    band_key,
+    entry_id,
+)
 
-_DERIVED = (b"s/f/", b"s/c/", b"s/b/")
+_DERIVED = (b"s/f/", b"s/c/", BAND_PREFIX)
 
 
 @dataclass
@@ -155,7 +163,7 @@ def check(directory: str | Path) -> Report:
         if fp_keys != want_fp:
             rep.problems.append(f"fingerprint keys: {len(want_fp - fp_keys)} missing, "
                                 f"{len(fp_keys - want_fp)} of no record")
-        band_keys = set(db.iterator(prefix=b"s/b/", include_value=False))
+        band_keys = set(db.iterator(prefix=BAND_PREFIX, include_value=False))
         want_bands = _expected_bands(records)
         if band_keys != want_bands:
             rep.problems.append(f"sketch band keys: {len(want_bands - band_keys)} missing, "

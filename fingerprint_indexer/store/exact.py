@@ -210,10 +210,14 @@ def _fp_key(fp: int, doc_id: str) -> bytes:
     return b"s/f/%016x/" % fp + doc_id.encode()
 
 
-def band_key(band: str, doc_id: str) -> bytes:
-    """LevelDB key of one document under one sketch band key (one key each: an insert never rewrites
-    what other documents share)."""
-    return b"s/b/" + band.encode() + b"/" + doc_id.encode()
+#: Prefix of the sketch band keys of the embedded store.
+BAND_PREFIX = b"s/b/"
+
+
+def band_key(band: str, doc_id: str = "") -> bytes:
+    """LevelDB key of one document under one sketch band key, or with no ``doc_id`` the prefix of all the
+    documents under it (one key each: an insert never rewrites what other documents share)."""
+    return BAND_PREFIX + band.encode() + b"/" + doc_id.encode()
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -392,11 +396,16 @@ class ExactStore:
         """Raw block-index entries within ``k`` (entry ids: see :func:`doc_of`)."""
         return self.index.query(fp, k)
 
+    def band_scan(self, band: str) -> list[str]:
+        """The first :data:`MAX_BAND_READ` + 1 documents stored under a sketch band key (enough to tell
+        a stock phrase), in key order."""
+        pfx = band_key(band)
+        keys = itertools.islice(self.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)
+        return [k[len(pfx) :].decode() for k in keys]
+
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
-        pfx = b"s/b/" + band.encode() + b"/"
-        found = [k[len(pfx) :].decode() for k in
-                 itertools.islice(self.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)]
+        found = self.band_scan(band)
         return found if len(found) <= MAX_BAND_READ else []
 
     def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
@@ -497,10 +506,8 @@ class StoreBatch:
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key: committed ones minus ids changed here, plus staged ones."""
-        pfx = b"s/b/" + band.encode() + b"/"
-        done = [k[len(pfx) :].decode() for k in
-                itertools.islice(self.store.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)]
-        found = [i for i in done if i not in self._masked] + sorted(self._staged_bands.get(band, ()))
+        done = [i for i in self.store.band_scan(band) if i not in self._masked]
+        found = done + sorted(self._staged_bands.get(band, ()))
         return found if len(found) <= MAX_BAND_READ else []
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
