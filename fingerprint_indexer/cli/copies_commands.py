@@ -61,6 +61,14 @@ def search_options(where: str) -> Any:
     return wrap
 
 
+def _emit_all(rows: list[dict[str, Any]], none: str) -> None:
+    """One JSON line per row; ``none`` on stderr when there is no row (stdout stays pure JSON lines)."""
+    for row in rows:
+        emit(row)
+    if not rows:
+        click.echo(none, err=True)
+
+
 def _params(k: int, g: int) -> WinnowParams:
     try:
         return WinnowParams(k=k, g=g)
@@ -137,10 +145,8 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
                 query = marks_a if marks_a is not None else finder.marked(text_a or "")
                 hits, _ = search_store(store, query, params, min_chars, max_df, exclude=a,
                                        max_stories=max_stories)
-                for hit in hits:
-                    emit(hit.to_dict())
-                if not hits:
-                    click.echo(f"no stored document copies {min_chars} characters or more", err=True)
+                _emit_all([h.to_dict() for h in hits],
+                          f"no stored document copies {min_chars} characters or more")
                 return
             text_b, marks_b = resolve(b)
             if text_a is not None and text_b is not None:
@@ -149,13 +155,11 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
                 ma = marks_a if marks_a is not None else finder.marked(text_a or "")
                 mb = marks_b if marks_b is not None else finder.marked(text_b or "")
                 passages = winnowed_passages(ma, mb, params)
-            for p in passages:
-                row = p.to_dict()
-                if show and text_a is not None:
+            rows = [p.to_dict() for p in passages]
+            if show and text_a is not None:
+                for p, row in zip(passages, rows, strict=True):
                     row["text"] = text_a[p.a_start : p.a_end]
-                emit(row)
-            if not passages:
-                click.echo(f"no copied passage of {params.g} terms or more", err=True)
+            _emit_all(rows, f"no copied passage of {params.g} terms or more")
         finally:
             if store is not None:
                 store.close()
@@ -189,16 +193,11 @@ def es_copies_cmd(a: str, b: str | None, es_url: str | None, index_name: str, as
         if b is None:
             hits = es_copy_search(client, index_name, finder, text_a, min_chars, max_df, exclude=a,
                                   max_stories=max_stories)
-            for hit in hits:
-                emit(hit.to_dict())
-            if not hits:
-                click.echo(f"no indexed document copies {min_chars} characters or more", err=True)
+            _emit_all([h.to_dict() for h in hits],
+                      f"no indexed document copies {min_chars} characters or more")
             return
         passages = finder.passages(text_a, resolve(b))
-        for p in passages:
-            emit(p.to_dict())
-        if not passages:
-            click.echo(f"no copied passage of {params.g} terms or more", err=True)
+        _emit_all([p.to_dict() for p in passages], f"no copied passage of {params.g} terms or more")
 
     es_guarded(es_url, body)
 
