@@ -204,10 +204,9 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
            band: bool) -> Verdict:  # fmt: skip
     """Steps 2 and 3 of the rule, given step 1 (the distance, and whether a sketch band is shared) and the
     sketch similarity."""
-    if distance > k and not band:
+    if distance > k and not band:  # callers pass ``band`` only for pairs farther than k
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}")
-    band = distance > k
-    whole = bool(len(a.fingerprints)) and hamming(a.fingerprints[0], b.fingerprints[0]) <= k
+    whole = hamming(a.fingerprints[0], b.fingerprints[0]) <= k
     short = len(a.fingerprints) < 2 or len(b.fingerprints) < 2
     need = ((MIN_SHORT_BAND_SIMILARITY if short else MIN_BAND_SIMILARITY) if band
             else MIN_SIMILARITY if whole else MIN_PASSAGE_SIMILARITY)  # fmt: skip
