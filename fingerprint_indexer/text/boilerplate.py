@@ -14,8 +14,12 @@ So the rules are deliberately broad and act on short units only:
 - short sentences that carry a furniture marker (责任编辑, 来源, 原标题, 免责声明, 版权, 分享到, 扫码, 客户端,
   "advertisement", "copyright", "read more", ...) anywhere;
 - any line that opens with a disclaimer/copyright marker (免责声明, 凡本网注明, "copyright", ...);
+- menus (lines of four or more short items separated by bars) and short bylines ("by ...");
 - at the top and bottom edges, short lines without sentence-final punctuation (titles, datelines,
-  breadcrumbs, bylines).
+  breadcrumbs, bylines), except the first line of a hard-wrapped article (it ends on a word such as
+  "said" or "the" that runs on into the next line) and a closing table that the text introduces: when
+  the last kept line ends with a colon or a dash ("adjusted its rates as follows:") and the short lines
+  after it hold figures, they are the article's own rows (wire rate tables, results), not furniture.
 
 Input is text as produced by :func:`fingerprint_indexer.text.clean.clean` (NFKC, lower-case, one
 paragraph per line); the output keeps the remaining lines in order.
@@ -61,8 +65,12 @@ _CODE_RE = re.compile(
     r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]:\s*[^;]{0,40};\s*[a-z-]+:"
 )
 _WORD_BRACE = re.compile(r"\w\s*\{")
+# A byline: a short line that gives the author ("by laura roberts, business insider weekly").
+_BYLINE = re.compile(r"^by [^.!?]{2,60}$")
+# A menu: four or more short items separated by bars ("news | sport | business | tech").
+_MENU = re.compile(r"^(?:[^|]{1,30}\|){3,}[^|]{0,30}$")
 # Sentence pieces: up to and including a sentence-final mark (Chinese or Latin), or the rest of the line.
-_SENTENCE_RE = re.compile(r".+?(?:[。!?;…]+[\"'”’」)]*|\.[\"'”’)]*(?=\s|$)|$)")
+SENTENCE_RE = re.compile(r".+?(?:[。!?;…]+[\"'”’」)]*|\.[\"'”’)]*(?=\s|$)|$)")
 _FINAL_PUNCT = re.compile(r"[。!?.…\"'”」)]$")
 
 SHORT_SENTENCE = 80  # characters: a furniture sentence is short; a long one with a marker is article text
@@ -110,13 +118,30 @@ def has_marker(text: str) -> bool:
 
 def _strip_sentences(line: str) -> str:
     """The line without its short marker-carrying sentences."""
-    pieces = [p for p in _SENTENCE_RE.findall(line) if p.strip()]
+    pieces = [p for p in SENTENCE_RE.findall(line) if p.strip()]
     kept = [p for p in pieces if len(p.strip()) > SHORT_SENTENCE or not has_marker(p)]
     return "".join(kept).strip()
 
 
 def _is_edge_furniture(line: str) -> bool:
     return len(line) <= EDGE_LINE and not _FINAL_PUNCT.search(line)
+
+
+# A line that ends on one of these words runs on into the next: the first line of a hard-wrapped
+# article ("tcf banking and savings fa said it"), not a title or a dateline.
+_RUNS_ON = re.compile(
+    r"\b(?:a|an|the|of|to|in|on|at|for|with|by|from|and|or|but|that|which|who|it|its|is|are|was|were"
+    r"|has|have|had|will|would|said|says|as|than|be|been)$"
+)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def _introduced_table(kept: str, rows: list[str]) -> bool:
+    """Whether ``rows`` are a table that the line ``kept`` announces: it ends with a colon or a dash
+    ("... in 000's bushels -") and they hold figures."""
+    return kept.endswith((":", " -")) and any(_DIGIT.search(r) for r in rows)
 
 
 def strip_boilerplate(text: str) -> str:
@@ -126,15 +151,20 @@ def strip_boilerplate(text: str) -> str:
         line = raw.strip()
         if not line or is_code(line):
             continue
-        if _LINE_MARKER_RE.match(line):
+        if _LINE_MARKER_RE.match(line) or _MENU.match(line) or _BYLINE.match(line):
             continue
         line = _strip_sentences(line)
         if line:
             lines.append(line)
     start, end = 0, len(lines)
-    while start < end and _is_edge_furniture(lines[start]):
+    while start < end - 1 and _is_edge_furniture(lines[start]) and not _RUNS_ON.search(lines[start]):
         start += 1
+    if start == end - 1 and _is_edge_furniture(lines[start]):
+        start = end
+    last = len(lines)
     while end > start and _is_edge_furniture(lines[end - 1]):
         end -= 1
+    if start < end < last and _introduced_table(lines[end - 1], lines[end:]):
+        end = last
     out = "\n".join(lines[start:end]) or "\n".join(lines)
     return out if len(out) >= MIN_KEPT * len(text) else text

@@ -57,3 +57,37 @@ def test_markers() -> None:
     assert has_marker("责任编辑:李明")
     assert has_marker("read more: something")
     assert not has_marker(clean(ARTICLE))
+
+
+def test_menus_and_bylines_go_anywhere() -> None:
+    body = "The Liberian economy started to grow in 2004, the International Monetary Fund has said."
+    page = clean(f"MSN Headlines | News | Sport | Business | Tech | Entertainment | Weather\n{body}\n"
+                 "By Laura Roberts, Business Insider Weekly")
+    assert strip_boilerplate(page) == clean(body)
+    by_2010 = clean(f"{body}\nBy 2010 the fund expects growth of five percent a year in the whole region.")
+    assert strip_boilerplate(by_2010) == by_2010  # a sentence that opens with "by" is no byline
+
+
+# Reuters-style items, hard-wrapped at about 65 characters as wires send them (written for these tests)
+WRAPPED = ("TCF Banking and Savings FA said it\n"
+           "is raising its prime rate to 7-3/4 pct from 7-1/2 pct effective\n"
+           "today.\n")
+TABLE = ("The Federal Home Loan Mortgage Corp adjusted\n"
+         "the rates on its short-term discount notes as follows:\n"
+         "   MATURITY   RATE       OLD RATE  MATURITY\n"
+         "    33 days   6.00 pct   6.00 pct  33 days\n")
+
+
+def test_the_first_line_of_a_hard_wrapped_item_is_its_text() -> None:
+    assert strip_boilerplate(clean(WRAPPED)).startswith("tcf banking and savings fa said it\n")
+    # a short unpunctuated first line that does not run on is still a title
+    assert strip_boilerplate(clean("Prime rate news\n" + WRAPPED.replace("\n", " "))).startswith("tcf")
+
+
+def test_a_table_the_text_announces_is_kept() -> None:
+    kept = strip_boilerplate(clean(TABLE))
+    assert "33 days 6.00 pct 6.00 pct 33 days" in kept
+    # without the announcing colon, short trailing lines are page furniture as before
+    footer = clean("The Federal Home Loan Mortgage Corp adjusted\nthe rates on its discount notes today.\n"
+                   "Page 2 of 3\nNext page 3")
+    assert strip_boilerplate(footer).endswith("discount notes today.")
