@@ -15,7 +15,8 @@ the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`
    (daily bulletins, earnings tables, recurring meetings) passes 1 and 2 while its dates and ordinals,
    figures or names differ (:mod:`fingerprint_indexer.fingerprint.facts`); a repost, an excerpt or a
    corrected figure keeps nearly all of them. In order: documents published more than
-   :data:`MAX_DAYS_APART` days apart (when both give a day) are other occurrences; headlines that each
+   :data:`MAX_DAYS_APART` days apart (when both give a day; :data:`MAX_BAND_DAYS_APART` for a pair
+   found only through a band) are other occurrences; headlines that each
    name someone the other document never names, or give other ordinals, are other stories; two
    different ordinals in the bodies (第2次 vs 第3次 session) are enough; otherwise each kind has its
    own limit on the share of one-sided facts, and lines written from one skeleton but filled with
@@ -69,17 +70,25 @@ MIN_BAND_SIMILARITY, MIN_SHORT_BAND_SIMILARITY = 0.5, 0.65
 #: Two texts that each state facts of a kind the other lacks are different stories once at least this
 #: share of their facts of that kind is one-sided; below it the difference is an edit (a corrected
 #: figure, a dropped line). Dates and ordinals identify an occurrence, so they tolerate the least.
-MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.5, NAME: 0.4}
+MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.4, NAME: 0.4}
+#: Share of its own names that each side must state alone for names to conflict: one name among many
+#: that stand is an edit (a corrected spelling, a place added to a dateline), not another party.
+MIN_ONE_SIDED_NAME_SHARE = 0.2
 #: Copies are published close together: re-runs and reposts in the labelled real wires lie at most
 #: 3 days apart, while template news of other days (bulletins, daily rates, yearly notices) lies further.
 #: Documents without a readable publication day are not judged by it.
 MAX_DAYS_APART = 3
+#: The same for a pair found only through a sketch band: its SimHash moved beyond ``k``, so the text was
+#: edited, and an edited text of a later day is a template's next occurrence (the Fed's daily
+#: repurchase forecast, a port's ships loading) far more often than a copy.
+MAX_BAND_DAYS_APART = 1
 #: Lines of one skeleton filled with other facts: different occurrences once at least this many and
 #: this share of the shared skeletons are refilled (one refilled line is a correction).
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
-__all__ = ["MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE", "MIN_BAND_SIMILARITY",
-           "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED", "MIN_SHORT_BAND_SIMILARITY", "MIN_SIMILARITY",
+__all__ = ["MAX_BAND_DAYS_APART", "MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE",
+           "MIN_BAND_SIMILARITY", "MIN_ONE_SIDED_NAME_SHARE", "MIN_PASSAGE_SIMILARITY", "MIN_REFILLED",
+           "MIN_SHORT_BAND_SIMILARITY", "MIN_SIMILARITY",
            "Evidence", "Verdict", "check", "check_many", "closest", "closest_many", "explain",
            "facts_conflict", "joins", "same_facts"]  # fmt: skip
 
@@ -162,7 +171,7 @@ def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> st
         ordinals = FactDiff((), tuple(filter(is_ordinal, occ.only_a)), tuple(filter(is_ordinal, occ.only_b)))
         return ordinals.describe()
     for kind in (OCCURRENCE, FIGURE, NAME):
-        part = diff.of_kind(kind)
+        part = diff.of_kind(kind) if kind != NAME else _names(diff)
         if part.two_sided and part.changed >= MAX_FACT_CHANGE[kind]:
             return part.describe()
     frames = compare_frames(a.frames, b.frames)
@@ -170,6 +179,22 @@ def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> st
         return (f"same template, other facts in {frames.refilled} of {frames.aligned} shared lines"
                 + (f" ({diff.describe()})" if diff.two_sided else ""))
     return ""
+
+
+def _names(diff: FactDiff) -> FactDiff:
+    """The names of a comparison, as far as they can speak: a one-sided name that holds, or is held by,
+    one of the other side (网售 / 揭网售, a segmentation artifact; 江苏 / 江苏省) is the same name; and a
+    side whose one-sided names are under :data:`MIN_ONE_SIDED_NAME_SHARE` of its names states no other
+    party, only an edit (a corrected spelling, comments appended to the other copy)."""
+    part = diff.of_kind(NAME)
+    a = [n for n in part.only_a if not any(n[1:] in m or m[1:] in n for m in part.only_b)]
+    b = [n for n in part.only_b if not any(n[1:] in m or m[1:] in n for m in part.only_a)]
+    shared = len(part.shared) + (len(part.only_a) - len(a))
+    if len(a) < MIN_ONE_SIDED_NAME_SHARE * (shared + len(a)):
+        a = []
+    if len(b) < MIN_ONE_SIDED_NAME_SHARE * (shared + len(b)):
+        b = []
+    return FactDiff(part.shared, tuple(a), tuple(b))
 
 
 def same_facts(a: Evidence, b: Evidence) -> bool:
@@ -213,8 +238,17 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
     if sim < need:
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need}", band=band)
     diff = compare_facts(a.facts, b.facts)
-    reason = facts_conflict(a, b, diff)
+    reason = _band_days(a, b) if band else ""
+    reason = reason or facts_conflict(a, b, diff)
     return Verdict(distance, where, sim, not reason, reason, diff, band=band)
+
+
+def _band_days(a: Evidence, b: Evidence) -> str:
+    """Why a pair found only through a sketch band is too far apart in time ("" when it is not)."""
+    apart = days_apart(a.facts, b.facts)
+    if apart is not None and apart[0] > MAX_BAND_DAYS_APART:
+        return f"edited copy published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
+    return ""
 
 
 def check(a: Evidence, b: Evidence, k: int) -> Verdict:

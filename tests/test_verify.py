@@ -163,3 +163,68 @@ def test_one_line_items_need_more_of_a_band_than_longer_texts() -> None:
     v = check(one, other, 3)
     assert len(one.fingerprints) == 1 and v.band and not v.accepted
     assert MIN_BAND_SIMILARITY <= v.similarity < MIN_SHORT_BAND_SIMILARITY
+
+
+# Two wire items of one template (a bond issue), written for these tests: only the issuer, the amount,
+# the dates and the manager differ.
+ISSUE = ("{issuer} is issuing a {amount} mln dlr eurobond due June 25, 1992 paying 8-1/4 pct and\n"
+         "priced at 100-1/2 pct, lead manager {manager} said.\n"
+         "    The non-callable bond is available in denominations of 1,000 and 10,000 dlrs and will be\n"
+         "listed in Luxembourg. The selling concession is 1-1/4 pct while management and underwriting\n"
+         "combined pays 5/8 pct.\n"
+         "    The payment date is June 25.\n"
+         " REUTER\n")
+
+
+def _wire(title: str, body: str, date: str = "1-JUN-1987 10:12:40.70") -> Evidence:
+    return Fingerprinter().fingerprint_document(Document.from_mapping(
+        {"id": title, "title": title, "content": body, "date": date})).evidence
+
+
+def test_wire_items_of_one_template_naming_other_parties_are_other_stories() -> None:
+    a = _wire("EUROBOND", ISSUE.format(issuer="Mercedes-Benz Credit Corp", amount=100,
+                                       manager="Deutsche Bank Capital Markets"))
+    b = _wire("EUROBOND", ISSUE.format(issuer="The Sanwa Finance Corp", amount=100,
+                                       manager="Nomura International Ltd"))
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason.startswith("names differ"), v
+    # a repost that corrects one name among those that stand is still the same item
+    c = _wire("EUROBOND", ISSUE.format(issuer="Mercedes-Benz Credit Corp", amount=100,
+                                       manager="Deutsche Bank Capital Markets Ltd"))
+    assert check(a, c, 3).accepted
+
+
+def test_headlines_giving_other_figures_are_other_stories() -> None:
+    body = "Hog prices opened higher at the start of trade, private sources said. Top 51.00 dlrs per cwt."
+    a, b = _wire("HOGS OPEN UP 0.50 DLR", body), _wire("HOGS OPEN UP 1.00 DLR", body)
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason == "titles give other figures: 0.5 vs 1"
+    # the same figure written otherwise, or a figure the other body states, is no conflict
+    assert check(_wire("DEBUT 11.17", body), _wire("DEBUT 1117", body), 3).accepted
+    assert check(_wire("HOGS TOP 51 DLRS", body), _wire("HOGS TOP 51.00 DLRS", body), 3).accepted
+    assert check(_wire("HOGS TOP 51 DLRS", body), _wire("HOGS TOP 52 DLRS", body), 3).accepted  # one-sided
+
+
+def test_headline_companies_in_angle_brackets_are_names() -> None:
+    body = ("Shr 1.13 dlrs vs 87 cts\n    Net 1,064,489 vs 780,712\n"
+            "    Note: 4th qtr data not given.\n Reuter\n")
+    a, b = _wire("<STERLING BANCORP> YEAR NET", body), _wire("VESTAR INC <VSTR> YEAR LOSS", body)
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason == "titles name others: <sterling bancorp> vs <vstr>"
+    # a body that names each word of the bracketed company names it
+    named = body.replace("data", "data of Sterling Bancorp")
+    a, c = _wire("<STERLING BANCORP> YEAR NET", named), _wire("STERLING BANCORP <STB> YEAR NET", named)
+    assert check(a, c, 3).accepted
+
+
+def test_an_edited_copy_found_through_a_band_is_published_within_a_day() -> None:
+    from fingerprint_indexer.verify import MAX_BAND_DAYS_APART
+
+    text = "Japan bought {n} tonnes of Canadian rapeseed overnight for May shipment, trade sources said."
+    a = _wire("RAPESEED", text.format(n="5,000"), "8-APR-1987 12:16:15.69")
+    b = _wire("RAPESEED", text.format(n="5,000 ") + " Reuter", "10-APR-1987 12:26:05.53")
+    sa, sb = replace(a, fingerprints=[0]), replace(b, fingerprints=[0xFFFF])  # found through a band only
+    v = check(sa, sb, 3)
+    assert v.band and not v.accepted and v.reason.startswith("edited copy published 2 days apart")
+    assert MAX_BAND_DAYS_APART == 1
+    assert check(replace(a, fingerprints=[0]), replace(a, fingerprints=[0xFFFF]), 3).accepted

@@ -27,6 +27,8 @@ from functools import cache, lru_cache
 import xxhash
 
 from fingerprint_indexer.fingerprint.chunks import iter_sentences, sentence_spans
+from fingerprint_indexer.text.boilerplate import SENTENCE_RE
+from fingerprint_indexer.text.clean import normalize
 from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
@@ -53,6 +55,8 @@ _CN_RUN = "〇零一二两三四五六七八九十百千万亿"
 # A Chinese numeral counts something when 第 precedes it or one of these classifiers follows it.
 _CN_CLASSIFIERS = _OCCURRENCE_UNITS + "个项名位人家条艘架枚颗元岁天周座所份种倍例米吨"
 _CN_NUMERAL = re.compile(rf"(第)?([{_CN_RUN}]+)(?=([{_CN_CLASSIFIERS}])?)")
+# A Chinese numeral alone in brackets numbers a part of a series: 柴燃交替动力（一） / （二）.
+_CN_PART = re.compile(rf"\(([{_CN_RUN}]{{1,4}})\)")
 _EN_NUMBERS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -171,6 +175,10 @@ def _number_facts(text: str) -> Iterator[tuple[int, int, str]]:
         value = chinese_number(run)
         if value is not None:
             yield m.start(), max(m.end(), m.end(3)), _qualified(ordinal, str(value), classifier)
+    for m in _CN_PART.finditer(text):
+        value = chinese_number(m.group(1))
+        if value is not None:
+            yield m.start(), m.end(), f"{OCCURRENCE}第{value}"
     for m in _EN_DATE.finditer(text):
         month, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         yield m.start(), m.end(), f"{OCCURRENCE}{month} {int(day)}"
@@ -232,7 +240,8 @@ def _units_with_facts(text: str, longest_first: list[str]) -> list[tuple[str, se
 
 
 def analyse(
-    text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES
+    text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES,
+    latin: Iterable[str] = (),
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """A text's facts and frames, in one pass over its lines and sentences.
 
@@ -241,10 +250,11 @@ def analyse(
     and what fills it, as ``skeleton hash << 32 | facts hash``; the ``max_frames`` of smallest skeleton
     hash. Two texts written from one template share skeletons; when a shared skeleton is filled with
     other facts ("全国政协十四届#次会议将于#月#日..." with 三 vs 四), they report different occurrences.
+    ``latin``: the text's Latin-script names (:func:`latin_body_names`); they are facts, not frame masks.
     """
     found = names(terms)
     longest_first = sorted(found, key=lambda n: (-len(n), n))  # 北京人民大会堂 before 北京
-    facts: set[str] = {NAME + n for n in found}
+    facts: set[str] = {NAME + n for n in found} | {NAME + n for n in latin}
     out: set[int] = set()
     for unit, here, candidates in _units_with_facts(_SPLIT_FIGURE.sub(r"\1", text), longest_first):
         facts |= here
@@ -359,7 +369,10 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
     # occurrence of a template (another day's bulletin, session, launch) changes more than one fact
     occ_a = [f for f in only_a if f.startswith(OCCURRENCE)]
     occ_b = [f for f in only_b if f.startswith(OCCURRENCE)]
-    if len(occ_a) == 1 and len(occ_b) == 1 and len(sa & sb) >= MIN_FACTS_FOR_OCCURRENCE_CORRECTION:
+    # capitalised Latin words are a table's row and column labels as often as names: they do not make a
+    # new day's table a typo
+    standing = sum(f[:1] != NAME or not f.isascii() for f in sa & sb)
+    if len(occ_a) == 1 and len(occ_b) == 1 and standing >= MIN_FACTS_FOR_OCCURRENCE_CORRECTION:
         corrected |= {occ_a[0], occ_b[0]}
     shared = (sa & sb) | corrected
     return FactDiff(tuple(sorted(shared)), tuple(sorted(only_a - corrected)),
@@ -368,7 +381,8 @@ def compare_facts(a: Sequence[str], b: Sequence[str], limit: int = MAX_FACTS) ->
 
 #: Shared figures a text must state for one changed figure to count as a correction of it.
 MIN_FIGURES_FOR_CORRECTION = 3
-#: Shared facts two texts must state for one changed date or ordinal to count as a correction.
+#: Shared facts (Latin names aside) two texts must state for one changed date or ordinal to count as a
+#: correction.
 MIN_FACTS_FOR_OCCURRENCE_CORRECTION = 30
 
 
@@ -422,19 +436,60 @@ def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | Non
     return abs((dt.date.fromisoformat(da) - dt.date.fromisoformat(db)).days), da, db
 
 
+# -------------------------------------------------------------------------------------- Latin names
+_CASED_WORD = re.compile(r"[A-Z][A-Za-z0-9&'-]*")
+_OPENS = re.compile(r"[.!?:;][\"')\]]*\s+$")  # what stands before the first word of a sentence
+_CLOSES = re.compile(r"[.!?:;][\"')\]]*$")  # how a line that ends a sentence ends
+
+
+def latin_body_names(cased: str, body: str, stopwords: frozenset[str] = frozenset()) -> set[str]:
+    """The Latin-script names of a text, lower-cased: words written with a capital inside a sentence
+    (``the Sumitomo Bank Ltd``, ``lead manager Nomura International``) that are not stopwords, in the
+    sentences that ``body`` (the boilerplate-stripped, normalised text) kept, so a wrapper's bylines and
+    section names do not count. ``cased`` is the text before lower-casing. Only a word's own sentence
+    decides, never the rest of the text, so an excerpt's names are among its source's.
+
+    Wire items written from one template (two banks raising the prime rate, two issuers' eurobonds)
+    differ in little but these names; jieba's dictionary gives the Chinese ones."""
+    out: set[str] = set()
+    kept_lines = set(body.split("\n"))
+    kept: set[str] | None = None  # the kept sentences, when a line was not kept whole
+    opens = True  # the next line starts a sentence (hard-wrapped wires run sentences over lines)
+    for line in normalize(cased, lower=False).split("\n"):
+        whole = line.lower() in kept_lines
+        # the sentences the boilerplate stripper kept or dropped, cut as it cuts them
+        pieces = [line] if whole else [p.strip() for p in SENTENCE_RE.findall(line) if p.strip()]
+        if not whole and kept is None:
+            kept = {p.strip() for x in kept_lines for p in SENTENCE_RE.findall(x) if p.strip()}
+        for n, piece in enumerate(pieces):
+            first = n == 0 and not opens
+            if not whole and piece.lower() not in (kept or ()):
+                continue
+            for m in _CASED_WORD.finditer(piece):
+                at = m.start()
+                if (at == 0 and not first) or _OPENS.search(piece, max(0, at - 6), at):
+                    continue
+                name = m.group().rstrip("'-").lower()
+                if len(name) >= 2 and name not in stopwords:
+                    out.add(name)
+        opens = not whole or bool(_CLOSES.search(line))  # after a dropped line a new sentence starts
+    return out
+
+
 # ------------------------------------------------------------------------------------------- titles
 # A site or column name after the headline ("... - 新浪网", "..._网易新闻", "... | Reuters") is the
 # page's, not the story's: two reposts carry different ones.
 _SITE_SUFFIX = re.compile(r"\s*(?:[-_|\u2013\u2014\uff5c]+)\s*[^-_|\u2013\u2014\uff5c]{1,12}$")
 
 
-_SYMBOL = re.compile(r"<([A-Za-z][A-Za-z0-9.]{0,9})>")  # a company symbol, as wires put it: <NTRS>
+# A company as wires mark it: its symbol (<NTRS>) or, for an unlisted one, its name (<Sterling Bancorp>).
+_SYMBOL = re.compile(r"<([A-Za-z][A-Za-z0-9.&'-]{0,15}(?: [A-Za-z0-9.&'-]{1,15}){0,5})>")
 
 
 def latin_names(title: str) -> set[str]:
-    """Names of a Latin-script headline that are certain without a dictionary: company symbols in angle
-    brackets, as wires give them (``<NTRS>``), lower-cased. Capitalised words are not enough: a
-    re-headlined copy names the same party otherwise (Tory / Conservative, Italy / Irish)."""
+    """Names of a Latin-script headline that are certain without a dictionary: companies in angle
+    brackets, as wires give them (``<NTRS>``, ``<Sterling Bancorp>``), lower-cased. Capitalised words are
+    not enough: a re-headlined copy names the same party otherwise (Tory / Conservative, Italy / Irish)."""
     return {f"<{m.lower()}>" for m in _SYMBOL.findall(title)}
 
 
@@ -449,13 +504,14 @@ def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> 
     proper = _dictionary()[0]  # only names the dictionary knows: a headline's new words are mostly slang
     found = {NAME + n for n in terms if n in proper and n in head}
     found |= {NAME + n for n in latin if n in head}
-    found |= {f for f in _numbers(head) if is_ordinal(f)}
+    found |= _numbers(head)
     return tuple(TITLE + f for f in _by_hash(found, MAX_TITLE_FACTS))
 
 
 def title_conflict(a: Sequence[str], b: Sequence[str]) -> str:
     """Why two headlines say different stories: each names someone or something the other document
-    (title or body) never does, or each gives an ordinal the other's title lacks ("" when neither).
+    (title or body) never does, each gives an ordinal the other's title lacks, or each gives a figure or
+    date the other document never states (``HOGS OPEN UP 0.50 DLR`` / ``1.00 DLR``; "" when none).
     Names match when one holds the other (江苏 / 江苏省)."""
     ta = {f[1:] for f in a if f.startswith(TITLE)}
     tb = {f[1:] for f in b if f.startswith(TITLE)}
@@ -465,12 +521,39 @@ def title_conflict(a: Sequence[str], b: Sequence[str]) -> str:
     names_b = {f[1:] for f in tb if f.startswith(NAME)}
     known_a = names_a | {f[1:] for f in a if f.startswith(NAME)}
     known_b = names_b | {f[1:] for f in b if f.startswith(NAME)}
-    only_a = sorted(n for n in names_a if not any(n in m or m in n for m in known_b))
-    only_b = sorted(n for n in names_b if not any(n in m or m in n for m in known_a))
+    only_a = sorted(n for n in names_a if not _named(n, known_b))
+    only_b = sorted(n for n in names_b if not _named(n, known_a))
     if only_a and only_b and len(only_a) == len(names_a) and len(only_b) == len(names_b):
         return f"titles name others: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}"
-    oa = sorted(f[1:] for f in ta - tb if f.startswith(OCCURRENCE))
-    ob = sorted(f[1:] for f in tb - ta if f.startswith(OCCURRENCE))
+    oa = sorted(f[1:] for f in ta - tb if is_ordinal(f))
+    ob = sorted(f[1:] for f in tb - ta if is_ordinal(f))
     if oa and ob:
         return f"titles give other ordinals: {', '.join(oa)} vs {', '.join(ob)}"
+    fa = sorted(f for f in ta - tb if f[:1] in (FIGURE, OCCURRENCE) and not is_ordinal(f) and _lacks(b, f))
+    fb = sorted(f for f in tb - ta if f[:1] in (FIGURE, OCCURRENCE) and not is_ordinal(f) and _lacks(a, f))
+    if {_digits(f) for f in fa} != {_digits(f) for f in fb} and fa and fb:  # 11.17 and 1117 agree
+        return f"titles give other figures: {', '.join(f[1:] for f in fa)} vs {', '.join(f[1:] for f in fb)}"
     return ""
+
+
+def _named(name: str, known: set[str]) -> bool:
+    """Whether a document whose names are ``known`` names ``name`` too: one holds the other (江苏 /
+    江苏省, <vstr> / vstr), or, for a company in angle brackets, the document names each of its words
+    (<franklin federal tax-free income fund> is not named by a text of Franklin California ones)."""
+    if name.startswith("<") and " " in name:
+        symbols = (m for m in known if m.startswith("<"))
+        return any(name in m or m in name for m in symbols) or all(w in known for w in name[1:-1].split())
+    return any(name in m or m in name for m in known)
+
+
+def _digits(fact: str) -> str:
+    return "".join(c for c in fact if c.isdigit())
+
+
+def _lacks(facts: Sequence[str], fact: str) -> bool:
+    """Whether a document whose facts are ``facts`` does not state ``fact`` anywhere (title or body; a
+    full bottom-k body sample speaks only below its cut-off)."""
+    if TITLE + fact in facts or fact in facts:
+        return False
+    body = [f for f in facts if f[:1] not in (DAY, TITLE)]
+    return len(body) < MAX_FACTS or _fact_hash(fact) <= max(map(_fact_hash, body))

@@ -31,6 +31,7 @@ from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
     MAX_FRAMES,
     analyse,
+    latin_body_names,
     latin_names,
     publication_day,
     title_facts,
@@ -45,7 +46,7 @@ from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/4"
+ALGORITHM = "simhash64-tfidf/5"
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -157,7 +158,8 @@ class Fingerprinter:
             f"{ALGORITHM};top{cfg.top_k or 'all'};tf^{cfg.tf_power:g};cap={cfg.max_term_share:g};"
             f"strip={int(cfg.strip_boilerplate)};"
             f"chunks={cfg.chunk_every}/{cfg.max_chunks};lead={cfg.lead_sentences};"
-            f"sketch={cfg.sketch_size};facts={f'{MAX_FACTS}/{MAX_FRAMES}+title+day' if cfg.facts else 'off'};"
+            f"sketch={cfg.sketch_size};"
+            f"facts={f'{MAX_FACTS}/{MAX_FRAMES}+title+day+latin' if cfg.facts else 'off'};"
             f"idf={self._idf.name if self._idf else JIEBA_IDF};syn={synonyms_id(synonyms)}"
         )
         self._table = TermTable(self.tokenizer, lambda: self.idf)
@@ -239,8 +241,9 @@ class Fingerprinter:
         chunks = sorted((fp for _, fp in kept), key=order.__getitem__)
         return chunks if lead is None else [lead, *(c for c in chunks if c != lead)]
 
-    def fingerprint_text(self, text: str, doc_id: str = "") -> FingerprintResult:
-        """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`)."""
+    def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
+        """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
+        ``cased``, the text before normalisation, gives its Latin-script names (capitals)."""
         cfg = self.config
         body = strip_boilerplate(text) if cfg.strip_boilerplate else text
         doc, inv, spans, has_lead = self._count(body)
@@ -260,7 +263,11 @@ class Fingerprinter:
         ]
         chunks = self._chunks(folded[1:], folded[0]) if has_lead else self._chunks(folded, None)
         degenerate = len(doc) < cfg.min_features
-        facts, frames = analyse(body, doc.names()) if cfg.facts else ((), ())
+        if cfg.facts:
+            latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
+            facts, frames = analyse(body, doc.names(), latin=latin)
+        else:
+            facts, frames = (), ()
         return FingerprintResult(
             id=doc_id,
             fingerprint=fp,
@@ -281,8 +288,9 @@ class Fingerprinter:
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
-        res = self.fingerprint_text(clean(text, html), doc_id)
-        return self._with_marks(res, html_to_text(html) if html else text or "")
+        raw = html_to_text(html) if html else text or ""
+        res = self.fingerprint_text(clean(text, html), doc_id, raw)
+        return self._with_marks(res, raw)
 
     def _with_marks(self, res: FingerprintResult, raw: str) -> FingerprintResult:
         """Add the winnowed copy marks of ``raw`` (offsets refer to it)."""
@@ -294,13 +302,15 @@ class Fingerprinter:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication
         day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
         text = clean(doc.content, doc.html)
+        cased = (html_to_text(doc.html) if doc.html else doc.content) or ""
         if not text and doc.title:
-            text = clean(doc.title)
-        res = self.fingerprint_text(text, doc.id)
+            text, cased = clean(doc.title), doc.title
+        res = self.fingerprint_text(text, doc.id, cased)
         res = self._with_marks(res, document_text(doc))
         if not self.config.facts:
             return res
-        title = clean(doc.title) if doc.title and doc.title != text else ""
+        title = clean(doc.title) if doc.title else ""
+        title = title if title != text else ""  # a headline-only document: its title is its body
         latin = latin_names(doc.title) if title else set()
         extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
         day = publication_day(doc.published_at)

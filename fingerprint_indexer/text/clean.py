@@ -73,9 +73,11 @@ def looks_like_html(text: str) -> bool:
     return bool(_HTML_SNIFF.search(text[:4096]))
 
 
-def normalize(text: str) -> str:
-    """NFKC, lower-case Latin, fold horizontal whitespace, keep single line breaks."""
-    text = unicodedata.normalize("NFKC", text).lower()
+def normalize(text: str, lower: bool = True) -> str:
+    """NFKC, lower-case Latin (unless ``lower`` is false), fold horizontal whitespace, keep single line
+    breaks."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.lower() if lower else text
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _HSPACE.sub(" ", text)
     text = _MANY_NEWLINES.sub("\n", text)

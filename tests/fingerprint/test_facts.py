@@ -14,11 +14,13 @@ from fingerprint_indexer.fingerprint.facts import (
     compare_facts,
     compare_frames,
     days_apart,
+    latin_body_names,
     latin_names,
     publication_day,
     title_conflict,
     title_facts,
 )
+from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean
 
 
@@ -149,3 +151,49 @@ def test_one_changed_date_among_many_standing_facts_is_a_correction() -> None:
     assert few.only_a == ("#2017年",) and few.only_b == ("#2071年",)
     two = compare_facts([*many, "#2017年", "#第3次"], [*many, "#2071年", "#第4次"])
     assert len(two.only_a) == 2  # another occurrence changes more than one fact
+
+
+def test_brackets_number_the_parts_of_a_series() -> None:
+    assert "#第1" in extract_facts(clean("为什么中国海军一直坚持使用柴燃交替动力（一）"))
+    assert "#第12" in extract_facts(clean("改革开放四十年巡礼(十二)"))
+    assert not any(f.startswith("#") for f in extract_facts(clean("他说(一定会来)")))
+
+
+WIRE = ("Sankei Building Co Ltd said it is issuing a\n"
+        "60 mln dlr equity warrant eurobond due May 7, 1992, lead manager\n"
+        "Nomura International Ltd said.\n"
+        "    The issue is guaranteed by Sumitomo Bank Ltd. Final terms will\n"
+        "be fixed on April 15.\n")
+
+
+def _latin(raw: str) -> set[str]:
+    return latin_body_names(raw, strip_boilerplate(clean(raw)), frozenset({"the", "final"}))
+
+
+def test_latin_names_are_capitalised_words_inside_sentences() -> None:
+    names = _latin(WIRE)
+    assert {"nomura", "international", "ltd", "sumitomo", "bank", "building", "co"} <= names
+    assert "sankei" not in names  # the text's first word: any sentence may open with a capital
+    assert "terms" not in names and "final" not in names  # "Final terms": a sentence opens there
+    wrapped = _latin("Home > Business > Bonds\nBy Laura Roberts, Business Insider Weekly\n" + WIRE
+                     + "Copyright 1987 Business Insider Weekly. All rights reserved.")
+    assert wrapped == names  # a wrapper's bylines and section names are not the article's
+
+
+SENTENCES = [
+    "Shares of Nomura International rose on Monday in Tokyo.",
+    "The bank said Sumitomo would lead the issue.",
+    "Analysts at Daiwa Securities expect more deals.",
+    "A spokesman for the ministry declined to comment.",
+    "Final terms will be fixed on April 15 in London.",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(SENTENCES), min_size=2, max_size=8), st.data())
+def test_an_excerpt_names_no_one_its_source_does_not(sentences: list[str], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(sentences) - 1))
+    end = data.draw(st.integers(start + 1, len(sentences)))
+    source = " ".join(sentences)
+    excerpt = " ".join(sentences[start:end])
+    assert _latin(excerpt) <= _latin(source)

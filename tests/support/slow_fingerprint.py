@@ -29,6 +29,7 @@ from fingerprint_indexer.fingerprint.facts import (
     NAME,
     _by_hash,
     _numbers,
+    latin_body_names,
     latin_names,
     names,
     publication_day,
@@ -37,7 +38,7 @@ from fingerprint_indexer.fingerprint.facts import (
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.fingerprint.sketch import _SEEDS, _WS, SHINGLE, to_bytes
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.text.clean import clean, html_to_text
 from fingerprint_indexer.text.weights import IdfTable
 
 _MASK64 = (1 << 64) - 1
@@ -119,11 +120,14 @@ def _units(text: str) -> Iterator[str]:
         yield from iter_sentences(line.group())
 
 
-def slow_analyse(text: str, terms: Iterable[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """Facts and frames, unit by unit, every rule of fingerprint.facts applied in turn."""
+def slow_analyse(
+    text: str, terms: Iterable[str], latin: Iterable[str] = ()
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Facts and frames, unit by unit, every rule of fingerprint.facts applied in turn (Latin names are
+    facts, not frame masks)."""
     found = names(terms)
     longest_first = sorted(found, key=lambda n: (-len(n), n))
-    facts: set[str] = {NAME + n for n in found}
+    facts: set[str] = {NAME + n for n in found} | {NAME + n for n in latin}
     out: set[int] = set()
     for unit in _units(_SPLIT_FIGURE.sub(r"\1", text)):
         here = _numbers(unit)
@@ -192,7 +196,7 @@ class SlowFingerprinter:
             out = [first, *(c for c in out if c != first)]
         return doc, out
 
-    def fingerprint_text(self, text: str, doc_id: str = "") -> FingerprintResult:
+    def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
         cfg = self.config
         body = strip_boilerplate(text) if cfg.strip_boilerplate else text
         counts, chunks = self._count(body)
@@ -204,7 +208,8 @@ class SlowFingerprinter:
             sketch = to_bytes(slow_sketch(body, cfg.sketch_size))
         else:
             sketch = self._fast_sketch.fingerprint_text(text).sketch
-        facts, frames = slow_analyse(body, counts) if cfg.facts else ((), ())
+        latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else set()
+        facts, frames = slow_analyse(body, counts, latin) if cfg.facts else ((), ())
         return FingerprintResult(
             id=doc_id, fingerprint=fp, blocks=cfg.layout.keys(fp), content_digest=content_digest(text),
             keyword_digest=keyword_digest(names_[: cfg.keyword_digest_n]), top_terms=terms,
@@ -215,12 +220,14 @@ class SlowFingerprinter:
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         text = clean(doc.content, doc.html)
+        cased = (html_to_text(doc.html) if doc.html else doc.content) or ""
         if not text and doc.title:
-            text = clean(doc.title)
-        res = self.fingerprint_text(text, doc.id)
+            text, cased = clean(doc.title), doc.title
+        res = self.fingerprint_text(text, doc.id, cased)
         if not self.config.facts:
             return res
-        title = clean(doc.title) if doc.title and doc.title != text else ""
+        title = clean(doc.title) if doc.title else ""
+        title = title if title != text else ""
         latin = latin_names(doc.title) if title else set()
         extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
         day = publication_day(doc.published_at)
