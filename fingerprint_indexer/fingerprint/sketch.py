@@ -132,6 +132,11 @@ def from_bytes_many(blobs: Sequence[bytes], size: int = SKETCH_SIZE) -> npt.NDAr
 BANDS, BAND_ROWS = 8, 4
 
 
+#: A band key held by more documents than this is a stock phrase, not a copy: every store passes it over,
+#: so a look-up's cost does not grow with it.
+MAX_BAND_READ = 64
+
+
 def band_keys(data: bytes) -> list[str]:
     """Exact-match lookup keys of a sketch (MinHash LSH, one per band: its number and the xxh3 of its
     minima), so that edited short texts, whose SimHash moves by more than the block index's ``k``, are

@@ -24,7 +24,7 @@ import functools
 import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -36,7 +36,7 @@ from fingerprint_indexer.env import env_flag
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
-from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
 from fingerprint_indexer.servers import (
     UnsupportedServer,
@@ -65,7 +65,7 @@ VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIE
                  {"field": FRAMES_FIELD}]  # fmt: skip
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
-                  "responses.pit_id", "responses.status"]  # fmt: skip
+                  "responses.pit_id", "responses.status", "responses.aggregations"]  # fmt: skip
 
 
 class ElasticsearchUnavailable(RuntimeError):
@@ -518,23 +518,41 @@ class ElasticsearchIndex(NearDupIndex):
         return out
 
     # ---------------------------------------------------------------------------- verified lookups
+    def hot_bands(self, bands: Iterable[str]) -> set[str]:
+        """The band keys among ``bands`` that more than :data:`MAX_BAND_READ` documents hold: a stock
+        phrase, not a copy, passed over as the embedded store passes it over (one aggregation, on the
+        pinned snapshot while there is one)."""
+        keys = sorted(set(bands))
+        if not keys:
+            return set()
+        body = {
+            "size": 0, "track_total_hits": False, "query": {"terms": {BANDS_FIELD: keys}},
+            "aggs": {"hot": {"terms": {"field": BANDS_FIELD, "include": keys, "size": len(keys),
+                                       "min_doc_count": MAX_BAND_READ + 1}}},
+        }  # fmt: skip
+        resp = self._msearch([body])[0]
+        return {b["key"] for b in ((resp.get("aggregations") or {}).get("hot") or {}).get("buckets", [])}
+
     def candidates_query(
-        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b""
+        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b"",
+        hot: Collection[str] = (),
     ) -> dict[str, Any]:
         """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field), or a
-        band key with ``sketch``; ``keys`` may give their :func:`block_keys` already."""
+        band key with ``sketch`` that is not ``hot`` (:meth:`hot_bands`); ``keys`` may give their
+        :func:`block_keys` already."""
         per_field = block_keys(self.layout, fingerprints) if keys is None else keys
         should = [{"terms": {f: sorted(set(keys))}} for f, keys in zip(self._fields, per_field, strict=True)]
-        bands = band_keys(sketch)
+        bands = [b for b in band_keys(sketch) if b not in hot]
         if bands:
             should.append({"terms": {BANDS_FIELD: bands}})
         return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
 
     def _verified_body(
-        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b""
+        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b"",
+        hot: Collection[str] = (),
     ) -> dict[str, Any]:
         return {
-            "query": self.candidates_query(fingerprints, keys, sketch),
+            "query": self.candidates_query(fingerprints, keys, sketch, hot),
             "_source": False,
             "docvalue_fields": VERIFY_FIELDS,
             "size": self.page_size,
@@ -567,10 +585,10 @@ class ElasticsearchIndex(NearDupIndex):
         return out
 
     def _finish_verified(
-        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None
+        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str] = ()
     ) -> list[Match]:
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
-            query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch))
+            query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch), hot=hot)
             scan = self._scan_candidates(query, VERIFY_FIELDS, self.pinned)
             return self.verify_hits(ev, scan, k, exclude)
         return self.verify_hits(ev, hits, k, exclude)
@@ -595,17 +613,18 @@ class ElasticsearchIndex(NearDupIndex):
             if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
             cols = block_keys(self.layout, [f for ev in chunk for f in ev.fingerprints])  # one pass
+            hot = self.hot_bands(b for ev in chunk for b in band_keys(bytes(ev.sketch)))
             bodies = []
             at = 0
             for ev in chunk:
                 n = len(ev.fingerprints)
                 bodies.append(self._verified_body(ev.fingerprints, [col[at : at + n] for col in cols],
-                                                  bytes(ev.sketch)))
+                                                  bytes(ev.sketch), hot))
                 at += n
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
-                out.append(self._finish_verified(ev, hits, k, excl[start + n]))
+                out.append(self._finish_verified(ev, hits, k, excl[start + n], hot))
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:

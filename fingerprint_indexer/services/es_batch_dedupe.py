@@ -35,6 +35,7 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.index.elasticsearch import (
     BANDS_FIELD,
     FP_FIELD,
@@ -45,7 +46,6 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     pit_scan,
 )
-from fingerprint_indexer.store.exact import MAX_BAND_READ
 from fingerprint_indexer.verify import Evidence, check, closest, same_facts
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window

@@ -41,7 +41,7 @@ import plyvel
 from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.leveldb import LevelDBIndex
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -135,11 +135,6 @@ class DocRecord:
         data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
         data["frames"] = [int(f, 16) for f in data.get("frames", [])]
         return cls(**data)
-
-
-#: A sketch band key held by more documents than this is a stock phrase, not evidence of a copy: it is
-#: passed over (reading it whole would make a lookup's cost grow with the corpus).
-MAX_BAND_READ = 64
 
 
 def judged_near(

@@ -249,3 +249,36 @@ def test_edited_headlines_are_found_through_sketch_bands(es_client, es_index):
     assert "bands" in report.fields_scanned and report.groups == len(EDITED_HEADLINES)
     src = {h["_id"]: h["_source"] for h in es_client.search(index=es_index, size=20)["hits"]["hits"]}
     assert all(src[f"b{i}"]["duplicate_of"] == f"a{i}" for i in range(len(EDITED_HEADLINES)))
+
+
+def test_a_band_held_by_more_than_max_band_read_documents_is_passed_over(es_client, es_index):
+    """A stock phrase shared by very many documents is not evidence: Elasticsearch look-ups skip its band
+    key, as the embedded store does, so their cost does not grow with it."""
+    import numpy as np
+
+    from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys, to_bytes
+
+    rng = np.random.default_rng(7)
+    stock = rng.integers(1, 2**32, size=64, dtype=np.uint64).astype(np.uint32)
+
+    def item(n: int) -> tuple[Document, FingerprintResult]:
+        minima = rng.integers(1, 2**32, size=64, dtype=np.uint64).astype(np.uint32)
+        minima[:4] = stock[:4]  # band 0 is the stock phrase's
+        doc_id = f"d{n}"
+        return Document(id=doc_id, content=doc_id), FingerprintResult(
+            id=doc_id, fingerprint=int(rng.integers(0, 2**63)), blocks=[], content_digest=doc_id,
+            keyword_digest="k", top_terms=[], degenerate=False, n_tokens=10, version=Fingerprinter().version,
+            chunks=(), sketch=to_bytes(minima))
+
+    setup_index(es_client, es_index)
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    decider.index_batch([item(n) for n in range(MAX_BAND_READ)])
+    decider.refresh()
+    index = ElasticsearchIndex(es_client, es_index)
+    key = band_keys(to_bytes(stock))[0]
+    assert index.hot_bands(band_keys(to_bytes(stock))) == set()  # 64 holders: still a lookup key
+    query = index.candidates_query([0], sketch=to_bytes(stock), hot={key})
+    assert key not in str(query)
+    decider.index_batch([item(MAX_BAND_READ)])
+    decider.refresh()
+    assert index.hot_bands(band_keys(to_bytes(stock))) == {key}
