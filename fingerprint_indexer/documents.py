@@ -27,13 +27,12 @@ def _check_text(name: str, value: str) -> None:
         )
 
 
-def _date_alias(data: Mapping[str, Any]) -> str | None:
-    """``date``, which wire archives use for the publication time, when ``published_at`` is absent."""
+def date_alias(data: Mapping[str, Any]) -> str | None:
+    """``date``, which wire archives use for the publication time, when ``published_at`` is absent. It is
+    not a field of ours: a value that is not text (a number, an object) is someone else's and ignored."""
     value = data.get("date")
-    if value is None:
-        return None
     if not isinstance(value, str):
-        raise DocumentError(f"field 'date' must be a string, got {type(value).__name__}")
+        return None
     _check_text("date", value)
     return value
 
@@ -74,7 +73,7 @@ class Document:
             content=values["content"],
             html=values["html"],
             url=values["url"],
-            published_at=values["published_at"] if values["published_at"] is not None else _date_alias(data),
+            published_at=values["published_at"] if values["published_at"] is not None else date_alias(data),
         )
 
     @property

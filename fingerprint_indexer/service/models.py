@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from fingerprint_indexer.documents import Document
+from fingerprint_indexer.documents import Document, date_alias
 from fingerprint_indexer.service.worker import INDEX_NAME
 
 MAX_ID_BYTES = 512  # Elasticsearch's limit on _id
@@ -71,8 +71,11 @@ class DocumentIn(BaseModel):
         return self
 
     def to_document(self) -> Document:
+        published_at = self.published_at
+        if published_at is None:
+            published_at = date_alias(self.model_extra or {})
         return Document(id=str(self.id), title=self.title or "", content=self.content, html=self.html,
-                        url=self.url, published_at=self.published_at)
+                        url=self.url, published_at=published_at)
 
     def source(self) -> dict[str, Any]:
         """The Elasticsearch source: every given field except the id (which becomes ``_id``)."""
