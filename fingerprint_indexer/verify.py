@@ -73,7 +73,7 @@ MIN_BAND_SIMILARITY, MIN_SHORT_BAND_SIMILARITY = 0.5, 0.65
 MAX_FACT_CHANGE = {OCCURRENCE: 0.3, FIGURE: 0.4, NAME: 0.4}
 #: Share of its own names that each side must state alone for names to conflict: one name among many
 #: that stand is an edit (a corrected spelling, a place added to a dateline), not another party.
-MIN_ONE_SIDED_NAME_SHARE = 0.2
+MIN_ONE_SIDED_NAME_SHARE = 0.15
 #: Copies are published close together: re-runs and reposts in the labelled real wires lie at most
 #: 3 days apart, while template news of other days (bulletins, daily rates, yearly notices) lies further.
 #: Documents without a readable publication day are not judged by it.

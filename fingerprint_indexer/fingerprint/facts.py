@@ -440,6 +440,7 @@ def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | Non
 _CASED_WORD = re.compile(r"[A-Z][A-Za-z0-9&'-]*")
 _OPENS = re.compile(r"[.!?:;][\"')\]]*\s+$")  # what stands before the first word of a sentence
 _CLOSES = re.compile(r"[.!?:;][\"')\]]*$")  # how a line that ends a sentence ends
+_WRAPPED_LINE = 40  # characters: a shorter line is a row or a title, not prose wrapped mid-sentence
 
 
 def latin_body_names(cased: str, body: str, stopwords: frozenset[str] = frozenset()) -> set[str]:
@@ -472,7 +473,9 @@ def latin_body_names(cased: str, body: str, stopwords: frozenset[str] = frozense
                 name = m.group().rstrip("'-").lower()
                 if len(name) >= 2 and name not in stopwords:
                     out.add(name)
-        opens = not whole or bool(_CLOSES.search(line))  # after a dropped line a new sentence starts
+        # after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26 cts")
+        # a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
+        opens = not whole or bool(_CLOSES.search(line)) or len(line) <= _WRAPPED_LINE
     return out
 
 

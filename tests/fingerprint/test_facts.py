@@ -197,3 +197,12 @@ def test_an_excerpt_names_no_one_its_source_does_not(sentences: list[str], data:
     source = " ".join(sentences)
     excerpt = " ".join(sentences[start:end])
     assert _latin(excerpt) <= _latin(source)
+
+
+def test_table_row_labels_are_not_names() -> None:
+    table = "Shr 29 cts vs loss six cts\nNet 1,234,000 vs 567,000\nRevs 12.3 mln vs 11.1 mln\nNote: Year."
+    assert _latin(table) == set()
+    # a long unclosed line runs on into the next; after a short one, a row or a sentence may open
+    long_line = "Officials said on Monday that the ministers met in\nGeneva to discuss it."
+    assert _latin(long_line) == {"monday", "geneva"}
+    assert _latin("The ministers met in\nGeneva to discuss the accord.\n") == set()
