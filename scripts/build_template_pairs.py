@@ -12,6 +12,19 @@ the real corpora of ``../shared/data`` and samples them, deterministically, for 
 - ``minhash``: exact Jaccard of character 5-gram sets >= 0.5 (candidates from datasketch's LSH);
 - ``pypi``: the PyPI ``simhash`` package's default fingerprint within Hamming 3.
 
+A second round (``--round 2``) draws the pairs that the shipped detector's other candidate path finds,
+which the first round could not see:
+
+- ``band``: documents that share a sketch band key (MinHash LSH; a band held by more than 64 documents is
+  a stock phrase and passed over, as the stores do), whose fingerprints all lie farther than K apart and
+  whose sketches agree on at least 0.5 (the candidates a band alone brings in, before any fact check).
+
+A third round (``--round 3``) draws from what the detector decides, so that the precision of its
+decisions is read directly: ``decided``: the (document, ``duplicate_of``) pairs of the
+``near_duplicate`` decisions of the default embedded ``dedupe`` of each corpus.
+
+Pairs already labelled (``docs/labels/``) are left out of rounds 2 and 3.
+
 Pairs whose normalised texts are identical (exact duplicates) are left out: they are not in question.
 Each corpus has a quota; the pairs are drawn so that every system's flagged pairs are represented
 (round robin over the systems, a seeded shuffle within each). Output (``--out``): one JSON line per pair
@@ -20,6 +33,8 @@ with the two ids, the corpus and which systems flag it. No text is written: labe
 the corpora in place.
 
     python3 scripts/build_template_pairs.py --data ../shared/data --out pairs.jsonl
+    python3 scripts/build_template_pairs.py --data ../shared/data --round 2 --out band_pairs.jsonl
+    python3 scripts/build_template_pairs.py --data ../shared/data --round 3 --out decided_pairs.jsonl
 """
 
 from __future__ import annotations
@@ -58,6 +73,25 @@ QUOTAS: list[tuple[str, str, int]] = [
     ("en_bbc", "en", 70),
 ]
 SYSTEMS = ("ours", "minhash", "pypi")
+#: Round 2: the band candidates, per corpus.
+BAND_QUOTAS: list[tuple[str, str, int]] = [
+    ("zh_xwlb", "zh", 30),
+    ("zh_news", "zh", 15),
+    ("zh_toutiao_titles", "zh", 20),
+    ("en_reuters", "en", 60),
+    ("en_bbc", "en", 15),
+]
+#: Round 3: the default pipeline's near-duplicate decisions, per corpus.
+DECIDED_QUOTAS: list[tuple[str, str, int]] = [
+    ("zh_xwlb", "zh", 30),
+    ("zh_news", "zh", 25),
+    ("zh_toutiao_titles", "zh", 25),
+    ("en_reuters", "en", 70),
+    ("en_bbc", "en", 20),
+]
+MIN_BAND_SKETCH = 0.5
+MAX_BAND_DOCS = 64
+LABELS = REPO / "docs" / "labels"
 _WS = re.compile(r"\s+")
 
 
@@ -108,6 +142,85 @@ def ours_pairs(docs: list[dict[str, Any]]) -> dict[tuple[int, int], float]:
         sim = similarity(from_bytes(sketches[a]), from_bytes(sketches[b]))
         if sim >= MIN_SKETCH:
             out[(a, b)] = round(sim, 3)
+    return out
+
+
+def band_pairs(docs: list[dict[str, Any]]) -> dict[tuple[int, int], float]:
+    """Document pairs that share a sketch band key, have no fingerprint pair within K, and whose sketches
+    agree on MIN_BAND_SKETCH (score: sketch)."""
+    from fingerprint_indexer.fingerprint.sketch import band_keys
+    from fingerprint_indexer.verify import closest
+
+    fpr = Fingerprinter()
+    results = [fpr.fingerprint_document(Document.from_mapping({**d, "id": str(d["id"]), "content": body(d)}))
+               for d in docs]
+    holders: dict[str, list[int]] = {}
+    for n, res in enumerate(results):
+        for key in band_keys(res.sketch):
+            holders.setdefault(key, []).append(n)
+    out: dict[tuple[int, int], float] = {}
+    for members in holders.values():
+        if len(members) > MAX_BAND_DOCS:
+            continue
+        for x, a in enumerate(members):
+            for b in members[x + 1 :]:
+                if (a, b) in out:
+                    continue
+                if closest(results[a].fingerprints, results[b].fingerprints)[0] <= K:
+                    continue
+                sim = similarity(from_bytes(results[a].sketch), from_bytes(results[b].sketch))
+                if sim >= MIN_BAND_SKETCH:
+                    out[(a, b)] = round(sim, 3)
+    return out
+
+
+def labelled_pairs() -> set[str]:
+    """The ``pair`` keys of every pair labelled so far."""
+    out: set[str] = set()
+    for path in sorted(LABELS.glob("template_*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            out |= {json.loads(line)["pair"] for line in fh if line.strip()}
+    return out
+
+
+def build_round(data: Path, quotas: Iterable[tuple[str, str, int]], system: str, limit: int | None = None,
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    """Round 2 (``band``) or 3 (``decided``): that system's pairs not labelled yet, a seeded sample per
+    corpus."""
+    finder = band_pairs if system == "band" else decided_pairs
+    done = labelled_pairs()
+    rows: list[dict[str, Any]] = []
+    for corpus, lang, quota in quotas:
+        docs = read_corpus(data / f"{corpus}.jsonl.gz", limit)
+        texts = [compact(body(d)) for d in docs]
+        found = finder(docs)
+        keys = sorted(p for p in found if texts[p[0]] != texts[p[1]]
+                      and f"{corpus}:{docs[p[0]]['id']}|{docs[p[1]]['id']}" not in done)
+        print(f"{corpus}: {system} {len(found)}, new {len(keys)}", file=sys.stderr)
+        random.Random(f"{SEED}:{system}:{corpus}").shuffle(keys)
+        for a, b in keys[:quota]:
+            rows.append({
+                "pair": f"{corpus}:{docs[a]['id']}|{docs[b]['id']}",
+                "corpus": corpus, "lang": lang, "a": str(docs[a]["id"]), "b": str(docs[b]["id"]),
+                "flagged_by": {system: found[(a, b)]},
+            })
+    return rows
+
+
+def decided_pairs(docs: list[dict[str, Any]]) -> dict[tuple[int, int], float]:
+    """(earlier, later) index pairs of the default pipeline's near-duplicate decisions (score: distance)."""
+    import tempfile
+
+    from fingerprint_indexer.pipeline import Pipeline
+
+    at = {str(d["id"]): n for n, d in enumerate(docs)}
+    out: dict[tuple[int, int], float] = {}
+    with tempfile.TemporaryDirectory() as tmp, Pipeline(Path(tmp) / "store") as pipe:
+        inputs = (Document.from_mapping({**d, "id": str(d["id"])}) for d in docs)
+        for dec in pipe.process_many(inputs):
+            if dec.decision == "near_duplicate" and dec.duplicate_of in at:
+                a, b = sorted((at[dec.id], at[dec.duplicate_of]))
+                out[(a, b)] = float(dec.distance or 0)
     return out
 
 
@@ -201,9 +314,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=None, help="read only the first N documents of each corpus")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every quota (small test runs)")
+    ap.add_argument("--round", type=int, choices=(1, 2, 3), default=1,
+                    help="1: pairs flagged by our distance path, MinHash and PyPI simhash; 2: our band path; "
+                         "3: our near-duplicate decisions")
     args = ap.parse_args(argv)
-    quotas = [(c, lang, max(1, round(q * args.scale))) for c, lang, q in QUOTAS]
-    rows = build(args.data, quotas, args.limit)
+    chosen = {1: QUOTAS, 2: BAND_QUOTAS, 3: DECIDED_QUOTAS}[args.round]
+    quotas = [(c, lang, max(1, round(q * args.scale))) for c, lang, q in chosen]
+    if args.round == 1:
+        rows = build(args.data, quotas, args.limit)
+    else:
+        rows = build_round(args.data, quotas, "band" if args.round == 2 else "decided", args.limit)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         for r in rows:

@@ -57,13 +57,19 @@ class Pair:
     b: str
     duplicate: bool
     reason: str
+    round: int = 1
+
+
+#: What each round of ``scripts/build_template_pairs.py`` drew.
+ROUNDS = {1: "flagged by our distance path, MinHash or PyPI simhash", 2: "our band candidates",
+          3: "our near-duplicate decisions (fingerprint v4)"}  # fmt: skip
 
 
 def load_labels(lang: str) -> list[Pair]:
     with (LABELS / f"template_{lang}.jsonl").open(encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
-    return [Pair(r["pair"], r["corpus"], r["a"], r["b"], r["label"] == "duplicate", r["reason"])
-            for r in rows]  # fmt: skip
+    return [Pair(r["pair"], r["corpus"], r["a"], r["b"], r["label"] == "duplicate", r["reason"],
+                 int(r.get("round", 1))) for r in rows]  # fmt: skip
 
 
 def load_docs(data: Path, pairs: Sequence[Pair]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -157,6 +163,8 @@ def evaluate(data: Path, methods: Sequence[str]) -> dict[str, dict[str, Any]]:
         raw = load_docs(data, pairs)
         docs = {f"{c}\x1f{i}": d for (c, i), d in raw.items()}
         res: dict[str, Any] = {"pairs": len(pairs), "duplicates": sum(p.duplicate for p in pairs),
+                               "round_pairs": {n: sum(p.round == n for p in pairs)
+                                               for n in sorted({p.round for p in pairs})},
                                "methods": {}}  # fmt: skip
         for name in methods:
             judge = METHODS[name](docs)
@@ -164,7 +172,10 @@ def evaluate(data: Path, methods: Sequence[str]) -> dict[str, dict[str, Any]]:
             by_corpus = {c: score([p for p in pairs if p.corpus == c],
                                   [s for p, s in zip(pairs, said, strict=True) if p.corpus == c])
                          for c in sorted({p.corpus for p in pairs})}  # fmt: skip
-            res["methods"][name] = {"all": score(pairs, said), "corpora": by_corpus,
+            by_round = {n: score([p for p in pairs if p.round == n],
+                                 [s for p, s in zip(pairs, said, strict=True) if p.round == n])
+                        for n in sorted({p.round for p in pairs})}  # fmt: skip
+            res["methods"][name] = {"all": score(pairs, said), "corpora": by_corpus, "rounds": by_round,
                                     "false_positives": [p.reason for p, s in zip(pairs, said, strict=True)
                                                         if s and not p.duplicate]}  # fmt: skip
         results[lang] = res
@@ -195,6 +206,18 @@ def report(results: dict[str, dict[str, Any]], command: str) -> str:
                     s = res["methods"][name]["corpora"][c]
                     cells.append(f"{fmt(s['precision'])} / {fmt(s['recall'])} / {fmt(s['f1'])}")
             out.append(f"| {c} | " + " | ".join(cells) + " |")
+        rounds = next(iter(res["methods"].values()))["rounds"]
+        if len(rounds) > 1:
+            out += ["", "Per round of drawing (P / R / F1, pairs):", "",
+                    "| round | ours:default | ours:no-facts | minhash@0.5 |", "|---|---|---|---|"]
+            for n in rounds:
+                cells = []
+                for name in ("ours:default", "ours:no-facts", "minhash@0.5"):
+                    if name in res["methods"]:
+                        s = res["methods"][name]["rounds"][n]
+                        cells.append(f"{fmt(s['precision'])} / {fmt(s['recall'])} / {fmt(s['f1'])}")
+                out.append(f"| {n}: {ROUNDS.get(n, '')} ({res['round_pairs'][n]} pairs) | "
+                           + " | ".join(cells) + " |")
         fps = res["methods"].get("ours:default", {}).get("false_positives", [])
         if fps:
             out += ["", "Pairs `ours:default` still calls duplicate, as the reader described them:", ""]
