@@ -64,31 +64,14 @@ SEED = 20261123
 K = 3
 MIN_SKETCH = 0.3
 MIN_JACCARD = 0.5
-#: (corpus, language, pairs to draw)
-QUOTAS: list[tuple[str, str, int]] = [
-    ("zh_xwlb", "zh", 220),
-    ("zh_news", "zh", 60),
-    ("zh_toutiao_titles", "zh", 40),
-    ("en_reuters", "en", 250),
-    ("en_bbc", "en", 70),
-]
+CORPORA: list[tuple[str, str]] = [("zh_xwlb", "zh"), ("zh_news", "zh"), ("zh_toutiao_titles", "zh"),
+                                   ("en_reuters", "en"), ("en_bbc", "en")]  # fmt: skip
+#: Pairs to draw per corpus (in CORPORA's order) in round 1 (flagged by ours, MinHash, PyPI simhash),
+#: round 2 (our band candidates) and round 3 (our near-duplicate decisions).
+ROUND_QUOTAS: dict[int, tuple[int, ...]] = {1: (220, 60, 40, 250, 70), 2: (30, 15, 20, 60, 15),
+                                            3: (30, 25, 25, 70, 20)}  # fmt: skip
+QUOTAS = [(c, lang, q) for (c, lang), q in zip(CORPORA, ROUND_QUOTAS[1], strict=True)]
 SYSTEMS = ("ours", "minhash", "pypi")
-#: Round 2: the band candidates, per corpus.
-BAND_QUOTAS: list[tuple[str, str, int]] = [
-    ("zh_xwlb", "zh", 30),
-    ("zh_news", "zh", 15),
-    ("zh_toutiao_titles", "zh", 20),
-    ("en_reuters", "en", 60),
-    ("en_bbc", "en", 15),
-]
-#: Round 3: the default pipeline's near-duplicate decisions, per corpus.
-DECIDED_QUOTAS: list[tuple[str, str, int]] = [
-    ("zh_xwlb", "zh", 30),
-    ("zh_news", "zh", 25),
-    ("zh_toutiao_titles", "zh", 25),
-    ("en_reuters", "en", 70),
-    ("en_bbc", "en", 20),
-]
 MIN_BAND_SKETCH = 0.5
 MAX_BAND_DOCS = 64
 LABELS = REPO / "docs" / "labels"
@@ -318,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="1: pairs flagged by our distance path, MinHash and PyPI simhash; 2: our band path; "
                          "3: our near-duplicate decisions")
     args = ap.parse_args(argv)
-    chosen = {1: QUOTAS, 2: BAND_QUOTAS, 3: DECIDED_QUOTAS}[args.round]
-    quotas = [(c, lang, max(1, round(q * args.scale))) for c, lang, q in chosen]
+    chosen = zip(CORPORA, ROUND_QUOTAS[args.round], strict=True)
+    quotas = [(c, lang, max(1, round(q * args.scale))) for (c, lang), q in chosen]
     if args.round == 1:
         rows = build(args.data, quotas, args.limit)
     else:

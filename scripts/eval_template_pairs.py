@@ -186,6 +186,16 @@ def fmt(x: float) -> str:
     return "-" if x != x else f"{x:.3f}"
 
 
+def _cells(res: dict[str, Any], part: str, key: Any) -> str:
+    """P / R / F1 of the three methods the breakdown tables show, for one corpus or round."""
+    cells = []
+    for name in ("ours:default", "ours:no-facts", "minhash@0.5"):
+        if name in res["methods"]:
+            s = res["methods"][name][part][key]
+            cells.append(f"{fmt(s['precision'])} / {fmt(s['recall'])} / {fmt(s['f1'])}")
+    return " | ".join(cells)
+
+
 def report(results: dict[str, dict[str, Any]], command: str) -> str:
     out = [START, "", f"Produced by `{command}` (labels: `docs/labels/`, pairs drawn by "
            "`scripts/build_template_pairs.py`).", ""]  # fmt: skip
@@ -198,26 +208,15 @@ def report(results: dict[str, dict[str, Any]], command: str) -> str:
                        f"{fmt(a['f1'])} | {a['tp']} | {a['fp']} | {a['fn']} |")
         out += ["", "Per corpus (P / R / F1, `ours:default` | `ours:no-facts` | `minhash@0.5`):", "",
                 "| corpus | ours:default | ours:no-facts | minhash@0.5 |", "|---|---|---|---|"]
-        corpora = next(iter(res["methods"].values()))["corpora"]
-        for c in corpora:
-            cells = []
-            for name in ("ours:default", "ours:no-facts", "minhash@0.5"):
-                if name in res["methods"]:
-                    s = res["methods"][name]["corpora"][c]
-                    cells.append(f"{fmt(s['precision'])} / {fmt(s['recall'])} / {fmt(s['f1'])}")
-            out.append(f"| {c} | " + " | ".join(cells) + " |")
+        for c in next(iter(res["methods"].values()))["corpora"]:
+            out.append(f"| {c} | " + _cells(res, "corpora", c) + " |")
         rounds = next(iter(res["methods"].values()))["rounds"]
         if len(rounds) > 1:
             out += ["", "Per round of drawing (P / R / F1, pairs):", "",
                     "| round | ours:default | ours:no-facts | minhash@0.5 |", "|---|---|---|---|"]
             for n in rounds:
-                cells = []
-                for name in ("ours:default", "ours:no-facts", "minhash@0.5"):
-                    if name in res["methods"]:
-                        s = res["methods"][name]["rounds"][n]
-                        cells.append(f"{fmt(s['precision'])} / {fmt(s['recall'])} / {fmt(s['f1'])}")
                 out.append(f"| {n}: {ROUNDS.get(n, '')} ({res['round_pairs'][n]} pairs) | "
-                           + " | ".join(cells) + " |")
+                           + _cells(res, "rounds", n) + " |")
         fps = res["methods"].get("ours:default", {}).get("false_positives", [])
         if fps:
             out += ["", "Pairs `ours:default` still calls duplicate, as the reader described them:", ""]

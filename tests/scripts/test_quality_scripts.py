@@ -99,3 +99,24 @@ def test_evaluation_report(labelled: Path, tmp_path: Path) -> None:
         # The second stage keeps the wider candidate set precise, and recall does not drop.
         assert at3[recommended]["precision"] >= 0.95
         assert at3[recommended]["recall"] >= at3[current]["recall"]
+
+
+@pytest.mark.parametrize("round_", ["2", "3"])
+def test_later_template_rounds_draw_unlabelled_pairs_deterministically(round_: str, tmp_path: Path) -> None:
+    """Rounds 2 (our band candidates) and 3 (our decisions) leave out labelled pairs and draw the same
+    sample twice."""
+    for name in ("zh_xwlb", "zh_news", "zh_toutiao_titles", "en_reuters", "en_bbc"):
+        require(DATA_DIR / f"{name}.jsonl.gz")
+    runs = []
+    for n in (1, 2):
+        out = tmp_path / f"r{n}.jsonl"
+        _run("scripts/build_template_pairs.py", "--data", str(DATA_DIR), "--round", round_, "--limit", "600",
+             "--scale", "0.2", "--out", str(out))
+        runs.append(out.read_text(encoding="utf-8"))
+    assert runs[0] == runs[1]
+    rows = [json.loads(line) for line in runs[0].splitlines()]
+    labelled = {json.loads(line)["pair"] for lang in ("zh", "en")
+                for line in (REPO_ROOT / "docs" / "labels" / f"template_{lang}.jsonl").open(encoding="utf-8")}
+    system = "band" if round_ == "2" else "decided"
+    assert rows and all(set(r["flagged_by"]) == {system} for r in rows)
+    assert not {r["pair"] for r in rows} & labelled
