@@ -29,8 +29,9 @@ Rules, for a document ``d`` with fingerprint ``f``:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from fingerprint_indexer.cluster.single_pass import assign
 from fingerprint_indexer.documents import Document
@@ -46,6 +47,7 @@ KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")
 #: ``duplicate_of`` links followed at most (a chain longer than this, or a loop, ends where it is).
 MAX_HOPS = 64
 DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,19 @@ def prefer(doc: Document, canonical: DocRecord, keep: Keep) -> bool:
     return False
 
 
+def duplicate_kind(same_digest: bool) -> str:
+    """What a member of a group that is not its canonical is: an exact copy (same content digest) or not."""
+    return "exact_duplicate" if same_digest else "near_duplicate"
+
+
+def batch_canonical(
+    members: Iterable[T], published: Callable[[T], float | None], ident: Callable[[T], str]
+) -> T:
+    """The canonical of a group found all at once (``es dedupe``), where there is no arrival order for
+    ``keep=first`` to follow: the first published, then the smallest id; undated members last."""
+    return min(members, key=lambda m: (p if (p := published(m)) is not None else float("inf"), ident(m)))
+
+
 def root(store: RecordStore, doc_id: str) -> DocRecord:
     """The canonical of ``doc_id``'s group: ``duplicate_of`` links followed while they hold.
 
@@ -160,7 +175,7 @@ def repeat(store: RecordStore, old: DocRecord) -> Decision:
     if kind == "new" and old.duplicate_of is not None:  # a canonical replaced under keep longest/newest
         canonical = store.record(old.duplicate_of)
         same = canonical is not None and canonical.content_digest == old.content_digest
-        kind = "exact_duplicate" if same else "near_duplicate"
+        kind = duplicate_kind(same)
     return Decision(old.id, to_hex(old.fingerprint), kind, old.duplicate_of, old.distance, old.cluster_id,
                     old.replaces, old.degenerate)
 
