@@ -33,6 +33,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 
 from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.env import env_flag
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
@@ -68,11 +69,11 @@ MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "resp
                   "responses.pit_id", "responses.status"]  # fmt: skip
 
 
-class ElasticsearchUnavailable(RuntimeError):
+class ElasticsearchUnavailable(FingerprintIndexerError, RuntimeError):
     """The cluster at a URL could not be reached or refused the request."""
 
 
-class ElasticsearchWriteError(RuntimeError):
+class ElasticsearchWriteError(FingerprintIndexerError, RuntimeError):
     """Some documents of a bulk write failed; ``failures`` lists (doc id, reason) for each."""
 
     def __init__(self, failures: list[tuple[str, str]]) -> None:

@@ -27,6 +27,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.rules import MAX_HOPS, Engine, Keep
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import band_keys
@@ -412,6 +413,10 @@ class EsDecider:
         return BatchResult(decisions, self.write(actions))
 
 
+class RecordMissingError(FingerprintIndexerError, LookupError):
+    """A document found by a look-up whose record cannot be read (deleted in between)."""
+
+
 class _EsBatch:
     """One batch of :class:`EsDecider` as the engine's record store
     (:class:`fingerprint_indexer.engine.rules.RecordStore`): the index as prefetched for the batch, the
@@ -518,7 +523,8 @@ class _EsBatch:
         return Cluster(cluster_id, founder.fingerprint, cluster_id, 1)
 
     def missing(self, doc_id: str) -> Exception:
-        return LookupError(f"{doc_id!r} was found in index {self.decider.index.index!r} but cannot be read")
+        return RecordMissingError(f"{doc_id!r} was found in index {self.decider.index.index!r} but cannot be "
+                                  "read")
 
     # ----------------------------------------------------------------- writes
     def put_record(
