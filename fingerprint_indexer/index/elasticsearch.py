@@ -242,6 +242,33 @@ def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]
             **copy_fields(res)}  # fmt: skip
 
 
+#: Terms kept in the ``terms`` field, highest weight first: every term of a news article (the real corpora's
+#: run to a few hundred; with 256, long articles lost tail terms and more_like_this then failed to fold a
+#: story's copies), bounded so that a huge document stays cheap to index.
+MAX_TERMS = 1024
+
+
+def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
+    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
+    return " ".join(t for t, _ in res.top_terms[:limit])
+
+
+def decision_fields(
+    res: FingerprintResult, layout: BlockLayout, *, cluster_id: str, duplicate_of: str | None,
+    distance: int | None, decision: str, text_length: int, replaces: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The one set of fields every writer adds to an Elasticsearch document (``es index``, ``es reindex``,
+    the sidecar's ``/v1/ingest`` and proxy): :func:`result_fields`, the digests, the ``terms`` (at most
+    :data:`MAX_TERMS`), the algorithm version and the decision (``text_length`` and ``replaces`` are what
+    the keep policy compares and reports; ``replaces`` is written as null when unset, so a rewrite leaves
+    no stale value)."""
+    out = result_fields(res, layout)
+    out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
+               fp_version=res.version, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+               decision=decision, degenerate=res.degenerate, text_length=text_length, replaces=replaces)
+    return out
+
+
 def copy_fields(res: FingerprintResult) -> dict[str, Any]:
     """The copy-marks field of a fingerprinted document (absent when it has none)."""
     return {COPY_FIELD: Marks.from_bytes(res.marks).hex_hashes()} if res.marks else {}

@@ -526,7 +526,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        fields = es_fields(d.result, d.decision, state.layout)
+        fields = es_fields(d.result, d.decision, state.layout, d.doc.length)
         plan = plans.get(pos)
         if plan is not None:  # an update: the fields go into the part of the body that gets applied
             extra = _fingerprint_nulls(state.layout) if plan.target == "doc" else {}

@@ -35,8 +35,7 @@ from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
-    copy_fields,
-    fingerprint_fields,
+    decision_fields,
     source_evidence,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -47,12 +46,10 @@ from fingerprint_indexer.verify import Evidence, check_many
 
 OnDuplicate = Literal["tag", "skip"]
 Mode = Literal["index", "update"]
-#: Terms kept in the ``terms`` field: enough for more_like_this, bounded so long articles stay cheap to index.
-MAX_TERMS = 256
 RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest", "fp_version",
                  "cluster_id", "duplicate_of", "decision", "distance", "degenerate", "keyword_digest",
-                 "length", "published_at", "replaces"]  # fmt: skip
-#: Read too under ``keep=longest`` from documents written without ``length`` (by the sidecar, or before it).
+                 "text_length", "published_at", "replaces"]  # fmt: skip
+#: Read too under ``keep=longest`` from documents written without ``text_length`` (before it existed).
 TEXT_FIELDS = ["content", "html"]
 
 
@@ -86,12 +83,12 @@ class EsDecision:
 def record_from_source(doc_id: str, src: Mapping[str, Any]) -> DocRecord | None:
     """The stored decision of an indexed document (None when it has no fingerprint fields yet).
 
-    ``length`` is read from the field ``es index`` writes, else from the text when the source holds it
-    (``keep=longest`` asks for it); ``time`` is not kept in Elasticsearch."""
+    ``length`` is read from ``text_length``, else from the text when the source holds it (``keep=longest``
+    asks for it); ``time`` is not kept in Elasticsearch."""
     if src.get("fingerprint") is None:
         return None
     ev = source_evidence(src)
-    length = src.get("length")
+    length = src.get("text_length")
     if length is None:
         length = len(src.get("html") or src.get("content") or "")
     published = src.get("published_at")
@@ -132,15 +129,11 @@ class BatchResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
-def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
-    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
-    return " ".join(t for t, _ in res.top_terms[:limit])
-
-
-def document_fields(doc: Document, res: FingerprintResult) -> dict[str, Any]:
-    """The searchable body of a news document (text, segmented terms, url, date)."""
+def document_fields(doc: Document) -> dict[str, Any]:
+    """The searchable body of a news document (text, url, date); the segmented ``terms`` are among the
+    fingerprint fields (:func:`~fingerprint_indexer.index.elasticsearch.decision_fields`)."""
     out: dict[str, Any] = {"title": doc.title, "content": doc.content if doc.content is not None else
-                           clean(None, doc.html), "terms": terms_text(res)}  # fmt: skip
+                           clean(None, doc.html)}  # fmt: skip
     if doc.url:
         out["url"] = doc.url
     if doc.published_at:
@@ -360,16 +353,11 @@ class EsDecider:
                     self._pending_bands.setdefault(key, set()).add(rec.id)
 
     # ------------------------------------------------------------------------------------ writing
-    def fields(self, rec: _Rec) -> dict[str, Any]:
-        out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate,
-                                 chunks=rec.chunks, sketch=bytes.fromhex(rec.sketch), facts=rec.facts,
-                                 frames=rec.frames)  # fmt: skip
-        out.update(content_digest=rec.content_digest, fp_version=rec.version, cluster_id=rec.cluster_id,
-                   duplicate_of=rec.duplicate_of, decision=rec.decision, distance=rec.distance,
-                   degenerate=rec.degenerate, length=rec.length)  # fmt: skip
-        if rec.replaces is not None:
-            out["replaces"] = rec.replaces
-        return out
+    def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
+        """The fingerprint and decision fields of a decided document (the same as the sidecar writes)."""
+        return decision_fields(res, self.index.layout, cluster_id=rec.cluster_id,
+                               duplicate_of=rec.duplicate_of, distance=rec.distance, decision=rec.decision,
+                               text_length=rec.length, replaces=rec.replaces)  # fmt: skip
 
     def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
         """Bulk-write; returns (id, reason) of every failed document instead of raising."""
@@ -390,11 +378,11 @@ class EsDecider:
         for rec in writes:
             doc, res = by_id[rec.id]
             if mode == "index":
-                source = {**document_fields(doc, res), **self.fields(rec), **copy_fields(res)}
+                source = {**document_fields(doc), **self.fields(rec, res)}
                 actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
                                 "_source": source})  # fmt: skip
             else:
-                fields = {**self.fields(rec), "terms": terms_text(res), **copy_fields(res)}
+                fields = self.fields(rec, res)
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
                                 "doc": fields})  # fmt: skip
         for rec in self.relinks:  # after the new canonical's write, as the sidecar sends it
