@@ -30,6 +30,7 @@ from fingerprint_indexer.cli.common import (
     run_guarded,
 )
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.index.elasticsearch import (
@@ -62,7 +63,7 @@ def es_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--index", "index_name", default=default_index,
                         show_default=f"$FPI_ES_INDEX or {DEFAULT_INDEX}",
                         help="Index or alias name.")(func)  # fmt: skip
-    func = click.option("--es", "es_url", default=lambda: os.environ.get("ES_URL"), show_default="$ES_URL",
+    func = click.option("--es", "es_url", default=read_es_url, show_default="$ES_URL",
                         help="Elasticsearch URL, e.g. http://127.0.0.1:9200.")(func)  # fmt: skip
     return func
 
@@ -86,7 +87,7 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
         except (ElasticsearchUnavailable, MappingConflict) as exc:
             fail(str(exc), EXIT_ES_ERROR)
         except (TransportError, ApiError) as exc:
-            fail(f"Elasticsearch at {url or os.environ.get('ES_URL')} failed: {exc}", EXIT_ES_ERROR)
+            fail(f"Elasticsearch at {read_es_url(url)} failed: {exc}", EXIT_ES_ERROR)
         except LookupError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
         except ValueError as exc:
@@ -245,7 +246,7 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
     def body(client: Elasticsearch) -> None:
         config = build_config(top_k, idf_path, synonyms, n_blocks)
         config = index_config(client, index_name, config, copy_marks)
-        url = es_url or os.environ.get("ES_URL")
+        url = read_es_url(es_url)
         path = Path(checkpoint) if checkpoint else default_checkpoint(url, index_name)
         path.parent.mkdir(parents=True, exist_ok=True)
         report = reindex(client, index_name, source_field=source_field, title_field=title_field, k=k,

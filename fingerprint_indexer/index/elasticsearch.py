@@ -23,7 +23,6 @@ import contextlib
 import functools
 import itertools
 import json
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
 from fingerprint_indexer.copies.winnow import Marks
-from fingerprint_indexer.env import env_flag
+from fingerprint_indexer.env import EsSettingsError, es_settings
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -95,28 +94,26 @@ def connect(
     check: bool = True,
 ) -> Elasticsearch:
     """A client for ``url`` (default ``ES_URL``), speaking the wire format of the server found there
-    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); credentials default to
-    ES_API_KEY, ES_USERNAME/ES_PASSWORD and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate
-    checks off (throw-away clusters only), as for the service.  With ``check`` the cluster is contacted
+    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); the URL, credentials
+    and TLS settings are read and validated by :func:`fingerprint_indexer.env.es_settings`, as for the
+    service (arguments given here take precedence).  With ``check`` the cluster is contacted
     once so that a wrong URL fails here, with one error naming it, rather than deep inside a command."""
-    url = url or os.environ.get("ES_URL")
-    if not url:
-        raise ElasticsearchUnavailable("no Elasticsearch URL given (pass --es URL or set ES_URL)")
+    try:
+        settings = es_settings(url)
+    except EsSettingsError as exc:
+        raise ElasticsearchUnavailable(str(exc)) from exc
+    url = settings.url
     kwargs: dict[str, Any] = {"request_timeout": request_timeout, "retry_on_timeout": True, "max_retries": 3}
-    api_key = api_key or os.environ.get("ES_API_KEY")
-    username = username or os.environ.get("ES_USERNAME")
+    api_key = api_key or settings.api_key
+    username = username or settings.username
     if api_key:
         kwargs["api_key"] = api_key
     elif username:
-        kwargs["basic_auth"] = (username, password or os.environ.get("ES_PASSWORD", ""))
-    ca_certs = ca_certs or os.environ.get("ES_CA_CERTS")
+        kwargs["basic_auth"] = (username, password or settings.password or "")
+    ca_certs = ca_certs or settings.ca_certs
     if ca_certs:
         kwargs["ca_certs"] = ca_certs
-    try:
-        verify = env_flag("ES_VERIFY_CERTS", True)
-    except ValueError as exc:
-        raise ElasticsearchUnavailable(str(exc)) from exc
-    if not verify:
+    if not settings.verify_certs:
         kwargs.update(verify_certs=False, ssl_show_warn=False)
     try:
         client, _server = client_for(url, check=check, **kwargs)  # the server's kind picks the wire format
