@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fingerprint_indexer.errors import FingerprintIndexerError
 
-class DocumentError(ValueError):
+
+class DocumentError(FingerprintIndexerError, ValueError):
     """A record that is not a usable document (missing id, wrong field types)."""
 
 

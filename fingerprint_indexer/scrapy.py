@@ -44,6 +44,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ STATS = "fingerprint_indexer"
 TAGS = ("decision", "duplicate_of", "distance", "cluster_id", "fingerprint")
 
 
-class SidecarError(RuntimeError):
+class SidecarError(FingerprintIndexerError, RuntimeError):
     """The sidecar refused or failed a decision (the item is not silently passed on)."""
 
 

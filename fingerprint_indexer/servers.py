@@ -32,13 +32,15 @@ from elastic_transport._node import NodeApiResponse
 from elastic_transport.client_utils import DEFAULT, DefaultType
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.errors import FingerprintIndexerError
+
 Kind = Literal["elasticsearch", "opensearch"]
 #: Major versions each kind is tested against.
 SUPPORTED: dict[str, tuple[int, ...]] = {"elasticsearch": (8, 9), "opensearch": (2, 3)}
 _COMPAT = re.compile(r"application/vnd\.elasticsearch\+([a-z-]+)(?:\s*;\s*compatible-with=\d+)?")
 
 
-class UnsupportedServer(RuntimeError):
+class UnsupportedServer(FingerprintIndexerError, RuntimeError):
     """The server is not one of the supported kinds or versions."""
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-import fingerprint_indexer.pipeline as pipeline_mod
+import fingerprint_indexer.engine.rules as rules_mod
 import fingerprint_indexer.store.exact as exact_mod
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
@@ -65,7 +65,7 @@ class CandidateCounter:
     def __init__(self) -> None:
         self.current = 0
         self._many = exact_mod.check_many
-        self._one = pipeline_mod.check
+        self._one = rules_mod.check
 
     def __enter__(self) -> CandidateCounter:
         def many(query: Evidence, candidates: Sequence[Evidence], k: int) -> list[Verdict]:
@@ -77,12 +77,12 @@ class CandidateCounter:
             return self._one(a, b, k)
 
         exact_mod.check_many = many
-        pipeline_mod.check = one
+        rules_mod.check = one
         return self
 
     def __exit__(self, *exc: object) -> None:
         exact_mod.check_many = self._many
-        pipeline_mod.check = self._one
+        rules_mod.check = self._one
 
     def take(self) -> int:
         n, self.current = self.current, 0
@@ -150,7 +150,7 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
             t, c = time.perf_counter(), time.process_time()
             tx = pipe.store.batch()
             for doc, res in buf:
-                out = pipe._decide(tx, doc, res)
+                out = pipe.engine.decide(tx, doc, res)[0]
                 w_cands.append(counter.take())
                 run.decisions[out.decision] += 1
             tx.commit()

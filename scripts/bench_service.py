@@ -136,7 +136,7 @@ def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: s
                 decisions = pipe.decide_batch([(doc, res) for _, doc, res in chunk])
                 pending.put([{"_index": index, "_id": doc.id,
                               "_source": {**{k: v for k, v in rec.items() if k != "id"},
-                                          **es_fields(res, dec, pipe.config.layout)}}
+                                          **es_fields(res, dec, pipe.config.layout, doc.length)}}
                              for (rec, doc, res), dec in zip(chunk, decisions, strict=True)])
                 n += len(chunk)
             pending.put(None)

@@ -112,6 +112,29 @@ def test_new_documents_found_clusters_by_single_pass(tmp_path):
     assert [o["cluster_id"] for o in out] == ["a", "b", "c"]
 
 
+def test_removing_one_of_several_exact_copies_keeps_the_text_findable(tmp_path):
+    """The digest key passes to a document that still holds the text, so later copies stay exact."""
+    with Pipeline(tmp_path, k=3) as p:
+        _decide(p, (doc("a"), 0b0, "h1"), (doc("b"), 0b0, "h1"), (doc("c"), 0b0, "h1"))
+        assert p.store.delete("a")
+        assert p.store.doc_with_digest("h1") == "b"
+        later = _decide(p, (doc("d"), 0b0, "h1"))
+        assert p.store.delete("b") and p.store.delete("c")
+        gone = _decide(p, (doc("e"), 0b0, "h1"))
+    assert (later[0]["decision"], later[0]["duplicate_of"]) == ("exact_duplicate", "b")
+    assert (gone[0]["decision"], gone[0]["duplicate_of"]) == ("exact_duplicate", "d")
+
+
+def test_a_centre_whose_founder_was_removed_is_passed_over(tmp_path):
+    """The founder is what a new document is verified against before it joins a centre: without it there
+    is nothing to verify, so the document founds its own cluster."""
+    with Pipeline(tmp_path, k=3) as p:
+        _decide(p, (doc("a"), 0b0, "h1"))
+        assert p.store.delete("a") and p.store.cluster("a") is not None  # the centre stays
+        out = _decide(p, (doc("b"), 0b1, "h2"))
+    assert (out[0]["decision"], out[0]["cluster_id"]) == ("new", "b")
+
+
 def _edit(text: str) -> str:
     """A realistic repost: site header and footer, one sentence dropped, one ad line inserted."""
     parts = [p for p in text.split("。") if p.strip()]

@@ -9,11 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
+from fingerprint_indexer.errors import FingerprintIndexerError, one_line
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
-from fingerprint_indexer.io.readers import InputError
-from fingerprint_indexer.text.synonyms import SynonymFileError
-from fingerprint_indexer.text.weights import IdfFileError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,11 +58,12 @@ def fail(message: str, code: int = EXIT_INPUT_ERROR) -> None:
 
 
 def run_guarded(body: Callable[[], None]) -> None:
-    """Run a command body, turning known input errors into one clear line and a non-zero exit."""
+    """Run a command body, turning the package's errors (unreadable input, IDF or synonym files, stores,
+    Elasticsearch) into one clear line and a non-zero exit."""
     try:
         body()
-    except (InputError, IdfFileError, SynonymFileError) as exc:
-        fail(str(exc))
+    except FingerprintIndexerError as exc:
+        fail(one_line(exc))
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)

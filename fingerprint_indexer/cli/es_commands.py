@@ -30,6 +30,8 @@ from fingerprint_indexer.cli.common import (
     run_guarded,
 )
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
+from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.index.elasticsearch import (
@@ -62,7 +64,7 @@ def es_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--index", "index_name", default=default_index,
                         show_default=f"$FPI_ES_INDEX or {DEFAULT_INDEX}",
                         help="Index or alias name.")(func)  # fmt: skip
-    func = click.option("--es", "es_url", default=lambda: os.environ.get("ES_URL"), show_default="$ES_URL",
+    func = click.option("--es", "es_url", default=read_es_url, show_default="$ES_URL",
                         help="Elasticsearch URL, e.g. http://127.0.0.1:9200.")(func)  # fmt: skip
     return func
 
@@ -86,7 +88,7 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
         except (ElasticsearchUnavailable, MappingConflict) as exc:
             fail(str(exc), EXIT_ES_ERROR)
         except (TransportError, ApiError) as exc:
-            fail(f"Elasticsearch at {url or os.environ.get('ES_URL')} failed: {exc}", EXIT_ES_ERROR)
+            fail(f"Elasticsearch at {read_es_url(url)} failed: {exc}", EXIT_ES_ERROR)
         except LookupError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
         except ValueError as exc:
@@ -131,6 +133,9 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @_k_option
 @click.option("--on-duplicate", type=click.Choice(["tag", "skip"]), default="tag", show_default=True,
               help="tag: index duplicates with duplicate_of set; skip: leave them out of the index.")
+@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
+              help="Which copy of a group is its canonical: the first indexed, or a longer/newer copy that "
+                   "then takes over (reported with replaces; the previous canonical is re-pointed at it).")
 @click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Worker processes for fingerprinting.")
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
@@ -141,8 +146,9 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @copy_marks_option
 @config_options
 def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
-              processes: int, batch_size: int, skip_errors: bool, output: str, copy_marks: bool | None,
-              top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
+              keep: Keep, processes: int, batch_size: int, skip_errors: bool, output: str,
+              copy_marks: bool | None, top_k: int, idf_path: str | None, synonyms: str | None,
+              n_blocks: int) -> None:  # fmt: skip
     """Fingerprint documents, decide new / exact / near duplicate against the index, and bulk-index them.
 
     Inputs as for `dedupe` (JSONL, .gz, folders of .txt/.html, '-'). One JSON line per document (id,
@@ -157,7 +163,7 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
             click.echo(f"created index {report.concrete_indices[0]} behind alias {index_name}", err=True)
         config = index_config(client, index_name, config, copy_marks)
         decider = EsDecider(ElasticsearchIndex(client, index_name, config.layout), k=k,
-                            on_duplicate=on_duplicate)  # type: ignore[arg-type]  # fmt: skip
+                            on_duplicate=on_duplicate, keep=keep)  # type: ignore[arg-type]  # fmt: skip
         counts: Counter[str] = Counter()
         failures: list[tuple[str, str]] = []
         input_errors: list[InputError] = []
@@ -245,7 +251,7 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
     def body(client: Elasticsearch) -> None:
         config = build_config(top_k, idf_path, synonyms, n_blocks)
         config = index_config(client, index_name, config, copy_marks)
-        url = es_url or os.environ.get("ES_URL")
+        url = read_es_url(es_url)
         path = Path(checkpoint) if checkpoint else default_checkpoint(url, index_name)
         path.parent.mkdir(parents=True, exist_ok=True)
         report = reindex(client, index_name, source_field=source_field, title_field=title_field, k=k,

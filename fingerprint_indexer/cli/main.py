@@ -8,11 +8,13 @@ need none of them.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 from click.formatting import HelpFormatter
 
 from fingerprint_indexer import __version__
+from fingerprint_indexer.errors import FingerprintIndexerError, one_line
 
 #: command -> (module in fingerprint_indexer.cli, attribute, first paragraph of its help). The listing of
 #: ``--help`` comes from here without importing anything; a test checks it against the commands.
@@ -68,6 +70,15 @@ class LazyGroup(click.Group):
         for extension in EXTENSIONS.get(cmd_name, ()):
             importlib.import_module(f"fingerprint_indexer.cli.{extension}")
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; any error of the package that no command turned into its own exit code is
+        one line on stderr and exit code 1, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except FingerprintIndexerError as exc:
+            click.echo(f"error: {one_line(exc)}", err=True)
+            ctx.exit(1)
 
     def format_commands(self, ctx: click.Context, formatter: HelpFormatter) -> None:
         names = self.list_commands(ctx)

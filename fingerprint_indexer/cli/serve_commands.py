@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import click
 import platformdirs
 
 from fingerprint_indexer.cli.common import build_config, config_options, fail
 from fingerprint_indexer.copies.winnow import WinnowParams
-from fingerprint_indexer.env import env_flag
+from fingerprint_indexer.env import URL_HINT, EsSettings, EsSettingsError, env_flag
+from fingerprint_indexer.env import es_settings as read_es_settings
+from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.service.auth import AuthConfigError, check_bind, load_api_key
-from fingerprint_indexer.service.settings import ON_DUPLICATE, EsSettings, ServiceSettings
+from fingerprint_indexer.service.settings import ON_DUPLICATE, ServiceSettings
 from fingerprint_indexer.service.spool import SpoolLocked
 from fingerprint_indexer.store.errors import StoreError
 
@@ -25,26 +25,18 @@ def default_data_dir() -> Path:
 
 
 def es_settings(es_url: str, timeout_s: float) -> EsSettings:
-    """The Elasticsearch settings from ``--es`` and the ``ES_*`` environment; an invalid one is a usage
-    error (one line, exit code 2) rather than a traceback."""
+    """The Elasticsearch settings from ``--es`` and the ``ES_*`` environment (the reader every command
+    uses); an invalid one is a usage error (one line, exit code 2) rather than a traceback."""
     try:
-        parts = urlsplit(es_url)
-        valid_url = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # e.g. a port that is not a number
-        valid_url = False
-    if not valid_url:
-        raise click.BadParameter("expected an http:// or https:// URL with a host, e.g. https://es:9200",
-                                 param_hint="'--es' / ES_URL")
-    if os.environ.get("ES_PASSWORD") and not os.environ.get("ES_USERNAME"):
-        raise click.UsageError("ES_PASSWORD is set but ES_USERNAME is not")
-    try:
-        return EsSettings.from_env(es_url, timeout_s=timeout_s)
-    except ValueError as exc:  # ES_VERIFY_CERTS that is neither true nor false
+        return read_es_settings(es_url, timeout_s=timeout_s)
+    except EsSettingsError as exc:
+        if exc.setting == "--es / ES_URL":
+            raise click.BadParameter(URL_HINT, param_hint="'--es' / ES_URL") from None
         raise click.UsageError(str(exc)) from None
 
 
 @click.command("serve")
-@click.option("--es", "es_url", default=lambda: os.environ.get("ES_URL"), required=True,
+@click.option("--es", "es_url", default=read_es_url, required=True,
               help="Elasticsearch URL, http:// or https:// (default: ES_URL). Credentials and TLS come from "
                    "the environment only (listed above).")
 @click.option("--host", default="127.0.0.1", show_default=True,

@@ -23,7 +23,6 @@ import contextlib
 import functools
 import itertools
 import json
-import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -32,7 +31,8 @@ import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
 from fingerprint_indexer.copies.winnow import Marks
-from fingerprint_indexer.env import env_flag
+from fingerprint_indexer.env import EsSettingsError, es_settings
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
@@ -68,11 +68,11 @@ MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "resp
                   "responses.pit_id", "responses.status", "responses.aggregations"]  # fmt: skip
 
 
-class ElasticsearchUnavailable(RuntimeError):
+class ElasticsearchUnavailable(FingerprintIndexerError, RuntimeError):
     """The cluster at a URL could not be reached or refused the request."""
 
 
-class ElasticsearchWriteError(RuntimeError):
+class ElasticsearchWriteError(FingerprintIndexerError, RuntimeError):
     """Some documents of a bulk write failed; ``failures`` lists (doc id, reason) for each."""
 
     def __init__(self, failures: list[tuple[str, str]]) -> None:
@@ -94,28 +94,26 @@ def connect(
     check: bool = True,
 ) -> Elasticsearch:
     """A client for ``url`` (default ``ES_URL``), speaking the wire format of the server found there
-    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); credentials default to
-    ES_API_KEY, ES_USERNAME/ES_PASSWORD and ES_CA_CERTS, and ``ES_VERIFY_CERTS=false`` turns certificate
-    checks off (throw-away clusters only), as for the service.  With ``check`` the cluster is contacted
+    (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); the URL, credentials
+    and TLS settings are read and validated by :func:`fingerprint_indexer.env.es_settings`, as for the
+    service (arguments given here take precedence).  With ``check`` the cluster is contacted
     once so that a wrong URL fails here, with one error naming it, rather than deep inside a command."""
-    url = url or os.environ.get("ES_URL")
-    if not url:
-        raise ElasticsearchUnavailable("no Elasticsearch URL given (pass --es URL or set ES_URL)")
+    try:
+        settings = es_settings(url)
+    except EsSettingsError as exc:
+        raise ElasticsearchUnavailable(str(exc)) from exc
+    url = settings.url
     kwargs: dict[str, Any] = {"request_timeout": request_timeout, "retry_on_timeout": True, "max_retries": 3}
-    api_key = api_key or os.environ.get("ES_API_KEY")
-    username = username or os.environ.get("ES_USERNAME")
+    api_key = api_key or settings.api_key
+    username = username or settings.username
     if api_key:
         kwargs["api_key"] = api_key
     elif username:
-        kwargs["basic_auth"] = (username, password or os.environ.get("ES_PASSWORD", ""))
-    ca_certs = ca_certs or os.environ.get("ES_CA_CERTS")
+        kwargs["basic_auth"] = (username, password or settings.password or "")
+    ca_certs = ca_certs or settings.ca_certs
     if ca_certs:
         kwargs["ca_certs"] = ca_certs
-    try:
-        verify = env_flag("ES_VERIFY_CERTS", True)
-    except ValueError as exc:
-        raise ElasticsearchUnavailable(str(exc)) from exc
-    if not verify:
+    if not settings.verify_certs:
         kwargs.update(verify_certs=False, ssl_show_warn=False)
     try:
         client, _server = client_for(url, check=check, **kwargs)  # the server's kind picks the wire format
@@ -239,6 +237,33 @@ def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]
     return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
                                  sketch=res.sketch, facts=res.facts, frames=res.frames),
             **copy_fields(res)}  # fmt: skip
+
+
+#: Terms kept in the ``terms`` field, highest weight first: every term of a news article (the real corpora's
+#: run to a few hundred; with 256, long articles lost tail terms and more_like_this then failed to fold a
+#: story's copies), bounded so that a huge document stays cheap to index.
+MAX_TERMS = 1024
+
+
+def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
+    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
+    return " ".join(t for t, _ in res.top_terms[:limit])
+
+
+def decision_fields(
+    res: FingerprintResult, layout: BlockLayout, *, cluster_id: str, duplicate_of: str | None,
+    distance: int | None, decision: str, text_length: int, replaces: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The one set of fields every writer adds to an Elasticsearch document (``es index``, ``es reindex``,
+    the sidecar's ``/v1/ingest`` and proxy): :func:`result_fields`, the digests, the ``terms`` (at most
+    :data:`MAX_TERMS`), the algorithm version and the decision (``text_length`` and ``replaces`` are what
+    the keep policy compares and reports; ``replaces`` is written as null when unset, so a rewrite leaves
+    no stale value)."""
+    out = result_fields(res, layout)
+    out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
+               fp_version=res.version, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+               decision=decision, degenerate=res.degenerate, text_length=text_length, replaces=replaces)
+    return out
 
 
 def copy_fields(res: FingerprintResult) -> dict[str, Any]:

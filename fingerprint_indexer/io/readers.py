@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import IO
 
 from fingerprint_indexer.documents import Document, DocumentError
+from fingerprint_indexer.errors import FingerprintIndexerError
 
 TEXT_SUFFIXES = (".txt", ".text")
 HTML_SUFFIXES = (".html", ".htm")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".json")
 
 
-class InputError(ValueError):
+class InputError(FingerprintIndexerError, ValueError):
     """Unreadable input, located by source and line."""
 
     def __init__(self, source: str, line: int | None, message: str) -> None:

@@ -101,7 +101,7 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     op_of: dict[int, int] = {}
     for i, (doc_in, d) in enumerate(zip(docs, decided, strict=True)):
         state.metrics.documents.labels(d.decision.decision).inc()
-        fields = es_fields(d.result, d.decision, state.layout)
+        fields = es_fields(d.result, d.decision, state.layout, d.doc.length)
         res = d.decision.to_dict()
         res.update(degenerate=d.result.degenerate, fields=fields, index=None)
         results.append(res)

@@ -14,13 +14,15 @@ import ipaddress
 import os
 from pathlib import Path
 
+from fingerprint_indexer.errors import FingerprintIndexerError
+
 #: Request headers that carry the service key and must never reach Elasticsearch.
 KEY_HEADERS = frozenset({"authorization", "x-api-key"})
 #: Paths served without a key: probes and the description of the API.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(FingerprintIndexerError, ValueError):
     """The key settings are unusable (empty key file, non-loopback bind without a key)."""
 
 

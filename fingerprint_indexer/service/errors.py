@@ -12,13 +12,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.service.spool import SpoolFull, SpoolUnavailable
 from fingerprint_indexer.service.worker import WorkerUnavailable
 
 log = logging.getLogger("fingerprint_indexer.service")
 
 
-class ApiError(Exception):
+class ApiError(FingerprintIndexerError):
     """A failure with its HTTP status and a message that says what is wrong."""
 
     def __init__(self, status: int, type_: str, reason: str, headers: dict[str, str] | None = None,

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.elasticsearch import load_index_body
 from fingerprint_indexer.servers import (
@@ -39,7 +40,7 @@ NDJSON = "application/x-ndjson"
 log = logging.getLogger("fingerprint_indexer.service")
 
 
-class EsUnavailable(Exception):
+class EsUnavailable(FingerprintIndexerError):
     """Elasticsearch could not take the request now (connection failure, timeout, 429 or 5xx)."""
 
 
@@ -230,7 +231,7 @@ class EsClient:
             raise self._unavailable(failure_reason(exc)) from exc
 
 
-class BulkRejected(Exception):
+class BulkRejected(FingerprintIndexerError):
     """Elasticsearch refused a whole bulk request with a 4xx (the body is its own error document)."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
-from fingerprint_indexer.index.elasticsearch import result_fields
+from fingerprint_indexer.index.elasticsearch import decision_fields
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.service.delivery import BulkOp
 from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
@@ -42,21 +42,14 @@ class Decided:
         return self.decision.decision in DUPLICATES and self.decision.replaces is None
 
 
-def es_fields(result: FingerprintResult, decision: Decision, layout: BlockLayout) -> dict[str, Any]:
-    """The fields the service adds to an Elasticsearch document (names as in ``mappings/news.json``)."""
-    out = result_fields(result, layout)
-    out.update(
-        content_digest=result.content_digest,
-        keyword_digest=result.keyword_digest,
-        terms=" ".join(t for t, _ in result.top_terms),
-        cluster_id=decision.cluster_id,
-        duplicate_of=decision.duplicate_of,
-        distance=decision.distance,
-        decision=decision.decision,
-        fp_version=result.version,
-        degenerate=result.degenerate,
-    )
-    return out
+def es_fields(
+    result: FingerprintResult, decision: Decision, layout: BlockLayout, text_length: int
+) -> dict[str, Any]:
+    """The fields the service adds to an Elasticsearch document: the same as ``es index`` writes
+    (:func:`~fingerprint_indexer.index.elasticsearch.decision_fields`)."""
+    return decision_fields(result, layout, cluster_id=decision.cluster_id, duplicate_of=decision.duplicate_of,
+                           distance=decision.distance, decision=decision.decision, text_length=text_length,
+                           replaces=decision.replaces)
 
 
 def relink_op(index: str, decision: Decision) -> BulkOp | None:

@@ -62,6 +62,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.service.api import svc
 from fingerprint_indexer.service.auth import KEY_HEADERS
@@ -110,7 +111,7 @@ def es_error(status: int, type_: str, reason: str, headers: dict[str, str] | Non
                     headers={**PRODUCT, **(headers or {})})
 
 
-class BulkParseError(ValueError):
+class BulkParseError(FingerprintIndexerError, ValueError):
     """The body is not a bulk request the proxy can take apart exactly as Elasticsearch would: it is
     passed through, so Elasticsearch answers with its own error (or, rarely, applies it unfingerprinted)."""
 
@@ -525,7 +526,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        fields = es_fields(d.result, d.decision, state.layout)
+        fields = es_fields(d.result, d.decision, state.layout, d.doc.length)
         plan = plans.get(pos)
         if plan is not None:  # an update: the fields go into the part of the body that gets applied
             extra = _fingerprint_nulls(state.layout) if plan.target == "doc" else {}

@@ -1,64 +1,21 @@
 """Service settings: one frozen value built by the ``serve`` command (or by tests) and read everywhere.
 
-Elasticsearch credentials and TLS come from explicit settings or from the same environment variables the
-rest of the project uses (``ES_API_KEY``, ``ES_USERNAME``/``ES_PASSWORD``, ``ES_CA_CERTS``), so nothing
-secret has to be written on a command line. ``ES_VERIFY_CERTS=false`` turns certificate verification off
-(for a throw-away test cluster only: the connection is then open to interception).
+Elasticsearch credentials and TLS come from explicit settings or from the environment, read by the one
+reader every command uses (:func:`fingerprint_indexer.env.es_settings`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from fingerprint_indexer.env import env_flag
+from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 from fingerprint_indexer.pipeline import Keep
 
 OnDuplicate = Literal["tag", "skip"]
 ON_DUPLICATE: tuple[OnDuplicate, ...] = ("tag", "skip")
-
-
-@dataclass(frozen=True)
-class EsSettings:
-    """How the service reaches Elasticsearch (credentials are never logged)."""
-
-    url: str
-    api_key: str | None = None
-    username: str | None = None
-    password: str | None = None
-    ca_certs: str | None = None
-    verify_certs: bool = True
-    timeout_s: float = 30.0
-
-    @classmethod
-    def from_env(cls, url: str, timeout_s: float = 30.0) -> EsSettings:
-        return cls(
-            url=url.rstrip("/"),
-            api_key=os.environ.get("ES_API_KEY") or None,
-            username=os.environ.get("ES_USERNAME") or None,
-            password=os.environ.get("ES_PASSWORD") or None,
-            ca_certs=os.environ.get("ES_CA_CERTS") or None,
-            verify_certs=env_flag("ES_VERIFY_CERTS", True),
-            timeout_s=timeout_s,
-        )
-
-    def __repr__(self) -> str:  # keep secrets out of tracebacks and logs
-        return (f"EsSettings(url={redact_url(self.url)!r}, "
-                f"auth={'yes' if self.api_key or self.username else 'no'}, "
-                f"ca_certs={self.ca_certs!r}, verify_certs={self.verify_certs})")
-
-
-def redact_url(url: str) -> str:
-    """``url`` without a password in its user-info part (``https://user:***@host``)."""
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    if sep and "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:***@{host}"
-    return f"{scheme}{sep}{netloc}{slash}{path}"
 
 
 @dataclass(frozen=True)

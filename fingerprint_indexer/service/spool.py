@@ -25,20 +25,22 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from fingerprint_indexer.errors import FingerprintIndexerError
+
 HEADER = struct.Struct("<II")
 MAX_FRAME = 1 << 30
 
 
-class SpoolFull(Exception):
+class SpoolFull(FingerprintIndexerError):
     """The spool holds more undelivered bytes than its limit: the caller should answer 429."""
 
 
-class SpoolUnavailable(Exception):
+class SpoolUnavailable(FingerprintIndexerError):
     """The spool could not be written (disk full, I/O or fsync error): nothing was acknowledged, and the
     caller should answer 503; the spool's file is left as it was before the write."""
 
 
-class SpoolLocked(Exception):
+class SpoolLocked(FingerprintIndexerError):
     """Another process owns this spool directory."""
 
 

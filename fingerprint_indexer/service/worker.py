@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
@@ -38,7 +39,7 @@ INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_.+-]{0,254}$")
 CHUNK_DOCS = 8
 
 
-class WorkerUnavailable(RuntimeError):
+class WorkerUnavailable(FingerprintIndexerError, RuntimeError):
     """The fingerprint pool broke (a worker died) and was restarted; the request may be retried."""
 
 

@@ -7,9 +7,10 @@ document and chunk fingerprint, so a pair is a candidate when the fingerprints t
 bucket lie within Hamming ``k``; it is accepted only by the verification rule (sketch and facts,
 :func:`fingerprint_indexer.verify.check`, as every writer). Accepted pairs are joined into groups
 (connected components); a member whose facts conflict with the canonical's stays out of the group (it
-was linked through another story of the same template), and every member of a group gets
-``cluster_id`` and ``duplicate_of`` (the group's canonical document: earliest ``published_at``, then
-smallest id) written back, with ``distance`` the smallest Hamming distance over all
+was linked through another story of the same template: :func:`fingerprint_indexer.verify.joins`), and
+every member of a group gets ``cluster_id`` and ``duplicate_of`` (the group's canonical document:
+:func:`fingerprint_indexer.engine.rules.batch_canonical`, earliest ``published_at``, then smallest id)
+written back, with ``distance`` the smallest Hamming distance over all
 fingerprint pairs with the canonical.
 Elasticsearch distributes the bucket work over its shards; the client only verifies and joins.
 
@@ -33,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.engine.rules import batch_canonical, duplicate_kind
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
@@ -46,7 +48,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     pit_scan,
 )
-from fingerprint_indexer.verify import Evidence, check, closest, same_facts
+from fingerprint_indexer.verify import Evidence, check, closest, joins
 
 TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
 MEMBER_PAGE = 1000  # members of an oversized bucket read and compared at a time
@@ -314,10 +316,10 @@ def batch_dedupe(
         groups.setdefault(linker.uf.find(doc_id), []).append(m)
     actions = []
     for linked in groups.values():
-        canon = min(linked, key=lambda m: (m.published if m.published is not None else float("inf"), m.id))
-        # as in the pipeline: a member whose facts conflict with the canonical's was linked through
+        canon = batch_canonical(linked, lambda m: m.published, lambda m: m.id)
+        # as in the engine: a member whose facts conflict with the canonical's was linked through
         # another story of the same template, and stays out of the group
-        group = [m for m in linked if m is canon or same_facts(m.evidence, canon.evidence)]
+        group = [m for m in linked if joins(m.evidence, m.id, canon.id, canon.evidence)]
         if len(group) < 2:
             continue
         report.groups += 1
@@ -325,7 +327,7 @@ def batch_dedupe(
         for m in group:
             is_canon = m.id == canon.id
             same = m.digest is not None and m.digest == canon.digest
-            decision = "new" if is_canon else "exact_duplicate" if same else "near_duplicate"
+            decision = "new" if is_canon else duplicate_kind(same)
             report.duplicates += not is_canon
             distance = None if is_canon else closest(m.all_fingerprints(), canon.all_fingerprints())[0]
             fields = {"cluster_id": canon.id, "duplicate_of": None if is_canon else canon.id,

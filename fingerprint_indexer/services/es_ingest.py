@@ -1,19 +1,15 @@
 """Decide new / exact / near duplicate against an Elasticsearch index, and write the fingerprint fields.
 
-Elasticsearch is the source of truth here: a document is compared with what the index already holds
-(exact: same content digest; near: documents with any fingerprint within Hamming ``k`` of any of this
-document's document and chunk fingerprints, confirmed by the MinHash sketch, see
-:meth:`ElasticsearchIndex.query_verified`) and, by the same rule, with the earlier documents of its own
-batch. Rules, mirroring the embedded pipeline:
-
-- same id already indexed with the same content digest and algorithm version: its stored decision stands
-  and nothing is written (re-running an input is idempotent);
-- a near-duplicate matches the nearest verified candidate (and is new when the facts of that
-  candidate's canonical conflict with its own, as in the embedded pipeline); ``duplicate_of`` is the
-  canonical (first indexed) document of the group, ``distance`` the smallest Hamming distance over all
-  fingerprint pairs with it; ``cluster_id`` is the cluster of the matched document, or the document's own
-  id for a new story;
-- degenerate documents (too few features) are matched exactly only and get no block keys.
+Elasticsearch is the source of truth here: a document is decided by the rules of
+:mod:`fingerprint_indexer.engine.rules` (the same as the embedded pipeline's) against what the index
+already holds and, by the same rule, against the documents decided since the last refresh (``pending``,
+matched in memory so a batch never waits for the previous one to become searchable). The batch view
+:class:`_EsBatch` is the engine's record store here: exact copies are found by content digest, near ones
+by :meth:`ElasticsearchIndex.query_verified_many` and among the pending documents by
+:func:`fingerprint_indexer.verify.check_many`; cluster centres are the founders (``cluster_id`` = own id)
+among those. Under ``keep=longest|newest`` the replaced canonical gets an ``update`` of its
+``duplicate_of`` and ``distance`` after the new canonical's write, as the sidecar sends it.
+Degenerate documents (too few features) are matched exactly only and get no block keys.
 """
 
 from __future__ import annotations
@@ -29,30 +25,32 @@ import numpy as np
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.records import Cluster, DocRecord
+from fingerprint_indexer.engine.rules import MAX_HOPS, Engine, Keep
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
-from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex
+from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchWriteError,
-    copy_fields,
-    fingerprint_fields,
+    decision_fields,
     source_evidence,
 )
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
-from fingerprint_indexer.pipeline import MAX_HOPS
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
-from fingerprint_indexer.verify import Evidence, check_many, closest, joins
+from fingerprint_indexer.verify import Evidence, check_many
 
 OnDuplicate = Literal["tag", "skip"]
 Mode = Literal["index", "update"]
-#: Terms kept in the ``terms`` field: enough for more_like_this, bounded so long articles stay cheap to index.
-MAX_TERMS = 256
 RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest", "fp_version",
-                 "cluster_id", "duplicate_of", "decision", "distance", "degenerate"]  # fmt: skip
+                 "cluster_id", "duplicate_of", "decision", "distance", "degenerate", "keyword_digest",
+                 "text_length", "published_at", "replaces"]  # fmt: skip
+#: Read too under ``keep=longest`` from documents written without ``text_length`` (before it existed).
+TEXT_FIELDS = ["content", "html"]
 
 
 @dataclass(frozen=True)
@@ -67,11 +65,14 @@ class EsDecision:
     cluster_id: str
     degenerate: bool = False
     written: bool = True
+    replaces: str | None = None  # the canonical this document took over from (keep longest/newest)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "fingerprint": self.fingerprint, "decision": self.decision,
                                "duplicate_of": self.duplicate_of, "distance": self.distance,
                                "cluster_id": self.cluster_id}  # fmt: skip
+        if self.replaces is not None:
+            out["replaces"] = self.replaces
         if self.degenerate:
             out["degenerate"] = True
         if not self.written:
@@ -79,56 +80,42 @@ class EsDecision:
         return out
 
 
-@dataclass
-class _Rec:
-    """What matching needs to know about an indexed (or just decided) document."""
+def record_from_source(doc_id: str, src: Mapping[str, Any]) -> DocRecord | None:
+    """The stored decision of an indexed document (None when it has no fingerprint fields yet).
 
-    id: str
-    fingerprint: int
-    cluster_id: str
-    duplicate_of: str | None
-    content_digest: str = ""
-    fp_version: str = ""
-    decision: str = "new"
-    distance: int | None = None
-    degenerate: bool = False
-    chunks: tuple[int, ...] = ()
-    sketch: bytes = b""
-    facts: tuple[str, ...] = ()
-    frames: tuple[int, ...] = ()
+    ``length`` is read from ``text_length``, else from the text when the source holds it (``keep=longest``
+    asks for it); ``time`` is not kept in Elasticsearch."""
+    if src.get("fingerprint") is None:
+        return None
+    ev = source_evidence(src)
+    length = src.get("text_length")
+    if length is None:
+        length = len(src.get("html") or src.get("content") or "")
+    published = src.get("published_at")
+    return DocRecord(
+        id=doc_id,
+        fingerprint=ev.fingerprints[0],
+        chunks=list(ev.fingerprints[1:]),
+        sketch=bytes(ev.sketch).hex(),
+        facts=list(ev.facts),
+        frames=list(ev.frames),
+        cluster_id=str(src.get("cluster_id") or doc_id),
+        duplicate_of=src.get("duplicate_of"),
+        content_digest=str(src.get("content_digest") or ""),
+        keyword_digest=str(src.get("keyword_digest") or ""),
+        version=str(src.get("fp_version") or ""),
+        decision=str(src.get("decision") or "new"),
+        distance=src.get("distance"),
+        degenerate=bool(src.get("degenerate")),
+        length=int(length),
+        published_at=None if published is None else str(published),
+        time=0.0,
+        replaces=src.get("replaces"),
+    )
 
-    @property
-    def root(self) -> str:
-        return self.duplicate_of or self.id
 
-    @property
-    def fingerprints(self) -> list[int]:
-        return [self.fingerprint, *self.chunks]
-
-    @property
-    def evidence(self) -> Evidence:
-        return Evidence(self.fingerprints, self.sketch, self.facts, self.frames)
-
-    @classmethod
-    def from_source(cls, doc_id: str, src: Mapping[str, Any]) -> _Rec | None:
-        if src.get("fingerprint") is None:
-            return None
-        ev = source_evidence(src)
-        return cls(
-            id=doc_id,
-            fingerprint=ev.fingerprints[0],
-            chunks=tuple(ev.fingerprints[1:]),
-            sketch=ev.sketch,
-            facts=tuple(ev.facts),
-            frames=tuple(ev.frames),
-            cluster_id=str(src.get("cluster_id") or doc_id),
-            duplicate_of=src.get("duplicate_of"),
-            content_digest=str(src.get("content_digest") or ""),
-            fp_version=str(src.get("fp_version") or ""),
-            decision=str(src.get("decision") or "new"),
-            distance=src.get("distance"),
-            degenerate=bool(src.get("degenerate")),
-        )
+#: The record type of a decided document (one for every store).
+_Rec = DocRecord
 
 
 Prepared = tuple[list[EsDecision], list[dict[str, Any]]]
@@ -142,15 +129,11 @@ class BatchResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
-def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
-    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
-    return " ".join(t for t, _ in res.top_terms[:limit])
-
-
-def document_fields(doc: Document, res: FingerprintResult) -> dict[str, Any]:
-    """The searchable body of a news document (text, segmented terms, url, date)."""
+def document_fields(doc: Document) -> dict[str, Any]:
+    """The searchable body of a news document (text, url, date); the segmented ``terms`` are among the
+    fingerprint fields (:func:`~fingerprint_indexer.index.elasticsearch.decision_fields`)."""
     out: dict[str, Any] = {"title": doc.title, "content": doc.content if doc.content is not None else
-                           clean(None, doc.html), "terms": terms_text(res)}  # fmt: skip
+                           clean(None, doc.html)}  # fmt: skip
     if doc.url:
         out["url"] = doc.url
     if doc.published_at:
@@ -166,16 +149,21 @@ class EsDecider:
     (see :func:`pipelined`), and the index is refreshed only every ``refresh_every`` batches.
     """
 
-    def __init__(self, index: ElasticsearchIndex, k: int = 3, on_duplicate: OnDuplicate = "tag") -> None:
+    def __init__(self, index: ElasticsearchIndex, k: int = 3, on_duplicate: OnDuplicate = "tag",
+                 keep: Keep = "first") -> None:  # fmt: skip
         index.layout.check_k(k)
         if on_duplicate not in ("tag", "skip"):
             raise ValueError(f"on_duplicate must be 'tag' or 'skip', got {on_duplicate!r}")
-        self.index, self.k, self.on_duplicate = index, k, on_duplicate
+        self.engine = Engine(k, keep)
+        self.index, self.k, self.on_duplicate, self.keep = index, k, on_duplicate, keep
         index.read_your_writes = False  # visibility is handled by the pending set below
         self.client: Elasticsearch = index.client
+        self.record_fields = RECORD_FIELDS + (TEXT_FIELDS if keep == "longest" else [])
+        self.relinks: list[DocRecord] = []  # canonicals the last decide() re-pointed (keep longest/newest)
         self._clear_pending()
 
     def _clear_pending(self) -> None:
+        self._relinked: dict[str, DocRecord] = {}  # re-pointed since the last refresh, not yet searchable
         self._pending: dict[str, _Rec] = {}
         self._pending_digest: dict[str, _Rec] = {}
         self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
@@ -194,10 +182,10 @@ class EsDecider:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=RECORD_FIELDS)
+        resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=self.record_fields)
         out = {}
         for d in resp["docs"]:
-            rec = _Rec.from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
+            rec = record_from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
             if rec is not None:
                 out[rec.id] = rec
         return out
@@ -208,9 +196,9 @@ class EsDecider:
         if not wanted:
             return out
         resp = self.client.search(index=self.index.index, query={"terms": {"content_digest": wanted}},
-                                  source_includes=RECORD_FIELDS, size=10_000)  # fmt: skip
+                                  source_includes=self.record_fields, size=10_000)  # fmt: skip
         for hit in resp["hits"]["hits"]:
-            rec = _Rec.from_source(hit["_id"], hit["_source"])
+            rec = record_from_source(hit["_id"], hit["_source"])
             if rec is not None:
                 out.setdefault(rec.content_digest, []).append(rec)
         for recs in out.values():
@@ -219,7 +207,9 @@ class EsDecider:
 
     # ----------------------------------------------------------------------------------- deciding
     def decide(self, batch: list[tuple[Document, FingerprintResult]]) -> tuple[list[EsDecision], list[_Rec]]:
-        """Decisions in batch order, and the records to write (none for unchanged or skipped documents)."""
+        """Decisions in batch order, and the records to write (none for unchanged or skipped documents);
+        the canonicals re-pointed under keep longest/newest are left in :attr:`relinks`."""
+        self.relinks = []
         if not batch:
             return [], []
         start = dict(self._pending)  # pending before this batch; within a batch the set only grows
@@ -244,64 +234,17 @@ class EsDecider:
             known.update(fetched)
             roots = {r.root for r in fetched.values()} - fetched.keys()
 
+        view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
         decisions: list[EsDecision] = []
-        writes: list[_Rec] = []
-        written_at: list[_Rec | None] = [None] * len(batch)
         for i, (doc, res) in enumerate(batch):
-            old = self._pending.get(doc.id) or existing.get(doc.id)
-            if old is not None and old.content_digest == res.content_digest and old.fp_version == res.version:
-                decisions.append(EsDecision(doc.id, to_hex(old.fingerprint), old.decision, old.duplicate_of,
-                                            old.distance, old.cluster_id, old.degenerate,
-                                            written=False))  # fmt: skip
-                continue
-            pend = self._pending_matches(doc.id, res, before[i], within[i], start, written_at)
-            match = self._match(doc.id, res, exact, near[i], known, pend)
-            kind, rec = match if match else ("new", None)
-            root = None if rec is None else self._canonical(rec, known)
-            if kind == "near_duplicate" and rec is not None and root is not None and not joins(
-                    res.evidence, rec.id, root.id, root.evidence):  # fmt: skip
-                kind, rec, root = "new", None, None
-            new = _Rec(
-                id=doc.id,
-                fingerprint=res.fingerprint,
-                cluster_id=rec.cluster_id if rec else doc.id,
-                duplicate_of=root.id if root else None,
-                content_digest=res.content_digest,
-                fp_version=res.version,
-                decision=kind,
-                distance=closest(res.fingerprints, root.fingerprints)[0] if root else None,
-                degenerate=res.degenerate,
-                chunks=res.chunks,
-                sketch=res.sketch,
-                facts=res.facts,
-                frames=res.frames,
-            )
-            written = kind == "new" or self.on_duplicate == "tag"
-            decisions.append(EsDecision(new.id, to_hex(new.fingerprint), kind, new.duplicate_of,
-                                        new.distance, new.cluster_id, new.degenerate, written))  # fmt: skip
-            if written:
-                writes.append(new)
-                written_at[i] = new
-                self._pending[new.id] = new
-                self._pending_digest.setdefault(new.content_digest, new)
-        self._index_pending(start, writes)
-        return decisions, writes
-
-    def _canonical(self, rec: _Rec, known: Mapping[str, _Rec]) -> _Rec:
-        """The end of ``rec``'s ``duplicate_of`` chain (pending versions first): under ``keep longest``
-        or ``newest`` a replaced canonical points at the copy that replaced it, which may point on. A
-        link to a document that is gone ends the chain there (that document stands), as in the
-        embedded pipeline."""
-        seen = {rec.id}
-        for _ in range(MAX_HOPS):
-            if rec.duplicate_of is None:
-                break
-            nxt = self._pending.get(rec.duplicate_of) or known.get(rec.duplicate_of)
-            if nxt is None or nxt.id in seen:
-                break
-            seen.add(nxt.id)
-            rec = nxt
-        return rec
+            view.at(i)
+            d, rec = self.engine.decide(view, doc, res)
+            written = rec is not None and view.written_at[i] is rec
+            decisions.append(EsDecision(d.id, d.fingerprint, d.decision, d.duplicate_of, d.distance,
+                                        d.cluster_id, d.degenerate, written, d.replaces))  # fmt: skip
+        self._index_pending(start, view.writes)
+        self.relinks = list(view.relinks.values())
+        return decisions, view.writes
 
     def _fetch_winners(
         self, batch: list[tuple[Document, FingerprintResult]], near: Mapping[int, list[Match]],
@@ -399,47 +342,22 @@ class EsDecider:
         for doc_id in final.keys() & start.keys():
             for n in range(len(start[doc_id].fingerprints)):
                 self._pending_near.remove(entry_id(doc_id, n))
-            for key in band_keys(start[doc_id].sketch):
+            for key in start[doc_id].bands:
                 self._pending_bands.get(key, set()).discard(doc_id)
         entries = [(entry_id(rec.id, n), fp, None) for rec in final.values() if not rec.degenerate
                    for n, fp in enumerate(rec.fingerprints)]  # fmt: skip
         self._pending_near.add_many(entries)
         for rec in final.values():
             if not rec.degenerate:
-                for key in band_keys(rec.sketch):
+                for key in rec.bands:
                     self._pending_bands.setdefault(key, set()).add(rec.id)
 
-    def _match(
-        self, doc_id: str, res: FingerprintResult, exact: dict[str, list[_Rec]], near: list[Match],
-        known: dict[str, _Rec], pending_matches: list[tuple[int, str, _Rec]],
-    ) -> tuple[str, _Rec] | None:  # fmt: skip
-        """The document this one duplicates: an exact copy first, else the nearest verified candidate."""
-        pending = self._pending
-        for rec in exact.get(res.content_digest, []):
-            if rec.id != doc_id and rec.id not in pending:  # a pending version supersedes the indexed one
-                return "exact_duplicate", rec
-        hit = self._pending_digest.get(res.content_digest)
-        if hit is not None and hit.id != doc_id and pending.get(hit.id) is hit:
-            return "exact_duplicate", hit
-        if res.degenerate:
-            return None
-        candidates = list(pending_matches)
-        for m in near:  # nearest first: the first that is neither itself nor pending is the indexed winner
-            if m.doc_id != doc_id and m.doc_id in known and m.doc_id not in pending:
-                candidates.append((m.distance, m.doc_id, known[m.doc_id]))
-                break
-        if not candidates:
-            return None
-        return "near_duplicate", min(candidates, key=lambda c: (c[0], c[1]))[2]
-
     # ------------------------------------------------------------------------------------ writing
-    def fields(self, rec: _Rec) -> dict[str, Any]:
-        out = fingerprint_fields(rec.fingerprint, self.index.layout, with_blocks=not rec.degenerate,
-                                 chunks=rec.chunks, sketch=rec.sketch, facts=rec.facts, frames=rec.frames)
-        out.update(content_digest=rec.content_digest, fp_version=rec.fp_version, cluster_id=rec.cluster_id,
-                   duplicate_of=rec.duplicate_of, decision=rec.decision, distance=rec.distance,
-                   degenerate=rec.degenerate)  # fmt: skip
-        return out
+    def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
+        """The fingerprint and decision fields of a decided document (the same as the sidecar writes)."""
+        return decision_fields(res, self.index.layout, cluster_id=rec.cluster_id,
+                               duplicate_of=rec.duplicate_of, distance=rec.distance, decision=rec.decision,
+                               text_length=rec.length, replaces=rec.replaces)  # fmt: skip
 
     def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
         """Bulk-write; returns (id, reason) of every failed document instead of raising."""
@@ -460,13 +378,16 @@ class EsDecider:
         for rec in writes:
             doc, res = by_id[rec.id]
             if mode == "index":
-                source = {**document_fields(doc, res), **self.fields(rec), **copy_fields(res)}
+                source = {**document_fields(doc), **self.fields(rec, res)}
                 actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
                                 "_source": source})  # fmt: skip
             else:
-                fields = {**self.fields(rec), "terms": terms_text(res), **copy_fields(res)}
+                fields = self.fields(rec, res)
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
                                 "doc": fields})  # fmt: skip
+        for rec in self.relinks:  # after the new canonical's write, as the sidecar sends it
+            actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
+                            "doc": {"duplicate_of": rec.duplicate_of, "distance": rec.distance}})  # fmt: skip
         return decisions, actions
 
     def index_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> BatchResult:
@@ -478,6 +399,156 @@ class EsDecider:
         """Decide and add the fingerprint fields to documents already in the index, synchronously."""
         decisions, actions = self.prepare(batch, "update")
         return BatchResult(decisions, self.write(actions))
+
+
+class RecordMissingError(FingerprintIndexerError, LookupError):
+    """A document found by a look-up whose record cannot be read (deleted in between)."""
+
+
+class _EsBatch:
+    """One batch of :class:`EsDecider` as the engine's record store
+    (:class:`fingerprint_indexer.engine.rules.RecordStore`): the index as prefetched for the batch, the
+    pending documents, and what the batch writes. :meth:`at` moves it to the next document of the batch.
+
+    A pending version of a document supersedes its indexed one. Clusters are not kept apart from the
+    documents: a cluster is its founder's document (``cluster_id`` = own id, not degenerate), its centre
+    the founder's fingerprint, and the centres near a document are the founders among its verified near
+    candidates (a founder the rule accepts shares a fingerprint within ``k``, so it is one of them).
+    """
+
+    def __init__(
+        self, decider: EsDecider, batch: list[tuple[Document, FingerprintResult]], start: Mapping[str, _Rec],
+        existing: Mapping[str, _Rec], exact: Mapping[str, list[_Rec]], near: Mapping[int, list[Match]],
+        known: dict[str, _Rec], before: list[dict[str, int]], within: list[dict[int, int]],
+    ) -> None:  # fmt: skip
+        self.decider, self.batch, self.start, self.existing = decider, batch, start, existing
+        self.exact, self.near, self.known, self.before, self.within = exact, near, known, before, within
+        self.written_at: list[_Rec | None] = [None] * len(batch)
+        self.writes: list[_Rec] = []
+        self.relinks: dict[str, DocRecord] = {}
+        self.i, self.doc_id = 0, ""
+        self.removed: set[str] = set()
+        self._accepted: list[tuple[int, str, _Rec]] | None = None
+        # ids known not to be in the index: the batch's own that were not found there
+        self.gone = {doc.id for doc, _ in batch} - start.keys() - existing.keys()
+
+    def at(self, i: int) -> None:
+        self.i, self.doc_id = i, self.batch[i][0].id
+        self.removed = set()
+        self._accepted = None
+
+    # ------------------------------------------------------------------ reads
+    def _lookup(self, doc_id: str) -> _Rec | None:
+        d = self.decider
+        rec = d._pending.get(doc_id) or d._relinked.get(doc_id) or self.known.get(doc_id)
+        if rec is None:
+            rec = self.existing.get(doc_id)
+        if rec is None and doc_id not in self.gone:  # not prefetched: one read (rare)
+            fetched = d._mget([doc_id])
+            self.known.update(fetched)
+            rec = fetched.get(doc_id)
+            if rec is None:
+                self.gone.add(doc_id)
+        return rec
+
+    def record(self, doc_id: str) -> DocRecord | None:
+        return None if doc_id in self.removed else self._lookup(doc_id)
+
+    def doc_with_digest(self, digest: str) -> str | None:
+        pending = self.decider._pending
+        for rec in self.exact.get(digest, []):  # canonical documents first
+            if rec.id != self.doc_id and rec.id not in pending:  # a pending version supersedes it
+                return rec.id
+        hit = self.decider._pending_digest.get(digest)
+        if hit is not None and hit.id != self.doc_id and pending.get(hit.id) is hit:
+            return hit.id
+        return None
+
+    def _candidates(self) -> list[tuple[int, str, _Rec]]:
+        """Pending documents the rule accepts for the current one (as (distance, id, record))."""
+        if self._accepted is None:
+            doc, res = self.batch[self.i]
+            self._accepted = self.decider._pending_matches(doc.id, res, self.before[self.i],
+                                                           self.within[self.i], self.start, self.written_at)
+        return self._accepted
+
+    def _indexed(self) -> list[Match]:
+        """Indexed documents the rule accepts for the current one, nearest first, less superseded ones."""
+        pending = self.decider._pending
+        return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
+
+    def near_docs(self, ev: Evidence, k: int) -> list[Match]:
+        cands = [Match(d, dist) for dist, d, _ in self._candidates()]
+        # the nearest indexed one that can be read (one gone from the index since is passed over)
+        cands += [m for m in self._indexed() if m.doc_id in self.known][:1]
+        return sorted(cands, key=lambda m: (m.distance, m.doc_id))
+
+    def centres_near(self, fp: int, k: int) -> list[Match]:
+        ids = [d for _, d, _ in self._candidates()] + [m.doc_id for m in self._indexed()]
+        unread = [d for d in ids if self._lookup_known(d) is None and d not in self.gone]
+        if unread:
+            fetched = self.decider._mget(unread)
+            self.known.update(fetched)
+            self.gone |= set(unread) - fetched.keys()
+        out = []
+        for d in dict.fromkeys(ids):
+            rec = self.record(d)
+            if rec is not None and not rec.degenerate and rec.cluster_id == rec.id:
+                dist = hamming(rec.fingerprint, fp)
+                if dist <= k:
+                    out.append(Match(rec.id, dist))
+        return out
+
+    def _lookup_known(self, doc_id: str) -> _Rec | None:
+        d = self.decider
+        return d._pending.get(doc_id) or d._relinked.get(doc_id) or self.known.get(doc_id) or \
+            self.existing.get(doc_id)  # fmt: skip
+
+    def cluster(self, cluster_id: str) -> Cluster | None:
+        founder = self._lookup(cluster_id)  # also a version being replaced: its cluster stays taken
+        if founder is None or founder.degenerate or founder.cluster_id != cluster_id:
+            return None
+        return Cluster(cluster_id, founder.fingerprint, cluster_id, 1)
+
+    def missing(self, doc_id: str) -> Exception:
+        return RecordMissingError(f"{doc_id!r} was found in index {self.decider.index.index!r} but cannot be "
+                                  "read")
+
+    # ----------------------------------------------------------------- writes
+    def put_record(
+        self, rec: DocRecord, index: bool, marks: bytes = b"", marks_tag: str | None = None
+    ) -> None:
+        """Pend a decided document for writing; under ``skip`` a duplicate is not written (a copy that took
+        over as canonical is: it is the kept document)."""
+        if rec.decision == "new" or self.decider.on_duplicate == "tag" or rec.replaces is not None:
+            d = self.decider
+            self.writes.append(rec)
+            self.written_at[self.i] = rec
+            d._pending[rec.id] = rec
+            d._pending_digest.setdefault(rec.content_digest, rec)
+            self.relinks.pop(rec.id, None)  # its own write carries the fields
+        self.removed.discard(rec.id)
+
+    def update_record(self, rec: DocRecord) -> None:
+        """A canonical re-pointed at the copy that replaced it: written with the batch unless this batch
+        writes it whole anyway; read from here until the index is refreshed."""
+        if not any(w is rec for w in self.writes):
+            self.relinks[rec.id] = rec
+            self.decider._relinked[rec.id] = rec
+
+    def remove_doc(self, doc_id: str) -> bool:
+        self.removed.add(doc_id)  # its new version is written over it (or, skipped, the old one stays)
+        return True
+
+    def found_cluster(self, founder: str, centre: int) -> Cluster:
+        cid, n = founder, 1
+        while self.cluster(cid) is not None:
+            n += 1
+            cid = f"{founder}~{n}"
+        return Cluster(cid, centre, founder, 1)
+
+    def put_cluster(self, c: Cluster) -> None:
+        """Cluster sizes are not kept in Elasticsearch (a terms aggregation on ``cluster_id`` counts them)."""
 
 
 def pipelined(

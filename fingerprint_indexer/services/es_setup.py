@@ -14,6 +14,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.copies.winnow import WinnowParams
+from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 from fingerprint_indexer.index.elasticsearch import (
@@ -24,7 +25,7 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 
 
-class MappingConflict(ValueError):
+class MappingConflict(FingerprintIndexerError, ValueError):
     """The existing index cannot hold our fields as they are."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from fingerprint_indexer.errors import FingerprintIndexerError
 
-class StoreError(Exception):
+
+class StoreError(FingerprintIndexerError):
     """Base class of store problems the CLI reports as one clear line."""
 
 

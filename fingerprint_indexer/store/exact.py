@@ -26,19 +26,18 @@ loss. LevelDB stays exact; the filter only says "maybe".
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import plyvel
 
 from fingerprint_indexer.copies.winnow import Marks
+from fingerprint_indexer.engine.records import Cluster, DocRecord
+from fingerprint_indexer.engine.records import record_now as record_now  # re-exported: stores make records
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
@@ -83,58 +82,6 @@ def doc_of(entry: str) -> str:
     return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
 
 
-@dataclass
-class DocRecord:
-    """What the store remembers about one document."""
-
-    id: str
-    fingerprint: int
-    content_digest: str
-    keyword_digest: str
-    cluster_id: str
-    decision: str
-    duplicate_of: str | None
-    distance: int | None
-    degenerate: bool
-    length: int
-    published_at: str | None
-    version: str
-    time: float
-    chunks: list[int] = field(default_factory=list)  # chunk fingerprints (also indexed)
-    sketch: str = ""  # hex of the MinHash sketch: the second-stage check on candidates
-    facts: list[str] = field(default_factory=list)  # numbers, dates, names: the third-stage check
-    frames: list[int] = field(default_factory=list)  # skeleton + filling of fact-bearing lines (same)
-    replaces: str | None = None  # the canonical this document took over from (keep longest/newest)
-
-    @property
-    def fingerprints(self) -> list[int]:
-        return [self.fingerprint, *self.chunks]
-
-    @property
-    def evidence(self) -> Evidence:
-        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
-        return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
-
-    @property
-    def bands(self) -> list[str]:
-        """The sketch band keys the document is found by (see :func:`band_keys`)."""
-        return band_keys(bytes.fromhex(self.sketch))
-
-    def to_json(self) -> bytes:
-        # a shallow dict: the fields are strings, numbers and flat lists, which asdict would deep-copy
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["fingerprint"] = f"{self.fingerprint:016x}"
-        data["chunks"] = [f"{c:016x}" for c in self.chunks]
-        data["frames"] = [f"{f:016x}" for f in self.frames]
-        return json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> DocRecord:
-        data = json.loads(raw)
-        data["fingerprint"] = int(data["fingerprint"], 16)
-        data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
-        data["frames"] = [int(f, 16) for f in data.get("frames", [])]
-        return cls(**data)
 
 
 def judged_near(
@@ -182,23 +129,6 @@ def verified_near(
     """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
     judged = judged_near(ev, k, query, record, exclude, band)
     return [Match(r.id, v.distance) for r, v in judged if v.accepted]
-
-
-@dataclass
-class Cluster:
-    id: str
-    centre: int
-    founder: str
-    size: int
-
-    def to_json(self) -> bytes:
-        data = {"centre": f"{self.centre:016x}", "founder": self.founder, "size": self.size}
-        return json.dumps(data).encode()
-
-    @classmethod
-    def from_json(cls, cid: str, raw: bytes) -> Cluster:
-        data = json.loads(raw)
-        return cls(cid, int(data["centre"], 16), data["founder"], int(data["size"]))
 
 
 def _fp_key(fp: int, doc_id: str) -> bytes:
@@ -513,6 +443,12 @@ class StoreBatch:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
+    def missing(self, doc_id: str) -> StoreDamagedError:
+        """A document found through an index key whose record is gone: only a damaged store does that."""
+        where = self.store.directory
+        return StoreDamagedError(f"store {where} is damaged: {doc_id!r} is indexed but has no record; "
+                                 f"see 'fingerprint-indexer store check {where}'")
+
     # ----------------------------------------------------------------- writes
     def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
                    marks_tag: str | None = None) -> None:
@@ -634,8 +570,3 @@ class StoreBatch:
         self.cx.committed()
         for item in self._bloom_items:
             store.bloom.add(item)
-
-
-def record_now(**fields: Any) -> DocRecord:
-    """A record stamped with the current time."""
-    return DocRecord(time=round(time.time(), 3), **fields)

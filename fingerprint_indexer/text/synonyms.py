@@ -6,8 +6,10 @@ import hashlib
 import unicodedata
 from pathlib import Path
 
+from fingerprint_indexer.errors import FingerprintIndexerError
 
-class SynonymFileError(ValueError):
+
+class SynonymFileError(FingerprintIndexerError, ValueError):
     """A synonym file line that is not ``variant<TAB>canonical``."""
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from fingerprint_indexer.errors import FingerprintIndexerError
+
 _HEADER = "# fingerprint_indexer idf v1"
 
 
-class IdfFileError(ValueError):
+class IdfFileError(FingerprintIndexerError, ValueError):
     """An IDF file that cannot be parsed."""
 
 

@@ -98,6 +98,21 @@ def test_skip_policy_leaves_duplicates_out(es_url, es_client, es_index, news_fil
     assert es_client.count(index=es_index)["count"] == len(written) == len(decisions) - len(skipped)
 
 
+@pytest.mark.corpus
+def test_keep_longest_makes_the_longer_copy_canonical(es_url, es_client, es_index, news_file, tmp_path):
+    first = json.loads(news_file.read_text().splitlines()[0])
+    longer = dict(first, id="longer", content=first["content"] + "（完）")
+    path = tmp_path / "longer.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (first, longer)))
+    res = run("index", str(path), "--index", es_index, "--keep", "longest", url=es_url)
+    assert res.returncode == 0, res.stderr
+    out = lines(res.stdout)
+    assert [(d["id"], d["duplicate_of"], d.get("replaces")) for d in out] == [
+        (first["id"], None, None), ("longer", None, first["id"])]
+    es_client.indices.refresh(index=es_index)
+    assert es_client.get(index=es_index, id=first["id"])["_source"]["duplicate_of"] == "longer"
+
+
 def test_setup_refuses_conflicts_and_adds_missing_fields_on_request(es_url, es_client, es_index):
     es_client.indices.create(
         index=es_index, mappings={"properties": {"title": {"type": "text"}, "content": {"type": "text"}}}

@@ -282,3 +282,30 @@ def test_a_band_held_by_more_than_max_band_read_documents_is_passed_over(es_clie
     decider.index_batch([item(MAX_BAND_READ)])
     decider.refresh()
     assert index.hot_bands(band_keys(to_bytes(stock))) == {key}
+
+
+def test_es_index_and_the_sidecar_write_the_same_fields(es_client, es_index, tmp_path, zh_articles):
+    """One document builder: what ``es index`` stores beside the text equals what the sidecar adds for the
+    same decision (the embedded pipeline decides the same, as the decision contract holds)."""
+    from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.service.ingest import es_fields
+
+    fpr = Fingerprinter()
+    text = zh_articles[7]["content"]
+    docs = [Document(id="a", content=text, published_at="2024-05-01"),
+            Document(id="b", content=text + "（完）")]
+    items = [(d, fpr.fingerprint_document(d)) for d in docs]
+    setup_index(es_client, es_index)
+    EsDecider(ElasticsearchIndex(es_client, es_index), k=K, keep="longest").index_batch(items)
+    with Pipeline(tmp_path, k=K, keep="longest") as pipe:
+        decisions = pipe.decide_batch(items)
+    layout = ElasticsearchIndex(es_client, es_index).layout
+    for (doc, res), dec in zip(items, decisions, strict=True):
+        stored = es_client.get(index=es_index, id=doc.id)["_source"]
+        body = {k: stored.pop(k) for k in ("title", "content", "published_at") if k in stored}
+        assert body["content"] == doc.content
+        sidecar = es_fields(res, dec, layout, doc.length)
+        if doc.id == "a":  # re-pointed at the longer copy by the relink update, as the sidecar's own update
+            sidecar.update(duplicate_of="b", distance=decisions[1].distance)
+        assert stored == sidecar
+        assert len(stored["terms"].split()) <= 1024 and stored["keyword_digest"] == res.keyword_digest

@@ -1,0 +1,111 @@
+"""The decision contract (tests/support/decision_contract.py) on both record stores: the embedded LevelDB
+store (Pipeline) and a real Elasticsearch index (EsDecider); same inputs, same decisions."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+from support.decision_contract import CASES, DecisionStore, K, OpenStore, edited
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.rules import Keep
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.services.es_ingest import EsDecider
+from fingerprint_indexer.services.es_setup import setup_index
+
+Batch = Sequence[tuple[Document, FingerprintResult]]
+
+
+class EmbeddedStore:
+    def __init__(self, directory: Path, keep: Keep) -> None:
+        self.pipe = Pipeline(directory, k=K, keep=keep)
+
+    def decide(self, batch: Batch) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in self.pipe.decide_batch(list(batch))]
+
+    def stored(self, doc_id: str) -> dict[str, Any]:
+        rec = self.pipe.store.record(doc_id)
+        assert rec is not None
+        return {"decision": rec.decision, "duplicate_of": rec.duplicate_of, "cluster_id": rec.cluster_id}
+
+
+class ElasticStore:
+    def __init__(self, client: Elasticsearch, index: str, keep: Keep) -> None:
+        setup_index(client, index)
+        self.client, self.index = client, index
+        self.decider = EsDecider(ElasticsearchIndex(client, index), k=K, keep=keep)
+
+    def decide(self, batch: Batch) -> list[dict[str, Any]]:
+        result = self.decider.index_batch(list(batch))
+        assert result.failures == []
+        self.decider.refresh()
+        return [{k: v for k, v in d.to_dict().items() if k != "indexed"} for d in result.decisions]
+
+    def stored(self, doc_id: str) -> dict[str, Any]:
+        src = self.client.get(index=self.index, id=doc_id)["_source"]
+        return {k: src.get(k) for k in ("decision", "duplicate_of", "cluster_id")}
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[OpenStore]:
+    opened: list[EmbeddedStore] = []
+
+    def open_store(keep: Keep, name: str) -> DecisionStore:
+        opened.append(EmbeddedStore(tmp_path / name, keep))
+        return opened[-1]
+
+    yield open_store
+    for store in opened:
+        store.pipe.close()
+
+
+@pytest.fixture
+def elastic(es_client: Elasticsearch, es_index: str) -> OpenStore:
+    def open_store(keep: Keep, name: str) -> DecisionStore:
+        return ElasticStore(es_client, f"{es_index}-{name}", keep)
+
+    return open_store
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_embedded_store_meets_the_contract(case, embedded):
+    case(embedded)
+
+
+@pytest.mark.elasticsearch
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_elasticsearch_meets_the_contract(case, elastic):
+    case(elastic)
+
+
+@pytest.mark.elasticsearch
+@pytest.mark.corpus
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_both_stores_decide_real_news_alike(keep, zh_articles, embedded, elastic):
+    """Real articles with exact copies, edited reposts and longer copies, shuffled, in batches (a copy and
+    its original in one batch or in two): every decision, link, distance and cluster equal on both."""
+    rng = random.Random(12)
+    arts = zh_articles[:150]
+    docs = [Document(id=f"n{i}", content=a["content"]) for i, a in enumerate(arts)]
+    docs += [Document(id=f"x{i}", content=arts[i]["content"]) for i in range(0, 150, 7)]
+    docs += [Document(id=f"e{i}", content=edited(arts[i]["content"])) for i in range(3, 150, 6)]
+    docs += [Document(id=f"l{i}", content=arts[i]["content"] + "（完）") for i in range(5, 150, 9)]
+    rng.shuffle(docs)
+    fpr = Fingerprinter()
+    items = [(d, fpr.fingerprint_document(d)) for d in docs]
+    batches = [items[s : s + 40] for s in range(0, len(items), 40)]
+    runs = []
+    for open_store in (embedded, elastic):
+        store = open_store(keep, "real")
+        runs.append([d for b in batches for d in store.decide(b)])
+    assert runs[0] == runs[1]
+    kinds = {d["decision"] for d in runs[0]}
+    assert kinds == {"new", "exact_duplicate", "near_duplicate"}
+    assert (keep == "longest") == any("replaces" in d for d in runs[0])
