@@ -34,7 +34,9 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex
 from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
+    WHOLE,
     ElasticsearchIndex,
+    ElasticsearchUnavailable,
     ElasticsearchWriteError,
     copy_fields,
     fingerprint_fields,
@@ -197,6 +199,8 @@ class EsDecider:
         resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=RECORD_FIELDS)
         out = {}
         for d in resp["docs"]:
+            if d.get("error"):  # a shard with no copy that answers: not the same as "not found"
+                raise ElasticsearchUnavailable(f"reading {d['_id']!r} of {self.index.index!r}: {d['error']}")
             rec = _Rec.from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
             if rec is not None:
                 out[rec.id] = rec
@@ -208,7 +212,7 @@ class EsDecider:
         if not wanted:
             return out
         resp = self.client.search(index=self.index.index, query={"terms": {"content_digest": wanted}},
-                                  source_includes=RECORD_FIELDS, size=10_000)  # fmt: skip
+                                  source_includes=RECORD_FIELDS, size=10_000, **WHOLE)  # fmt: skip
         for hit in resp["hits"]["hits"]:
             rec = _Rec.from_source(hit["_id"], hit["_source"])
             if rec is not None:
