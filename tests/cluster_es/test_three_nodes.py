@@ -3,7 +3,7 @@
 It forms as one cluster, and an index ``es setup`` creates there has a replica. An ``es index`` job given
 all three node URLs goes on while the node holding the index's primary is SIGKILLed and restarted: every
 document the job reports is in the index exactly once, and the decisions are those of the same input on a
-single healthy node.
+single healthy node. The sidecar's ``_bulk`` proxy in front of the cluster loses nothing either.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pytest
 from elasticsearch import Elasticsearch
 from support.corpus import ZH_NEWS, iter_records
 from support.es_cluster import NODES, LocalCluster, es_local
+from support.ingest_driver import IngestDriver, assert_exactly_once, wait_spool_empty
+from support.service import ServiceProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.elasticsearch]
 
@@ -206,3 +208,39 @@ def test_es_index_survives_a_node_killed_mid_ingest_with_nothing_lost_or_doubled
     # the second half has duplicates of the first: what the snapshot searches had to find
     first_ids = {d["id"] for d in decisions[0]}
     assert sum(d["duplicate_of"] in first_ids for d in decisions[1]) >= 10
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_the_sidecar_bulk_proxy_loses_nothing_while_a_node_is_killed_and_restarted(
+    es_cluster: LocalCluster, cluster_client: Elasticsearch, cluster_index: str,
+    zh_articles: list[dict[str, Any]], tmp_path: Path,
+) -> None:  # fmt: skip
+    """``serve`` (one URL: a node that stays up) takes ``_bulk`` and ``/v1/ingest`` writes while the node
+    holding the index's primary is SIGKILLed and brought back: the writes go on (the replica is promoted;
+    what cannot be written meanwhile waits in the spool), and every acknowledged document ends up in the
+    index exactly once."""
+    setup = subprocess.run(cli("es", "setup", "--index", cluster_index, url=es_cluster.url),
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert setup.returncode == 0, setup.stderr
+    cluster_client.cluster.health(index=cluster_index, wait_for_status="green", timeout="60s")
+    victim = _victim(cluster_client, cluster_index)
+    entry = next(n["url"] for n in es_cluster.status()["nodes"] if n["name"] != victim)
+    texts = [a["content"][:1500] for a in zh_articles[:40]]
+    with ServiceProcess(entry, tmp_path / "data", "--index", cluster_index) as svc:
+        driver = IngestDriver(svc.url, {}, cluster_index, texts)
+        driver.start()
+        try:
+            driver.wait_for(201, 40)
+            es_cluster.kill(victim)
+            driver.wait_for(201, 20, timeout=90)  # written directly with the node down: the replica took over
+            restarted = es_cluster.start()
+            assert restarted.returncode == 0, restarted.stderr
+            assert "restarting (data and address kept)" in restarted.stderr
+            driver.wait_for(201, 40, timeout=120)  # written directly again, after the node is back
+        finally:
+            driver.stop()
+        wait_spool_empty(svc.url, {})
+        assert "Traceback" not in svc.log_text()
+    cluster_client.cluster.health(index=cluster_index, wait_for_status="green", timeout="120s")
+    assert_exactly_once(cluster_client, cluster_index, driver.acked)
