@@ -78,20 +78,23 @@ def es_url(url: str | None = None) -> str | None:
 
 
 def es_settings(url: str | None = None, timeout_s: float = 30.0) -> EsSettings:
-    """The Elasticsearch settings from ``url`` (default ``ES_URL``) and the ``ES_*`` environment, or
-    :class:`EsSettingsError` saying in one line which one is wrong: no URL, a URL that is not
-    ``http(s)://host[:port]``, ``ES_PASSWORD`` without ``ES_USERNAME``, ``ES_VERIFY_CERTS`` other than
-    true/false."""
+    """The Elasticsearch settings from ``url`` (default ``ES_URL``; several nodes of one cluster
+    comma-separated) and the ``ES_*`` environment, or :class:`EsSettingsError` saying in one line which
+    one is wrong: no URL, a URL that is not ``http(s)://host[:port]``, ``ES_PASSWORD`` without
+    ``ES_USERNAME``, ``ES_VERIFY_CERTS`` other than true/false."""
     url = es_url(url)
     if not url:
         raise EsSettingsError("no Elasticsearch URL given (pass --es URL or set ES_URL)", "--es / ES_URL")
-    try:
-        parts = urlsplit(url)
-        valid_url = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # e.g. a port that is not a number
-        valid_url = False
-    if not valid_url:
-        raise EsSettingsError(f"{URL_HINT}, not {redact_url(url)!r}", "--es / ES_URL")
+    nodes = [u.strip().rstrip("/") for u in url.split(",")]
+    for node in nodes:
+        try:
+            parts = urlsplit(node)
+            valid_url = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # e.g. a port that is not a number
+            valid_url = False
+        if not valid_url:
+            raise EsSettingsError(f"{URL_HINT}, not {redact_url(node)!r}", "--es / ES_URL")
+    url = ",".join(nodes)
     if os.environ.get("ES_PASSWORD") and not os.environ.get("ES_USERNAME"):
         raise EsSettingsError("ES_PASSWORD is set but ES_USERNAME is not", "ES_USERNAME")
     try:

@@ -187,10 +187,22 @@ def node_class(server: Server) -> type[Urllib3HttpNode]:
     return ServerNode
 
 
+def hosts(url: str) -> list[str]:
+    """The node URLs in ``url``: one URL, or the nodes of one cluster separated by commas."""
+    nodes = [u.strip() for u in url.split(",") if u.strip()]
+    if not nodes:
+        raise ValueError(f"no Elasticsearch URL in {url!r}")
+    return nodes
+
+
 def client_for(url: str, check: bool = True, **kwargs: Any) -> tuple[Elasticsearch, Server]:
-    """An official client for the server at ``url`` speaking its wire format, and that server. Without
-    ``check`` a server that cannot be asked is taken to be Elasticsearch 9."""
-    probe = Elasticsearch(url, **kwargs)
+    """An official client for the server at ``url`` (one URL or several nodes' URLs, comma-separated: the
+    client spreads requests over them and moves off a node that fails) speaking its wire format, and that
+    server. Without ``check`` a server that cannot be asked is taken to be Elasticsearch 9."""
+    nodes = hosts(url)
+    # The probe asks each node once, without waiting between attempts: a wrong URL fails at once.
+    quick = {k: v for k, v in kwargs.items() if not k.startswith("retry_backoff_")}
+    probe = Elasticsearch(nodes, **{**quick, "max_retries": len(nodes) - 1})
     try:
         server = detect(probe.transport)
     except TransportError:
@@ -200,7 +212,7 @@ def client_for(url: str, check: bool = True, **kwargs: Any) -> tuple[Elasticsear
     finally:
         probe.close()
     server.check_api_key(kwargs.get("api_key"))
-    client = Elasticsearch(url, node_class=node_class(server), **kwargs)
+    client = Elasticsearch(nodes, node_class=node_class(server), **kwargs)
     _detected[client.transport] = server
     return client, server
 

@@ -18,5 +18,7 @@ def en_articles() -> list[dict]:
     return load_records(EN_BBC, limit=200, min_chars=1000)
 
 
-# A real Elasticsearch node for the tests that ask for it (started once per session).
+# A real Elasticsearch node for the tests that ask for it (started once per session), and a real three-node
+# cluster for the tests that kill nodes (started only when one of them runs).
+from support.es_cluster import es_cluster  # noqa: E402,F401
 from support.es_node import es_client, es_client_kwargs, es_env, es_index, es_url  # noqa: E402,F401

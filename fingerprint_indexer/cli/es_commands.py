@@ -65,7 +65,8 @@ def es_options(func: Callable[..., Any]) -> Callable[..., Any]:
                         show_default=f"$FPI_ES_INDEX or {DEFAULT_INDEX}",
                         help="Index or alias name.")(func)  # fmt: skip
     func = click.option("--es", "es_url", default=read_es_url, show_default="$ES_URL",
-                        help="Elasticsearch URL, e.g. http://127.0.0.1:9200.")(func)  # fmt: skip
+                        help="Elasticsearch URL, e.g. http://127.0.0.1:9200; several nodes of one "
+                             "cluster comma-separated.")(func)  # fmt: skip
     return func
 
 
@@ -109,7 +110,9 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
 @click.option("--update-mapping", is_flag=True,
               help="Add the missing fingerprint fields to an existing index.")  # fmt: skip
 @click.option("--shards", type=click.IntRange(1, 1024), default=None, help="Primary shards of a new index.")
-@click.option("--replicas", type=click.IntRange(0, 16), default=None, help="Replicas of a new index.")
+@click.option("--replicas", type=click.IntRange(0, 16), default=None,
+              help="Replicas of a new index (default: 1 when the cluster has more than one data node, "
+                   "else 0).")  # fmt: skip
 @copy_marks_option
 def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_mapping: bool,
               shards: int | None, replicas: int | None, copy_marks: bool | None) -> None:  # fmt: skip
@@ -153,7 +156,11 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
 
     Inputs as for `dedupe` (JSONL, .gz, folders of .txt/.html, '-'). One JSON line per document (id,
     fingerprint, decision, duplicate_of, distance, cluster_id; "error" when its write failed). The index is
-    created by `es setup` rules when missing. Exit code 3 when some documents failed to be written.
+    created by `es setup` rules when missing (1 replica when the cluster has more than one data node, else
+    0). Exit code 3 when some documents failed to be written.
+
+    --es takes one URL or the URLs of several nodes of a cluster, comma-separated: requests go to any of
+    them, and one that fails (a node that dies or restarts) is sent again to another.
     """
 
     def body(client: Elasticsearch) -> None:

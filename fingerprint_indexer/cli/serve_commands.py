@@ -27,6 +27,10 @@ def default_data_dir() -> Path:
 def es_settings(es_url: str, timeout_s: float) -> EsSettings:
     """The Elasticsearch settings from ``--es`` and the ``ES_*`` environment (the reader every command
     uses); an invalid one is a usage error (one line, exit code 2) rather than a traceback."""
+    if "," in es_url:
+        raise click.BadParameter("serve takes one URL (a node, or a load balancer in front of the cluster; "
+                                 "its spool holds writes while that URL is down); a comma-separated list "
+                                 "of nodes is for the `es` commands", param_hint="'--es' / ES_URL")
     try:
         return read_es_settings(es_url, timeout_s=timeout_s)
     except EsSettingsError as exc:

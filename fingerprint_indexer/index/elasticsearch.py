@@ -23,6 +23,7 @@ import contextlib
 import functools
 import itertools
 import json
+import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -83,6 +84,24 @@ class ElasticsearchWriteError(FingerprintIndexerError, RuntimeError):
 
 
 # ------------------------------------------------------------------------------------ connection
+#: How a client rides out a node that dies, restarts or is overloaded: a request that fails to connect or
+#: times out, or is answered 429/502/503/504, is sent again (to the next node when ``ES_URL`` lists
+#: several), waiting a little longer each time after a failed connection. The writes are safe to repeat:
+#: bulk actions name their document ids, so a repeated write replaces the document rather than adding one.
+RETRIES: dict[str, Any] = {"max_retries": 5, "retry_on_timeout": True,
+                           "retry_on_status": (429, 502, 503, 504),
+                           "retry_backoff_base": 0.5, "retry_backoff_cap": 8.0}  # fmt: skip
+#: Bulk items refused with these statuses are sent again, up to ``WRITE_ATTEMPTS`` times in all: the
+#: cluster is overloaded or a shard's primary is moving to another node; any other item error is final.
+RETRY_ITEM_STATUSES = frozenset({429, 500, 502, 503, 504})
+WRITE_ATTEMPTS = 5
+#: Searches whose answer must be whole: a shard that cannot answer (its node died, taking part of a
+#: point-in-time snapshot with it) fails the search rather than leaving its documents out, which would
+#: turn a duplicate into ``new``. A failed multi-search is tried ``READ_ATTEMPTS`` times in all.
+WHOLE: dict[str, Any] = {"allow_partial_search_results": False}
+READ_ATTEMPTS = 4
+
+
 def connect(
     url: str | None = None,
     *,
@@ -93,7 +112,8 @@ def connect(
     request_timeout: float = 60.0,
     check: bool = True,
 ) -> Elasticsearch:
-    """A client for ``url`` (default ``ES_URL``), speaking the wire format of the server found there
+    """A client for ``url`` (default ``ES_URL``; the URLs of several nodes of one cluster, comma-separated,
+    are used together, see :data:`RETRIES`), speaking the wire format of the server found there
     (Elasticsearch 8/9 or OpenSearch 2/3, see :mod:`fingerprint_indexer.servers`); the URL, credentials
     and TLS settings are read and validated by :func:`fingerprint_indexer.env.es_settings`, as for the
     service (arguments given here take precedence).  With ``check`` the cluster is contacted
@@ -103,7 +123,7 @@ def connect(
     except EsSettingsError as exc:
         raise ElasticsearchUnavailable(str(exc)) from exc
     url = settings.url
-    kwargs: dict[str, Any] = {"request_timeout": request_timeout, "retry_on_timeout": True, "max_retries": 3}
+    kwargs: dict[str, Any] = {"request_timeout": request_timeout, **RETRIES}
     api_key = api_key or settings.api_key
     username = username or settings.username
     if api_key:
@@ -349,7 +369,7 @@ def pit_scan(
             kw: dict[str, Any] = {"search_after": after} if after is not None else {}
             resp = client.search(
                 query=query, size=page, pit={"id": pit, "keep_alive": keep_alive}, sort=sort,
-                track_total_hits=False, **request, **kw,
+                track_total_hits=False, **WHOLE, **request, **kw,
             )  # fmt: skip
             hits = resp["hits"]["hits"]
             yield from hits
@@ -427,18 +447,34 @@ class ElasticsearchIndex(NearDupIndex):
         self.write_actions(actions)
 
     def write_actions(self, actions: Iterable[dict[str, Any]]) -> int:
-        """Send bulk actions (retrying 429s with backoff); returns how many succeeded."""
+        """Send bulk actions; returns how many succeeded. Items refused for a passing reason (429, or a
+        5xx while a node dies and its shards move) are sent again with backoff, each as the last action
+        given for its id (a repeat replaces the document); :class:`ElasticsearchWriteError` names the
+        documents that still failed or were refused for good (a bad document)."""
+        todo = list(actions)
         failures: list[tuple[str, str]] = []
         ok = 0
         self._dirty = True
-        for success, item in helpers.streaming_bulk(
-            self.client, actions, chunk_size=self.chunk_size, raise_on_error=False, max_retries=5,
-            initial_backoff=1, max_backoff=30,
-        ):  # fmt: skip
-            if success:
-                ok += 1
-            else:
-                failures.extend(bulk_failures([item]))
+        for attempt in range(WRITE_ATTEMPTS):
+            final = attempt == WRITE_ATTEMPTS - 1
+            last = {str(a["_id"]): a for a in todo if "_id" in a}
+            again: dict[str, dict[str, Any]] = {}
+            for success, item in helpers.streaming_bulk(
+                self.client, todo, chunk_size=self.chunk_size, raise_on_error=False, max_retries=5,
+                initial_backoff=1, max_backoff=30,
+            ):  # fmt: skip
+                op = next(iter(item.values()))
+                doc_id = str(op.get("_id"))
+                if success:
+                    ok += 1
+                elif op.get("status") in RETRY_ITEM_STATUSES and doc_id in last and not final:
+                    again[doc_id] = last[doc_id]
+                else:
+                    failures.extend(bulk_failures([item]))
+            if not again:
+                break
+            todo = list(again.values())
+            time.sleep(min(2.0**attempt, 30.0))
         if failures:
             raise ElasticsearchWriteError(failures)
         return ok
@@ -653,16 +689,29 @@ class ElasticsearchIndex(NearDupIndex):
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Responses of one ``msearch`` (on the pinned snapshot when there is one; an expired snapshot is
-        replaced by a fresh one once)."""
-        for attempt in (0, 1):
+        """Responses of one ``msearch`` (on the pinned snapshot when there is one). A search that misses a
+        shard is an error, never a partial answer (a node that died held part of the snapshot, or a shard
+        has no copy yet): it is sent again, after a fresh snapshot is taken, waiting a little longer each
+        time, up to ``READ_ATTEMPTS`` times."""
+        errors: list[Any] = []
+        for attempt in range(READ_ATTEMPTS):
+            if attempt > 1:
+                time.sleep(2.0 ** (attempt - 2))
             pit = self._pit
+            if attempt and pit is not None:
+                try:
+                    self.pin(self._pit_keep_alive)  # the snapshot expired, or lost a node
+                except (ApiError, TransportError) as exc:
+                    errors = [str(exc)]
+                    continue
+                pit = self._pit
             searches: list[dict[str, Any]] = []
+            snapshot = {"id": pit, "keep_alive": self._pit_keep_alive}
             for body in bodies:
                 if pit is None:
-                    searches += [{"index": self.index}, body]
+                    searches += [{"index": self.index, **WHOLE}, body]
                 else:
-                    searches += [{}, {**body, "pit": {"id": pit, "keep_alive": self._pit_keep_alive}}]
+                    searches += [dict(WHOLE), {**body, "pit": snapshot}]
             resp = self.client.msearch(searches=searches, filter_path=MSEARCH_FILTER)
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
@@ -673,10 +722,7 @@ class ElasticsearchIndex(NearDupIndex):
                 if pit is not None:
                     self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)
                 return responses
-            if pit is None or attempt:
-                raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {errors[0]}")
-            self.pin(self._pit_keep_alive)  # the snapshot expired (e.g. a long pause between batches)
-        raise AssertionError("unreachable")
+        raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed {READ_ATTEMPTS} times: {errors[0]}")
 
     # ---------------------------------------------------------------------------------- snapshots
     @property

@@ -33,7 +33,9 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
+    WHOLE,
     ElasticsearchIndex,
+    ElasticsearchUnavailable,
     ElasticsearchWriteError,
     decision_fields,
     source_evidence,
@@ -185,6 +187,8 @@ class EsDecider:
         resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=self.record_fields)
         out = {}
         for d in resp["docs"]:
+            if d.get("error"):  # a shard with no copy that answers: not the same as "not found"
+                raise ElasticsearchUnavailable(f"reading {d['_id']!r} of {self.index.index!r}: {d['error']}")
             rec = record_from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
             if rec is not None:
                 out[rec.id] = rec
@@ -196,7 +200,7 @@ class EsDecider:
         if not wanted:
             return out
         resp = self.client.search(index=self.index.index, query={"terms": {"content_digest": wanted}},
-                                  source_includes=self.record_fields, size=10_000)  # fmt: skip
+                                  source_includes=self.record_fields, size=10_000, **WHOLE)  # fmt: skip
         for hit in resp["hits"]["hits"]:
             rec = record_from_source(hit["_id"], hit["_source"])
             if rec is not None:

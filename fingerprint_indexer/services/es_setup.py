@@ -65,6 +65,13 @@ def compare(wanted: dict[str, Any], existing: dict[str, Any]) -> tuple[list[str]
     return missing, conflicts
 
 
+def default_replicas(client: Elasticsearch) -> int:
+    """Replicas of a new index: one on a cluster with more than one data node (so that a node can die
+    without the index losing a shard or a write), none on a single node (where a replica could never be
+    placed and the index would stay yellow)."""
+    return 1 if int(client.cluster.health()["number_of_data_nodes"]) > 1 else 0
+
+
 def setup_index(
     client: Elasticsearch,
     name: str,
@@ -76,7 +83,8 @@ def setup_index(
 ) -> SetupReport:
     """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias.
 
-    ``copy_marks`` True records in a new index that its writers add copy marks (partial-copy search);
+    ``replicas`` None means :func:`default_replicas`. ``copy_marks`` True records in a new index that its
+    writers add copy marks (partial-copy search);
     on an existing index True or False must match what it records (None: no check).
     """
     if not client.indices.exists(index=name):
@@ -84,8 +92,7 @@ def setup_index(
         index_settings = body.setdefault("settings", {}).setdefault("index", {})
         if shards is not None:
             index_settings["number_of_shards"] = shards
-        if replicas is not None:
-            index_settings["number_of_replicas"] = replicas
+        index_settings["number_of_replicas"] = default_replicas(client) if replicas is None else replicas
         concrete = f"{name}-000001"
         client.indices.create(index=concrete, aliases={name: {"is_write_index": True}}, **body)
         return SetupReport(name, "created", [concrete])

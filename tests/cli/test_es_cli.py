@@ -51,6 +51,10 @@ def test_setup_index_similar_related_dedupe(es_url, es_client, es_index, news_fi
     created = run("setup", "--index", es_index, url=es_url)
     assert created.returncode == 0, created.stderr
     assert lines(created.stdout)[0]["action"] == "created"
+    # one replica only where a second data node can hold it (one node: none, so the index is green)
+    settings = es_client.indices.get_settings(index=es_index, name="index.number_of_replicas")
+    replicas = "1" if es_client.cluster.health()["number_of_data_nodes"] > 1 else "0"
+    assert {s["settings"]["index"]["number_of_replicas"] for s in settings.values()} == {replicas}
     assert lines(run("setup", "--index", es_index, url=es_url).stdout)[0]["action"] == "unchanged"
 
     indexed = run("index", str(news_file), "--index", es_index, "--batch-size", "64", url=es_url)

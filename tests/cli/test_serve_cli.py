@@ -26,6 +26,7 @@ def run_serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedPro
     (["--es", "http://127.0.0.1:9200"], {"ES_VERIFY_CERTS": "maybe"}, ["ES_VERIFY_CERTS", "'maybe'"]),
     (["--es", "http://127.0.0.1:9200"], {"ES_VERIFY_CERTS": "2"}, ["ES_VERIFY_CERTS"]),
     ([], {"ES_URL": "localhost:9200"}, ["ES_URL", "http://"]),
+    ([], {"ES_URL": "http://127.0.0.1:9200,http://127.0.0.1:9201"}, ["ES_URL", "one URL", "`es` commands"]),
     (["--es", "https://es.example:port"], {}, ["--es"]),
     (["--es", "https://127.0.0.1:9200"], {"ES_PASSWORD": "secret-password"}, ["ES_USERNAME"]),
     (["--es", "http://127.0.0.1:9200", "--keep", "biggest"], {}, ["--keep", "'biggest'", "longest"]),

@@ -190,3 +190,30 @@ def test_a_killed_node_restarts_with_its_data_and_address_and_serve_reconnects(
             client.close()
     finally:
         _run("stop", "--purge", *node)
+
+
+def _run_in(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FPI_ES_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, str(ES_LOCAL), *args], capture_output=True, text=True, timeout=60,
+                          env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def test_a_cluster_is_refused_where_its_name_or_size_does_not_fit(tmp_path: Path) -> None:
+    """Checked before anything is provisioned or started: a name that is a single node, another size
+    than the cluster recorded, an impossible size; and a cluster that never ran is reported down."""
+    slug = es_local.DEFAULT.slug
+    (tmp_path / "run" / f"{slug}-solo" / "node").mkdir(parents=True)
+    solo = _run_in(tmp_path, "start", "--nodes", "3", "--name", "solo")
+    assert solo.returncode == 2 and "'solo' is a single node" in solo.stderr
+    (tmp_path / "run" / f"{slug}-trio").mkdir(parents=True)
+    (tmp_path / "run" / f"{slug}-trio" / "cluster.json").write_text('{"nodes": 3}')
+    five = _run_in(tmp_path, "start", "--nodes", "5", "--name", "trio")
+    assert five.returncode == 2 and "has 3 nodes, not 5" in five.stderr
+    single = _run_in(tmp_path, "start", "--name", "trio", "--nodes", "1")
+    assert single.returncode == 2 and "is a cluster of 3 nodes" in single.stderr
+    assert _run_in(tmp_path, "start", "--nodes", "0").returncode == 2
+    down = _run_in(tmp_path, "status", "--name", "trio", "--json")
+    assert down.returncode == 3 and json.loads(down.stdout)["running"] is False
+    assert _run_in(tmp_path, "url", "--name", "trio").returncode == 3
+    purged = _run_in(tmp_path, "stop", "--purge", "--name", "trio")
+    assert purged.returncode == 0 and not (tmp_path / "run" / f"{slug}-trio" / "cluster.json").exists()

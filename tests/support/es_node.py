@@ -21,6 +21,8 @@ from typing import Any, NoReturn
 import pytest
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.servers import hosts
+
 __all__ = ["ES_ENV", "ES_LOCAL", "MAIN_DISTRIBUTION", "es_client", "es_client_kwargs", "es_env", "es_index",
            "es_url",
            "local_node"]
@@ -54,7 +56,7 @@ def es_client_kwargs() -> dict[str, Any]:
 
 
 def _check_reachable(url: str) -> None:
-    client = Elasticsearch(url, **es_client_kwargs())
+    client = Elasticsearch(hosts(url), **es_client_kwargs())
     try:
         status = client.cluster.health(wait_for_status="yellow", timeout="30s")["status"]
     except Exception as exc:  # any transport or API error means "not usable"
@@ -103,7 +105,7 @@ def es_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def es_client(es_url: str) -> Iterator[Elasticsearch]:
     """The official client connected to :func:`es_url`."""
-    client = Elasticsearch(es_url, **es_client_kwargs())
+    client = Elasticsearch(hosts(es_url), **es_client_kwargs())
     yield client
     client.close()
 
