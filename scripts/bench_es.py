@@ -33,12 +33,12 @@ import numpy as np
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_ingest import EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_setup import setup_index
+from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, load_index_body
-from fingerprint_indexer.services.es_ingest import EsDecider, fingerprint_stream, pipelined
-from fingerprint_indexer.services.es_setup import setup_index
-from fingerprint_indexer.services.reindex import reindex
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))

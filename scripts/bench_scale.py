@@ -224,9 +224,9 @@ def es_hot_bucket(url: str, n: int, member_page: int = 1000, seed: int = 5) -> d
 
     from elasticsearch import Elasticsearch
 
+    from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
     from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-    from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
 
     rng = random.Random(seed)
     top = 0xBEEF << 48

@@ -51,7 +51,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import fingerprint_many
 from fingerprint_indexer.index.elasticsearch import connect, load_index_body
 from fingerprint_indexer.pipeline import Pipeline
-from fingerprint_indexer.service.ingest import es_fields
+from fingerprint_indexer.sidecar.ingest import es_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))

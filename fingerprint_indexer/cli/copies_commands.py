@@ -21,9 +21,9 @@ from fingerprint_indexer.copies.stored import (
     search_store,
     winnowed_passages,
 )
+from fingerprint_indexer.elastic.copies import es_copy_search, es_text
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.io.readers import read_documents
-from fingerprint_indexer.services.copies import es_copy_search, es_text
 from fingerprint_indexer.store.exact import ExactStore
 
 

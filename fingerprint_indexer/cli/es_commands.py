@@ -30,6 +30,11 @@ from fingerprint_indexer.cli.common import (
     run_guarded,
 )
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
+from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_setup import MappingConflict, index_config, setup_index
+from fingerprint_indexer.elastic.reindex import reindex
+from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
@@ -43,11 +48,6 @@ from fingerprint_indexer.index.elasticsearch import (
     source_evidence,
 )
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
-from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
-from fingerprint_indexer.services.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
-from fingerprint_indexer.services.es_setup import MappingConflict, index_config, setup_index
-from fingerprint_indexer.services.reindex import reindex
-from fingerprint_indexer.services.related import related
 from fingerprint_indexer.verify import closest
 
 DEFAULT_INDEX = "news"

@@ -14,9 +14,9 @@ from fingerprint_indexer.env import URL_HINT, EsSettings, EsSettingsError, env_f
 from fingerprint_indexer.env import es_settings as read_es_settings
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.pipeline import KEEP_POLICIES
-from fingerprint_indexer.service.auth import AuthConfigError, check_bind, load_api_key
-from fingerprint_indexer.service.settings import ON_DUPLICATE, ServiceSettings
-from fingerprint_indexer.service.spool import SpoolLocked
+from fingerprint_indexer.sidecar.auth import AuthConfigError, check_bind, load_api_key
+from fingerprint_indexer.sidecar.settings import ON_DUPLICATE, ServiceSettings
+from fingerprint_indexer.sidecar.spool import SpoolLocked
 from fingerprint_indexer.store.errors import StoreError
 
 
@@ -107,9 +107,9 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     """
     import uvicorn
 
-    from fingerprint_indexer.service.app import create_app
-    from fingerprint_indexer.service.protocol import GuardedH11Protocol
-    from fingerprint_indexer.service.state import ServiceState
+    from fingerprint_indexer.sidecar.app import create_app
+    from fingerprint_indexer.sidecar.protocol import GuardedH11Protocol
+    from fingerprint_indexer.sidecar.state import ServiceState
 
     es = es_settings(es_url, es_timeout)
     try:

@@ -2,7 +2,7 @@
 
 The embedded store keeps :class:`DocRecord` as JSON under ``s/d/<id>``; the Elasticsearch store reads it
 from (and writes it into) an index document
-(:func:`fingerprint_indexer.services.es_ingest.record_from_source`).
+(:func:`fingerprint_indexer.elastic.es_ingest.record_from_source`).
 Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.rules`).
 """
 

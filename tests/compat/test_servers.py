@@ -26,8 +26,8 @@ from support.service import ServiceProcess
 
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect
 from fingerprint_indexer.servers import Server, server_of
-from fingerprint_indexer.service.es import EsClient
-from fingerprint_indexer.service.settings import EsSettings
+from fingerprint_indexer.sidecar.es import EsClient
+from fingerprint_indexer.sidecar.settings import EsSettings
 from fingerprint_indexer.verify import Evidence
 
 pytestmark = [pytest.mark.compat, pytest.mark.elasticsearch, pytest.mark.corpus]

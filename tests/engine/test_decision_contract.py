@@ -13,12 +13,12 @@ from elasticsearch import Elasticsearch
 from support.decision_contract import CASES, DecisionStore, K, OpenStore, edited
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_ingest import EsDecider
+from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.pipeline import Pipeline
-from fingerprint_indexer.services.es_ingest import EsDecider
-from fingerprint_indexer.services.es_setup import setup_index
 
 Batch = Sequence[tuple[Document, FingerprintResult]]
 

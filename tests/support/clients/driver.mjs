@@ -1,4 +1,4 @@
-// The official Node.js client driving the proxy (tests/service/test_clients.py).
+// The official Node.js client driving the proxy (tests/sidecar/test_clients.py).
 // Usage: node driver.mjs URL API_KEY INDEX PHASE DOCS.json ; prints one JSON line per step.
 import { readFileSync } from 'node:fs'
 import { Client } from '@elastic/elasticsearch'

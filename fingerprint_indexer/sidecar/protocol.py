@@ -1,7 +1,7 @@
 """The HTTP connection guard against slow clients (slowloris): a connection gets ``header_timeout_s`` to
 deliver each request's headers, counted from when it opens or from the end of the previous answer;
 one that has not by then is closed, whether or not it would present a key. Request bodies are bounded
-by :class:`~fingerprint_indexer.service.middleware.BodyLimitMiddleware` (a pause between chunks, and a
+by :class:`~fingerprint_indexer.sidecar.middleware.BodyLimitMiddleware` (a pause between chunks, and a
 whole-body deadline). Uvicorn's own keep-alive timeout only closes connections that send nothing; a
 connection that sends a byte now and then would otherwise stay open indefinitely.
 """

@@ -10,13 +10,21 @@ import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from fingerprint_indexer.elastic.related import (
+    SOURCE_FIELDS,
+    RelatedEntry,
+    cluster_sizes_query,
+    fold_hits,
+    related_query,
+    with_cluster_sizes,
+)
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.elasticsearch import result_fields
-from fingerprint_indexer.service.delivery import BulkOp, is_queued
-from fingerprint_indexer.service.errors import ApiError
-from fingerprint_indexer.service.ingest import decide, es_fields, relink_op
-from fingerprint_indexer.service.models import (
+from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
+from fingerprint_indexer.sidecar.errors import ApiError
+from fingerprint_indexer.sidecar.ingest import decide, es_fields, relink_op
+from fingerprint_indexer.sidecar.models import (
     FingerprintRequest,
     FingerprintResponse,
     IngestRequest,
@@ -26,16 +34,8 @@ from fingerprint_indexer.service.models import (
     SimilarRequest,
     SimilarResponse,
 )
-from fingerprint_indexer.service.state import ServiceState
-from fingerprint_indexer.service.worker import valid_index_name
-from fingerprint_indexer.services.related import (
-    SOURCE_FIELDS,
-    RelatedEntry,
-    cluster_sizes_query,
-    fold_hits,
-    related_query,
-    with_cluster_sizes,
-)
+from fingerprint_indexer.sidecar.state import ServiceState
+from fingerprint_indexer.sidecar.worker import valid_index_name
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {

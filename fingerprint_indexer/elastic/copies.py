@@ -24,8 +24,8 @@ from fingerprint_indexer.copies.search import (
     query_marks,
 )
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_setup import MappingConflict, require_index_marks
 from fingerprint_indexer.index.elasticsearch import copy_postings_search
-from fingerprint_indexer.services.es_setup import MappingConflict, require_index_marks
 
 TEXT_FIELDS = ("title", "content")
 

@@ -8,11 +8,8 @@ import pytest
 from support.corpus import ZH_NEWS, iter_records
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.fingerprint.hamming import hamming
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
-from fingerprint_indexer.services.related import (
+from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.elastic.related import (
     OVERFETCH,
     QUERY_TERMS,
     RelatedEntry,
@@ -23,6 +20,9 @@ from fingerprint_indexer.services.related import (
     related_query,
     with_cluster_sizes,
 )
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.hamming import hamming
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 
 # ------------------------------------------------------------------------------------------ pure logic

@@ -14,9 +14,9 @@ from support.service import ServiceProcess
 from support.templates import DAY_1, DAY_2
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.pipeline import Pipeline
-from fingerprint_indexer.services.related import related
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 

@@ -34,10 +34,10 @@ from fingerprint_indexer.servers import (
     from_nodes,
     from_root,
 )
-from fingerprint_indexer.service.settings import EsSettings
+from fingerprint_indexer.sidecar.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
-log = logging.getLogger("fingerprint_indexer.service")
+log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
 class EsUnavailable(FingerprintIndexerError):

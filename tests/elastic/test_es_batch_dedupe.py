@@ -7,10 +7,10 @@ import random
 import pytest
 from elasticsearch import helpers
 
+from fingerprint_indexer.elastic.es_batch_dedupe import TOP_HITS, batch_dedupe, shared_buckets
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.services.es_batch_dedupe import TOP_HITS, batch_dedupe, shared_buckets
 
 pytestmark = pytest.mark.elasticsearch
 K = 3

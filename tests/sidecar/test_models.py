@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.service.models import DocumentIn
+from fingerprint_indexer.sidecar.models import DocumentIn
 
 
 def test_date_stands_for_published_at_as_in_files() -> None:

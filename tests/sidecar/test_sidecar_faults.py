@@ -22,8 +22,8 @@ from support.ingest_driver import wait_spool_empty
 from support.service import ServiceProcess
 from support.tcp_forwarder import TcpForwarder
 
-from fingerprint_indexer.service.es import EsClient
-from fingerprint_indexer.service.settings import EsSettings
+from fingerprint_indexer.sidecar.es import EsClient
+from fingerprint_indexer.sidecar.settings import EsSettings
 
 pytestmark = [pytest.mark.elasticsearch]
 

@@ -64,16 +64,16 @@ from starlette.background import BackgroundTask
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
-from fingerprint_indexer.service.api import svc
-from fingerprint_indexer.service.auth import KEY_HEADERS
-from fingerprint_indexer.service.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
-from fingerprint_indexer.service.errors import error_body
-from fingerprint_indexer.service.es import BulkRejected, EsUnavailable
-from fingerprint_indexer.service.ingest import Decided, decide, es_fields, relink_op
-from fingerprint_indexer.service.state import ServiceState
-from fingerprint_indexer.service.worker import StoreOwner, valid_index_name
+from fingerprint_indexer.sidecar.api import svc
+from fingerprint_indexer.sidecar.auth import KEY_HEADERS
+from fingerprint_indexer.sidecar.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
+from fingerprint_indexer.sidecar.errors import error_body
+from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
+from fingerprint_indexer.sidecar.ingest import Decided, decide, es_fields, relink_op
+from fingerprint_indexer.sidecar.state import ServiceState
+from fingerprint_indexer.sidecar.worker import StoreOwner, valid_index_name
 
-log = logging.getLogger("fingerprint_indexer.service")
+log = logging.getLogger("fingerprint_indexer.sidecar")
 router = APIRouter()
 PRODUCT = {"X-Elastic-Product": "Elasticsearch"}
 ACTIONS = frozenset({"index", "create", "update", "delete"})

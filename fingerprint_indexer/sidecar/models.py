@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from fingerprint_indexer.documents import Document, date_alias
-from fingerprint_indexer.service.worker import INDEX_NAME
+from fingerprint_indexer.sidecar.worker import INDEX_NAME
 
 MAX_ID_BYTES = 512  # Elasticsearch's limit on _id
 

@@ -46,11 +46,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.service.es import BulkRejected, EsClient, EsUnavailable
-from fingerprint_indexer.service.spool import Position, Spool, SpoolFull, SpoolUnavailable
-from fingerprint_indexer.service.worker import valid_index_name
+from fingerprint_indexer.sidecar.es import BulkRejected, EsClient, EsUnavailable
+from fingerprint_indexer.sidecar.spool import Position, Spool, SpoolFull, SpoolUnavailable
+from fingerprint_indexer.sidecar.worker import valid_index_name
 
-log = logging.getLogger("fingerprint_indexer.service")
+log = logging.getLogger("fingerprint_indexer.sidecar")
 T = TypeVar("T")
 SOURCE_ACTIONS = frozenset({"index", "create", "update"})
 #: One replay request carries up to this many spooled frames / payload bytes.

@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.service.delivery import Delivery, Replayer
-from fingerprint_indexer.service.es import EsClient
-from fingerprint_indexer.service.metrics import Metrics
-from fingerprint_indexer.service.settings import ServiceSettings
-from fingerprint_indexer.service.spool import Spool
-from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
+from fingerprint_indexer.sidecar.delivery import Delivery, Replayer
+from fingerprint_indexer.sidecar.es import EsClient
+from fingerprint_indexer.sidecar.metrics import Metrics
+from fingerprint_indexer.sidecar.settings import ServiceSettings
+from fingerprint_indexer.sidecar.spool import Spool
+from fingerprint_indexer.sidecar.worker import FingerprintPool, StoreOwner
 
-log = logging.getLogger("fingerprint_indexer.service")
+log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
 class ServiceState:

@@ -13,10 +13,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.service.spool import SpoolFull, SpoolUnavailable
-from fingerprint_indexer.service.worker import WorkerUnavailable
+from fingerprint_indexer.sidecar.spool import SpoolFull, SpoolUnavailable
+from fingerprint_indexer.sidecar.worker import WorkerUnavailable
 
-log = logging.getLogger("fingerprint_indexer.service")
+log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
 class ApiError(FingerprintIndexerError):

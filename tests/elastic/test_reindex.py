@@ -14,11 +14,11 @@ from elasticsearch import Elasticsearch, helpers
 from support.corpus import ZH_NEWS, iter_records
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_setup import setup_index
+from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import source_evidence
-from fingerprint_indexer.services.es_setup import setup_index
-from fingerprint_indexer.services.reindex import reindex
 from fingerprint_indexer.verify import closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]

@@ -14,12 +14,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from fingerprint_indexer import __version__
-from fingerprint_indexer.service import api, copies_api, proxy
-from fingerprint_indexer.service.errors import install_handlers
-from fingerprint_indexer.service.metrics import Metrics
-from fingerprint_indexer.service.middleware import ApiKeyMiddleware, BodyLimitMiddleware, MetricsMiddleware
-from fingerprint_indexer.service.settings import ServiceSettings
-from fingerprint_indexer.service.state import ServiceState
+from fingerprint_indexer.sidecar import api, copies_api, proxy
+from fingerprint_indexer.sidecar.errors import install_handlers
+from fingerprint_indexer.sidecar.metrics import Metrics
+from fingerprint_indexer.sidecar.middleware import ApiKeyMiddleware, BodyLimitMiddleware, MetricsMiddleware
+from fingerprint_indexer.sidecar.settings import ServiceSettings
+from fingerprint_indexer.sidecar.state import ServiceState
 
 DESCRIPTION = """Near-duplicate detection beside Elasticsearch.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fingerprint_indexer.service.spool import Spool, SpoolFull, SpoolLocked
+from fingerprint_indexer.sidecar.spool import Spool, SpoolFull, SpoolLocked
 
 
 def drain(spool: Spool) -> list[bytes]:
@@ -91,7 +91,7 @@ def test_limit_and_single_owner(tmp_path: Path) -> None:
 
 CHILD = textwrap.dedent("""
     import sys
-    from fingerprint_indexer.service.spool import Spool
+    from fingerprint_indexer.sidecar.spool import Spool
     s = Spool(sys.argv[1], limit_bytes=1 << 30, segment_bytes=4096)
     i = 0
     while True:

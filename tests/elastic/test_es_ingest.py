@@ -10,10 +10,10 @@ from support.corpus import ZH_NEWS, iter_records
 from support.templates import EDITED_HEADLINES
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.services.es_ingest import EsDecider, pipelined
-from fingerprint_indexer.services.es_setup import setup_index
 from fingerprint_indexer.verify import Evidence, check, joins
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
@@ -226,7 +226,7 @@ def test_a_copy_points_at_the_end_of_a_relinked_chain(es_client, es_index, zh_ar
 def test_edited_headlines_are_found_through_sketch_bands(es_client, es_index):
     """Fingerprints farther than k, a shared sketch band: found in the index, among pending documents and
     within one batch, and by es dedupe, as the embedded pipeline finds them."""
-    from fingerprint_indexer.services.es_batch_dedupe import batch_dedupe
+    from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
 
     fpr = Fingerprinter()
 
@@ -288,7 +288,7 @@ def test_es_index_and_the_sidecar_write_the_same_fields(es_client, es_index, tmp
     """One document builder: what ``es index`` stores beside the text equals what the sidecar adds for the
     same decision (the embedded pipeline decides the same, as the decision contract holds)."""
     from fingerprint_indexer.pipeline import Pipeline
-    from fingerprint_indexer.service.ingest import es_fields
+    from fingerprint_indexer.sidecar.ingest import es_fields
 
     fpr = Fingerprinter()
     text = zh_articles[7]["content"]

@@ -12,9 +12,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fingerprint_indexer.service.auth import key_matches, needs_key, presented_key
-from fingerprint_indexer.service.errors import error_body
-from fingerprint_indexer.service.metrics import Metrics
+from fingerprint_indexer.sidecar.auth import key_matches, needs_key, presented_key
+from fingerprint_indexer.sidecar.errors import error_body
+from fingerprint_indexer.sidecar.metrics import Metrics
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None

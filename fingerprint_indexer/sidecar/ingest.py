@@ -23,8 +23,8 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.index.elasticsearch import decision_fields
 from fingerprint_indexer.pipeline import Decision
-from fingerprint_indexer.service.delivery import BulkOp
-from fingerprint_indexer.service.worker import FingerprintPool, StoreOwner
+from fingerprint_indexer.sidecar.delivery import BulkOp
+from fingerprint_indexer.sidecar.worker import FingerprintPool, StoreOwner
 
 DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
 

@@ -22,8 +22,8 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields, result_fields
 from fingerprint_indexer.pipeline import Pipeline
-from fingerprint_indexer.service.delivery import BulkOp
-from fingerprint_indexer.service.proxy import Unknown, merge_source, plan_updates
+from fingerprint_indexer.sidecar.delivery import BulkOp
+from fingerprint_indexer.sidecar.proxy import Unknown, merge_source, plan_updates
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 
