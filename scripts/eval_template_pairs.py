@@ -98,8 +98,11 @@ def ours(config: FingerprintConfig) -> Callable[[dict[str, dict[str, Any]]], Cal
         fpr = Fingerprinter(config)
         # as `dedupe` reads them: title, body and publication day (``published_at`` or ``date``)
         docs_ = {k: Document.from_mapping({**d, "id": k, "content": body(d)}) for k, d in docs.items()}
-        ev = {k: fpr.fingerprint_document(doc).evidence for k, doc in docs_.items()}
-        return lambda a, b: check(ev[a], ev[b], K).accepted
+        res = {k: fpr.fingerprint_document(doc) for k, doc in docs_.items()}
+        ev = {k: r.evidence for k, r in res.items()}
+        # as the pipeline decides: a degenerate text (no terms left: a page of code, a bare caption) is
+        # never anyone's near-duplicate, only an exact copy
+        return lambda a, b: not (res[a].degenerate or res[b].degenerate) and check(ev[a], ev[b], K).accepted
 
     return build
 

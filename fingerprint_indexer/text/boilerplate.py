@@ -63,6 +63,7 @@ _LINE_MARKER_RE = re.compile("|".join(re.escape(m) for m in LINE_MARKERS))
 _CODE_RE = re.compile(
     r"function\s*\(|\bvar\s+[\w$]+\s*=|document\.|window\.|^\s*[{}()\[\];,]+\s*$"
     r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]:\s*[^;]{0,40};\s*[a-z-]+:"
+    r"|^/\*.*\*/$|\{\s*\}|^//|^(?:if|else|for|while|switch)\b[^{}]{0,80}\{$"
 )
 _WORD_BRACE = re.compile(r"\w\s*\{")
 # A byline: a short line that gives the author ("by laura roberts, business insider weekly").
@@ -76,7 +77,7 @@ _FINAL_PUNCT = re.compile(r"[。!?.…\"'”」)]$")
 SHORT_SENTENCE = 80  # characters: a furniture sentence is short; a long one with a marker is article text
 CODE_LINE = 200  # characters: a shorter line with a code pattern is code
 ASCII_SHARE = 0.6  # a longer line is code only when mostly ASCII
-MIN_KEPT = 0.2  # when less than this share of the text survives, the rules misfired: keep the text
+MIN_KEPT = 0.2  # when less than this share of the text (code aside) survives, the rules misfired
 EDGE_LINE = 40  # characters: short unpunctuated lines at the edges are titles, datelines, breadcrumbs
 
 
@@ -147,10 +148,12 @@ def _introduced_table(kept: str, rows: list[str]) -> bool:
 def strip_boilerplate(text: str) -> str:
     """Article text with page furniture removed (see the module docstring for the rules)."""
     lines: list[str] = []
+    prose: list[str] = []  # the lines that are not code: what the safety net below falls back to
     for raw in text.split("\n"):
         line = raw.strip()
         if not line or is_code(line):
             continue
+        prose.append(line)
         if _LINE_MARKER_RE.match(line) or _MENU.match(line) or _BYLINE.match(line):
             continue
         line = _strip_sentences(line)
@@ -167,4 +170,5 @@ def strip_boilerplate(text: str) -> str:
     if start < end < last and _introduced_table(lines[end - 1], lines[end:]):
         end = last
     out = "\n".join(lines[start:end]) or "\n".join(lines)
-    return out if len(out) >= MIN_KEPT * len(text) else text
+    rest = "\n".join(prose)  # a page of nothing but code has no article text at all
+    return out if len(out) >= MIN_KEPT * len(rest) else rest

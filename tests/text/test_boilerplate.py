@@ -91,3 +91,11 @@ def test_a_table_the_text_announces_is_kept() -> None:
     footer = clean("The Federal Home Loan Mortgage Corp adjusted\nthe rates on its discount notes today.\n"
                    "Page 2 of 3\nNext page 3")
     assert strip_boilerplate(footer).endswith("discount notes today.")
+
+
+def test_a_page_of_nothing_but_code_has_no_text() -> None:
+    page = clean("var ua = navigator.userAgent.toLowerCase();\nif(isIOS){\n// go to the wap page\n"
+                 "location.replace('http://slide.example.com/play.php?sid=84625');\n}\n"
+                 "/* footer */\n.sw-audio .sw-audio-play, .sw-audio .sw-audio-pause{}\nsina_components: {}\n")
+    assert strip_boilerplate(page) == ""  # two slideshow pages are not copies of each other's code
+    assert strip_boilerplate(clean(ARTICLE + "\n/* footer */")) == clean(ARTICLE)

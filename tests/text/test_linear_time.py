@@ -25,6 +25,7 @@ from fingerprint_indexer.text.tokenize import Tokenizer
 OLD_CODE_RE = re.compile(
     r"function\s*\(|\bvar\s+[\w$]+\s*=|document\.|window\.|\w+\s*\{[^}]*:[^}]*;|^\s*[{}()\[\];,]+\s*$"
     r"|\}\s*\)\s*\(|\.(?:js|css|png|jpg|gif)\b|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]+:\s*[^;]{0,40};\s*[a-z-]+:"
+    r"|^/\*.*\*/$|\{\s*\}|^//|^(?:if|else|for|while|switch)\b[^{}]{0,80}\{$"  # comments, empty blocks, ifs
 )
 CODE_ALPHABET = "ab-_$ \n\t{}();:,.=/中文var"
 PATHOLOGICAL = "中文ab -{}:;<>&#.\n/\"'=。!?pvar"
