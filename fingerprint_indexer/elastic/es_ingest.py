@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -26,7 +26,7 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.engine.records import Cluster, DocRecord
-from fingerprint_indexer.engine.rules import MAX_HOPS, Engine, Keep
+from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
@@ -56,27 +56,14 @@ TEXT_FIELDS = ["content", "html"]
 
 
 @dataclass(frozen=True)
-class EsDecision:
-    """The decision for one document (one JSON line of the ``index`` command)."""
+class EsDecision(Decision):
+    """The engine's decision for one document, and whether ``index`` wrote it (one JSON line of the
+    ``index`` command)."""
 
-    id: str
-    fingerprint: str
-    decision: str
-    duplicate_of: str | None
-    distance: int | None
-    cluster_id: str
-    degenerate: bool = False
     written: bool = True
-    replaces: str | None = None  # the canonical this document took over from (keep longest/newest)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "fingerprint": self.fingerprint, "decision": self.decision,
-                               "duplicate_of": self.duplicate_of, "distance": self.distance,
-                               "cluster_id": self.cluster_id}  # fmt: skip
-        if self.replaces is not None:
-            out["replaces"] = self.replaces
-        if self.degenerate:
-            out["degenerate"] = True
+        out = super().to_dict()
         if not self.written:
             out["indexed"] = False
         return out
@@ -244,8 +231,7 @@ class EsDecider:
             view.at(i)
             d, rec = self.engine.decide(view, doc, res)
             written = rec is not None and view.written_at[i] is rec
-            decisions.append(EsDecision(d.id, d.fingerprint, d.decision, d.duplicate_of, d.distance,
-                                        d.cluster_id, d.degenerate, written, d.replaces))  # fmt: skip
+            decisions.append(EsDecision(**{f.name: getattr(d, f.name) for f in fields(d)}, written=written))
         self._index_pending(start, view.writes)
         self.relinks = list(view.relinks.values())
         return decisions, view.writes
