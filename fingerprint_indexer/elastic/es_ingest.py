@@ -30,7 +30,7 @@ from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
-from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     WHOLE,
@@ -299,11 +299,13 @@ class EsDecider:
         earlier_with: dict[str, list[int]] = {}
         for i in pos:
             for key in band_keys(batch[i][1].sketch):
-                for d in self._pending_bands.get(key, ()):
-                    before[i].setdefault(d, limit)
-                for j in earlier_with.get(key, ()):
-                    within[i].setdefault(j, limit)
-                earlier_with.setdefault(key, []).append(i)
+                pending, earlier = self._pending_bands.get(key, ()), earlier_with.setdefault(key, [])
+                if len(pending) + len(earlier) <= MAX_BAND_READ:  # more: a stock phrase, as in the index
+                    for d in pending:
+                        before[i].setdefault(d, limit)
+                    for j in earlier:
+                        within[i].setdefault(j, limit)
+                earlier.append(i)
         return before, within
 
     def _pending_matches(

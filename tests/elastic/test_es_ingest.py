@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 from support.corpus import ZH_NEWS, iter_records
@@ -282,6 +283,13 @@ def test_a_band_held_by_more_than_max_band_read_documents_is_passed_over(es_clie
     decider.index_batch([item(MAX_BAND_READ)])
     decider.refresh()
     assert index.hot_bands(band_keys(to_bytes(stock))) == {key}
+    # the same among documents not yet searchable: one batch of MAX_BAND_READ + 2 holders of one band
+    # whose other minima equal the first's would all be near copies through it, were it not passed over
+    twins = [item(MAX_BAND_READ + 1 + n) for n in range(MAX_BAND_READ + 2)]
+    same = [(doc, replace(res, sketch=twins[0][1].sketch)) for doc, res in twins]
+    out = decider.index_batch(same).decisions
+    assert (out[1].decision, out[1].duplicate_of) == ("near_duplicate", twins[0][0].id)
+    assert out[-1].decision == "new"  # its band has more than MAX_BAND_READ earlier holders
 
 
 def test_es_index_and_the_sidecar_write_the_same_fields(es_client, es_index, tmp_path, zh_articles):
