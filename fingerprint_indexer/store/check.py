@@ -17,7 +17,7 @@ from pathlib import Path
 
 import plyvel
 
-from fingerprint_indexer.index.leveldb import LevelDBIndex
+from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError

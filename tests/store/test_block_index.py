@@ -12,7 +12,7 @@ from support.index_contract import check_scenario, index_scenarios
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.base import Match
-from fingerprint_indexer.index.leveldb import LevelDBIndex
+from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
 
 
