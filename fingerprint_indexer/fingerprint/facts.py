@@ -28,7 +28,6 @@ import xxhash
 
 from fingerprint_indexer.fingerprint.chunks import iter_sentences, sentence_spans
 from fingerprint_indexer.text.boilerplate import SENTENCE_RE
-from fingerprint_indexer.text.clean import normalize
 from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
@@ -447,8 +446,9 @@ def latin_body_names(cased: str, body: str, stopwords: frozenset[str] = frozense
     """The Latin-script names of a text, lower-cased: words written with a capital inside a sentence
     (``the Sumitomo Bank Ltd``, ``lead manager Nomura International``) that are not stopwords, in the
     sentences that ``body`` (the boilerplate-stripped, normalised text) kept, so a wrapper's bylines and
-    section names do not count. ``cased`` is the text before lower-casing. Only a word's own sentence
-    decides, never the rest of the text, so an excerpt's names are among its source's.
+    section names do not count. ``cased`` is the normalised text before lower-casing
+    (``normalize(text, lower=False)``). Only a word's own sentence decides, never the rest of the text,
+    so an excerpt's names are among its source's.
 
     Wire items written from one template (two banks raising the prime rate, two issuers' eurobonds)
     differ in little but these names; jieba's dictionary gives the Chinese ones."""
@@ -456,7 +456,7 @@ def latin_body_names(cased: str, body: str, stopwords: frozenset[str] = frozense
     kept_lines = set(body.split("\n"))
     kept: set[str] | None = None  # the kept sentences, when a line was not kept whole
     opens = True  # the next line starts a sentence (hard-wrapped wires run sentences over lines)
-    for line in normalize(cased, lower=False).split("\n"):
+    for line in cased.split("\n"):
         whole = line.lower() in kept_lines
         # the sentences the boilerplate stripper kept or dropped, cut as it cuts them
         pieces = [line] if whole else [p.strip() for p in SENTENCE_RE.findall(line) if p.strip()]

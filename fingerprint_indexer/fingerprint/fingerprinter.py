@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing as mp
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -41,7 +41,7 @@ from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_ha
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean, html_to_text
+from fingerprint_indexer.text.clean import clean, html_to_text, normalize
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
@@ -243,7 +243,7 @@ class Fingerprinter:
 
     def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
         """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
-        ``cased``, the text before normalisation, gives its Latin-script names (capitals)."""
+        ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
         cfg = self.config
         body = strip_boilerplate(text) if cfg.strip_boilerplate else text
         doc, inv, spans, has_lead = self._count(body)
@@ -288,25 +288,28 @@ class Fingerprinter:
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
-        raw = html_to_text(html) if html else text or ""
-        res = self.fingerprint_text(clean(text, html), doc_id, raw)
-        return self._with_marks(res, raw)
+        raw = html_to_text(html) if html else text or ""  # what clean() reads, parsed once
+        cased = normalize(raw, lower=False)
+        res = self.fingerprint_text(cased.lower(), doc_id, cased)
+        return self._with_marks(res, lambda: raw)
 
-    def _with_marks(self, res: FingerprintResult, raw: str) -> FingerprintResult:
-        """Add the winnowed copy marks of ``raw`` (offsets refer to it)."""
+    def _with_marks(self, res: FingerprintResult, raw: Callable[[], str]) -> FingerprintResult:
+        """Add the winnowed copy marks of the text ``raw`` gives (offsets refer to it); it is read only
+        when marks are on."""
         if self.config.winnow is None:
             return res
-        return replace(res, marks=marked(raw, self.tokenizer, self.config.winnow).to_bytes())
+        return replace(res, marks=marked(raw(), self.tokenizer, self.config.winnow).to_bytes())
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication
         day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
-        text = clean(doc.content, doc.html)
-        cased = (html_to_text(doc.html) if doc.html else doc.content) or ""
-        if not text and doc.title:
-            text, cased = clean(doc.title), doc.title
+        # clean(doc.content, doc.html), with the HTML parsed and the text normalised once for both cases
+        cased = normalize((html_to_text(doc.html) if doc.html else doc.content) or "", lower=False)
+        if not cased and doc.title:
+            cased = normalize(doc.title, lower=False)
+        text = cased.lower()
         res = self.fingerprint_text(text, doc.id, cased)
-        res = self._with_marks(res, document_text(doc))
+        res = self._with_marks(res, lambda: document_text(doc))
         if not self.config.facts:
             return res
         title = clean(doc.title) if doc.title else ""

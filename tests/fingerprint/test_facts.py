@@ -21,7 +21,7 @@ from fingerprint_indexer.fingerprint.facts import (
     title_facts,
 )
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.text.clean import clean, normalize
 
 
 def extract_facts(text: str, terms: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
@@ -167,7 +167,8 @@ WIRE = ("Sankei Building Co Ltd said it is issuing a\n"
 
 
 def _latin(raw: str) -> set[str]:
-    return latin_body_names(raw, strip_boilerplate(clean(raw)), frozenset({"the", "final"}))
+    body = strip_boilerplate(clean(raw))
+    return latin_body_names(normalize(raw, lower=False), body, frozenset({"the", "final"}))
 
 
 def test_latin_names_are_capitalised_words_inside_sentences() -> None:

@@ -38,7 +38,7 @@ from fingerprint_indexer.fingerprint.facts import (
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.fingerprint.sketch import _SEEDS, _WS, SHINGLE, to_bytes
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean, html_to_text
+from fingerprint_indexer.text.clean import clean, html_to_text, normalize
 from fingerprint_indexer.text.weights import IdfTable
 
 _MASK64 = (1 << 64) - 1
@@ -220,9 +220,9 @@ class SlowFingerprinter:
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         text = clean(doc.content, doc.html)
-        cased = (html_to_text(doc.html) if doc.html else doc.content) or ""
+        cased = normalize((html_to_text(doc.html) if doc.html else doc.content) or "", lower=False)
         if not text and doc.title:
-            text, cased = clean(doc.title), doc.title
+            text, cased = clean(doc.title), normalize(doc.title, lower=False)
         res = self.fingerprint_text(text, doc.id, cased)
         if not self.config.facts:
             return res

@@ -1,3 +1,6 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fingerprint_indexer.text.clean import clean, compact, html_to_text, looks_like_html, normalize
 
 
@@ -36,3 +39,11 @@ def test_looks_like_html() -> None:
 def test_unclosed_and_broken_html_does_not_crash() -> None:
     assert "text" in html_to_text("<div><p>text<script>never closed")
     assert html_to_text("<<<>>>&&&;") is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+       | st.text(alphabet="AbİẞΣσς Ｆｕｌｌ\u3000\r\n\t 中文ＡＢ", max_size=40))
+def test_lower_casing_last_gives_the_normalised_text(text: str) -> None:
+    """The fingerprinter normalises once and lower-cases that (it reads names off the cased form)."""
+    assert normalize(text, lower=False).lower() == normalize(text)
