@@ -157,11 +157,13 @@ def closest_many(
     return np.minimum.reduceat(per_value, starts).astype(np.int64)
 
 
-def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None) -> str:
-    """Why two texts' facts say they report different occurrences ("" when they do not)."""
+def facts_conflict(a: Evidence, b: Evidence, diff: FactDiff | None = None, band: bool = False) -> str:
+    """Why two texts' facts say they report different occurrences ("" when they do not); ``band``: the
+    pair was found only through a sketch band, so it is an edited copy and has fewer days."""
     apart = days_apart(a.facts, b.facts)
-    if apart is not None and apart[0] > MAX_DAYS_APART:
-        return f"published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
+    if apart is not None and apart[0] > (MAX_BAND_DAYS_APART if band else MAX_DAYS_APART):
+        edited = "edited copy " if band else ""
+        return f"{edited}published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
     titled = title_conflict(a.facts, b.facts)
     if titled:
         return titled
@@ -238,17 +240,8 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
     if sim < need:
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need}", band=band)
     diff = compare_facts(a.facts, b.facts)
-    reason = _band_days(a, b) if band else ""
-    reason = reason or facts_conflict(a, b, diff)
+    reason = facts_conflict(a, b, diff, band)
     return Verdict(distance, where, sim, not reason, reason, diff, band=band)
-
-
-def _band_days(a: Evidence, b: Evidence) -> str:
-    """Why a pair found only through a sketch band is too far apart in time ("" when it is not)."""
-    apart = days_apart(a.facts, b.facts)
-    if apart is not None and apart[0] > MAX_BAND_DAYS_APART:
-        return f"edited copy published {apart[0]} days apart: {apart[1]} vs {apart[2]}"
-    return ""
 
 
 def check(a: Evidence, b: Evidence, k: int) -> Verdict:
