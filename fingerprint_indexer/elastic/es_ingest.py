@@ -15,6 +15,7 @@ Degenerate documents (too few features) are matched exactly only and get no bloc
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ import numpy as np
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
@@ -47,6 +49,8 @@ from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verify import Evidence, check_many
 
 OnDuplicate = Literal["tag", "skip"]
+#: Times a batch is decided again because another writer claimed one of its texts first.
+CLAIM_ROUNDS = 4
 Mode = Literal["index", "update"]
 RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest", "fp_version",
                  "cluster_id", "duplicate_of", "decision", "distance", "degenerate", "keyword_digest",
@@ -139,8 +143,14 @@ class EsDecider:
     """
 
     def __init__(self, index: ElasticsearchIndex, k: int = 3, on_duplicate: OnDuplicate = "tag",
-                 keep: Keep = "first") -> None:  # fmt: skip
+                 keep: Keep = "first", claims: DigestClaims | None = None,
+                 hidden: set[str] | None = None) -> None:  # fmt: skip
         index.layout.check_k(k)
+        #: indexed documents read as absent until they are decided again here (``es reconcile``)
+        self.hidden: set[str] = hidden if hidden is not None else set()
+        #: with claims, a document that is the first of its text is written only after its digest was
+        #: claimed (:mod:`fingerprint_indexer.elastic.claims`): writers sharing the index agree on ``new``
+        self.claims = claims
         if on_duplicate not in ("tag", "skip"):
             raise ValueError(f"on_duplicate must be 'tag' or 'skip', got {on_duplicate!r}")
         self.engine = Engine(k, keep)
@@ -154,7 +164,7 @@ class EsDecider:
     def _clear_pending(self) -> None:
         self._relinked: dict[str, DocRecord] = {}  # re-pointed since the last refresh, not yet searchable
         self._pending: dict[str, _Rec] = {}
-        self._pending_digest: dict[str, _Rec] = {}
+        self._pending_digest: dict[str, list[_Rec]] = {}  # in the order decided
         self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
         self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
 
@@ -177,7 +187,7 @@ class EsDecider:
             if d.get("error"):  # a shard with no copy that answers: not the same as "not found"
                 raise ElasticsearchUnavailable(f"reading {d['_id']!r} of {self.index.index!r}: {d['error']}")
             rec = record_from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
-            if rec is not None:
+            if rec is not None and rec.id not in self.hidden:
                 out[rec.id] = rec
         return out
 
@@ -190,7 +200,7 @@ class EsDecider:
                                   source_includes=self.record_fields, size=10_000, **WHOLE)  # fmt: skip
         for hit in resp["hits"]["hits"]:
             rec = record_from_source(hit["_id"], hit["_source"])
-            if rec is not None:
+            if rec is not None and rec.id not in self.hidden:
                 out.setdefault(rec.content_digest, []).append(rec)
         for recs in out.values():
             recs.sort(key=lambda r: (r.duplicate_of is not None, r.id))  # canonical documents first
@@ -199,7 +209,11 @@ class EsDecider:
     # ----------------------------------------------------------------------------------- deciding
     def decide(self, batch: list[tuple[Document, FingerprintResult]]) -> tuple[list[EsDecision], list[_Rec]]:
         """Decisions in batch order, and the records to write (none for unchanged or skipped documents);
-        the canonicals re-pointed under keep longest/newest are left in :attr:`relinks`."""
+        the canonicals re-pointed under keep longest/newest are left in :attr:`relinks`.
+
+        With :attr:`claims`, the digests of the batch's first copies are claimed after deciding; when
+        another writer won one of them, the batch is decided again with that writer's document as an
+        exact copy (the pending set is put back as it was first)."""
         self.relinks = []
         if not batch:
             return [], []
@@ -207,17 +221,50 @@ class EsDecider:
         batch_ids = {doc.id for doc, _ in batch}
         existing = self._mget(doc.id for doc, _ in batch if doc.id not in start)
         exact = self._by_digest(res.content_digest for _, res in batch)
+        honour, takeover = self._claims_of(batch, exact, batch_ids) if self.claims else ({}, {})
         near_q = [res.evidence for _, res in batch if not res.degenerate]
         near_x = [doc.id for doc, res in batch if not res.degenerate]
         found = self.index.query_verified_many(near_q, self.k, near_x) if near_q else []
+        if self.hidden:
+            found = [[m for m in ms if m.doc_id not in self.hidden] for ms in found]
         near_iter: Iterator[list[Match]] = iter(found)
         near = {i: next(near_iter) if not res.degenerate else [] for i, (_, res) in enumerate(batch)}
         before, within = self._pending_pairs(batch)
         # records of the matches that can win (the nearest indexed one per document) and of their canonicals
         known: dict[str, _Rec] = {r.id: r for recs in exact.values() for r in recs}
         self._fetch_winners(batch, near, known, start, batch_ids)
-        roots = {r.root for r in known.values()} | {start[d].root for cands in before for d in cands}
-        for _ in range(MAX_HOPS):  # follow duplicate_of to the end: a relinked canonical points on
+        self._follow_roots(known, {start[d].root for cands in before for d in cands})
+
+        saved = (dict(self._pending), {k: list(v) for k, v in self._pending_digest.items()},
+                 dict(self._relinked))
+        for _ in range(CLAIM_ROUNDS):
+            self._honour(honour, exact, known)
+            view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
+            decisions: list[EsDecision] = []
+            for i, (doc, res) in enumerate(batch):
+                view.at(i)
+                d, rec = self.engine.decide(view, doc, res)
+                written = rec is not None and view.written_at[i] is rec
+                values = {f.name: getattr(d, f.name) for f in fields(d)}
+                decisions.append(EsDecision(**values, written=written))
+            lost = self._claim(view, honour, takeover) if self.claims else {}
+            if not lost:
+                break
+            self._pending, self._relinked = dict(saved[0]), dict(saved[2])
+            self._pending_digest = {k: list(v) for k, v in saved[1].items()}
+            honour.update(lost)
+        else:
+            raise ClaimError(f"other writers claimed texts of a batch first {CLAIM_ROUNDS} times over")
+        self._index_pending(start, view.writes)
+        self.relinks = list(view.relinks.values())
+        self.hidden.difference_update(batch_ids)  # decided again: pending now, written next
+        return decisions, view.writes
+
+    def _follow_roots(self, known: dict[str, _Rec], roots: set[str]) -> None:
+        """Read into ``known`` the canonicals of the known records: ``duplicate_of`` followed to its end (a
+        relinked canonical points on)."""
+        roots = roots | {r.root for r in known.values()}
+        for _ in range(MAX_HOPS):
             missing = {r for r in roots if r not in known and r not in self._pending}
             if not missing:
                 break
@@ -225,16 +272,106 @@ class EsDecider:
             known.update(fetched)
             roots = {r.root for r in fetched.values()} - fetched.keys()
 
-        view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
-        decisions: list[EsDecision] = []
-        for i, (doc, res) in enumerate(batch):
-            view.at(i)
-            d, rec = self.engine.decide(view, doc, res)
-            written = rec is not None and view.written_at[i] is rec
-            decisions.append(EsDecision(**{f.name: getattr(d, f.name) for f in fields(d)}, written=written))
-        self._index_pending(start, view.writes)
-        self.relinks = list(view.relinks.values())
-        return decisions, view.writes
+    # ------------------------------------------------------------------------------------- claims
+    def _claims_of(
+        self, batch: list[tuple[Document, FingerprintResult]], exact: Mapping[str, list[_Rec]],
+        batch_ids: set[str],
+    ) -> tuple[dict[str, tuple[_Rec, _Rec | None]], dict[str, Claim]]:  # fmt: skip
+        """Claims on the batch's digests that no searchable or pending document holds: those to honour
+        (digest -> owner's record and its canonical's: another writer's first copy, written or in flight)
+        and those to take over when the batch writes a first copy (stale ones, and claims of the batch's own
+        ids: a retry after a writer died)."""
+        assert self.claims is not None
+        digests = {res.content_digest for _, res in batch} - exact.keys()
+        digests = {dg for dg in digests if self.pending_with_digest(dg) is None}
+        claims = self.claims.lookup(digests)
+        owners = self._mget(c.owner.id for c in claims.values() if c.owner.id and c.owner.id not in batch_ids)
+        now = time.time()
+        honour: dict[str, tuple[_Rec, _Rec | None]] = {}
+        takeover: dict[str, Claim] = {}
+        for digest, c in claims.items():
+            rec = owners.get(c.owner.id)
+            if c.owner.id in batch_ids or not c.owner.id:
+                takeover[digest] = c
+            elif rec is not None and rec.content_digest == digest:
+                honour[digest] = (rec, None)
+            elif rec is None and c.fresh(now):
+                honour[digest] = (c.owner, c.canonical)
+            else:
+                takeover[digest] = c
+        return honour, takeover
+
+    def _honour(
+        self, honour: Mapping[str, tuple[_Rec, _Rec | None]], exact: dict[str, list[_Rec]],
+        known: dict[str, _Rec],
+    ) -> None:  # fmt: skip
+        """Make the honoured claims' owners exact copies the batch can find, with their canonicals."""
+        added = False
+        for digest, (owner, _) in honour.items():
+            recs = exact.setdefault(digest, [])
+            if not any(r.id == owner.id for r in recs):
+                recs.append(owner)
+                known.setdefault(owner.id, owner)
+                added = True
+        if added:
+            self._follow_roots(known, set())
+            for _, canonical in honour.values():
+                if canonical is not None:
+                    known.setdefault(canonical.id, canonical)  # not written yet either
+
+    def _claim(
+        self, view: _EsBatch, honour: Mapping[str, tuple[_Rec, _Rec | None]], takeover: dict[str, Claim]
+    ) -> dict[str, tuple[_Rec, _Rec | None]]:
+        """Claim the digests of the batch's first copies; the claims lost to another writer."""
+        assert self.claims is not None
+        final = {rec.id: rec for rec in view.writes}
+        wanted: dict[str, tuple[_Rec, _Rec | None]] = {}
+        for rec in final.values():
+            digest = rec.content_digest
+            if rec.decision == "exact_duplicate" or digest in honour or digest in wanted:
+                continue
+            canonical = view.record(rec.duplicate_of) if rec.duplicate_of else None
+            wanted[rec.content_digest] = (rec, canonical)
+        lost = self.claims.claim(list(wanted.values()), takeover)
+        out = {}
+        for digest, c in lost.items():
+            if c.owner.id == wanted[digest][0].id:  # the same document, claimed by another writer: ours too
+                continue
+            takeover.pop(digest, None)
+            out[digest] = (c.owner, c.canonical)
+        return out
+
+    # ------------------------------------------------------------------------------ pending set
+    def drop_pending(self, records: Iterable[_Rec]) -> None:
+        """Forget pending records whose writes Elasticsearch has made searchable since (or refused): each
+        only while it is still the pending version of its id."""
+        for rec in records:
+            if self._pending.get(rec.id) is rec:
+                del self._pending[rec.id]
+                if not rec.degenerate:
+                    for n in range(len(rec.fingerprints)):
+                        self._pending_near.remove(entry_id(rec.id, n))
+                    for key in rec.bands:
+                        self._pending_bands.get(key, set()).discard(rec.id)
+            same = self._pending_digest.get(rec.content_digest, [])
+            if any(r is rec for r in same):
+                same[:] = [r for r in same if r is not rec]
+                if not same:
+                    del self._pending_digest[rec.content_digest]
+            if self._relinked.get(rec.id) is rec:
+                del self._relinked[rec.id]
+
+    def pending_with_digest(self, digest: str, exclude: str = "") -> _Rec | None:
+        """The first pending document with this content digest that is still the current version of its
+        id (other than ``exclude``)."""
+        for rec in self._pending_digest.get(digest, ()):
+            if rec.id != exclude and self._pending.get(rec.id) is rec:
+                return rec
+        return None
+
+    def pending_records(self, doc_id: str) -> list[_Rec]:
+        """The pending versions of ``doc_id`` (its decided record and a relinked canonical's)."""
+        return [r for r in (self._pending.get(doc_id), self._relinked.get(doc_id)) if r is not None]
 
     def _fetch_winners(
         self, batch: list[tuple[Document, FingerprintResult]], near: Mapping[int, list[Match]],
@@ -451,10 +588,8 @@ class _EsBatch:
         for rec in self.exact.get(digest, []):  # canonical documents first
             if rec.id != self.doc_id and rec.id not in pending:  # a pending version supersedes it
                 return rec.id
-        hit = self.decider._pending_digest.get(digest)
-        if hit is not None and hit.id != self.doc_id and pending.get(hit.id) is hit:
-            return hit.id
-        return None
+        hit = self.decider.pending_with_digest(digest, self.doc_id)
+        return hit.id if hit is not None else None
 
     def _candidates(self) -> list[tuple[int, str, _Rec]]:
         """Pending documents the rule accepts for the current one (as (distance, id, record))."""
@@ -517,7 +652,7 @@ class _EsBatch:
             self.writes.append(rec)
             self.written_at[self.i] = rec
             d._pending[rec.id] = rec
-            d._pending_digest.setdefault(rec.content_digest, rec)
+            d._pending_digest.setdefault(rec.content_digest, []).append(rec)
             self.relinks.pop(rec.id, None)  # its own write carries the fields
         self.removed.discard(rec.id)
 
