@@ -15,7 +15,7 @@ from fingerprint_indexer.env import es_settings as read_es_settings
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.sidecar.auth import AuthConfigError, check_bind, load_api_key
-from fingerprint_indexer.sidecar.settings import ON_DUPLICATE, ServiceSettings
+from fingerprint_indexer.sidecar.settings import ON_DUPLICATE, STATES, ServiceSettings
 from fingerprint_indexer.sidecar.spool import SpoolLocked
 from fingerprint_indexer.store.errors import StoreError
 
@@ -56,6 +56,10 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
 @click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
               help="Which copy stays the canonical of a duplicate group; longest/newest make a later copy "
                    "the canonical and re-point the earlier one (also in Elasticsearch).")
+@click.option("--state", type=click.Choice(STATES), default="embedded", show_default=True,
+              help="Where decisions are made: this service's embedded stores, or the Elasticsearch "
+                   "cluster itself, so that several services in front of one cluster answer as one "
+                   "(run `es reconcile` after near copies raced between them).")
 @click.option("--k", type=click.IntRange(0, 63), default=3, show_default=True,
               help="Largest Hamming distance counted as near-duplicate.")
 @click.option("--processes", type=click.IntRange(1, 256), default=2, show_default=True,
@@ -86,7 +90,8 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
                    "agree with it.")
 @config_options
 def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_index: str, on_duplicate: str,
-              keep: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int, max_batch: int,
+              keep: str, state: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int,
+              max_batch: int,
               spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
               body_timeout: float, log_level: str, no_access_log: bool, copy_marks: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
@@ -107,6 +112,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     """
     import uvicorn
 
+    from fingerprint_indexer.index.elasticsearch import ElasticsearchUnavailable
     from fingerprint_indexer.sidecar.app import create_app
     from fingerprint_indexer.sidecar.protocol import GuardedH11Protocol
     from fingerprint_indexer.sidecar.state import ServiceState
@@ -124,17 +130,17 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     settings = ServiceSettings(
         es=es, data_dir=Path(data_dir or default_data_dir()),
         host=host, port=port, api_key=api_key, default_index=default_index,
-        on_duplicate=on_duplicate, keep=keep,  # type: ignore[arg-type]
+        on_duplicate=on_duplicate, keep=keep, state=state,  # type: ignore[arg-type]
         k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
         spool_limit_bytes=spool_limit_mb << 20, replay_max_tries=replay_tries,
         header_timeout_s=header_timeout, body_idle_timeout_s=body_timeout, body_timeout_s=10 * body_timeout,
     )
     try:
-        state = ServiceState.open(settings)
-    except (StoreError, SpoolLocked, ValueError) as exc:
+        service = ServiceState.open(settings)
+    except (StoreError, SpoolLocked, ElasticsearchUnavailable, ValueError) as exc:
         fail(str(exc))
         return
-    app = create_app(settings, state)
+    app = create_app(settings, service)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=not no_access_log,
                 timeout_graceful_shutdown=30, server_header=False,
                 http=GuardedH11Protocol.with_timeout(header_timeout))

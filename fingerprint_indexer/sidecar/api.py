@@ -116,8 +116,12 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
                 if (relink := relink_op(index, d.decision)) is not None:
                     ops.append(relink)  # right after its write, in the same request (or spool frame)
     errors = False
+    unwritten = [(d.doc.id, d.result.content_digest) for i, d in enumerate(decided) if i not in op_of]
+    if unwritten:
+        await state.stores.call(state.stores.discard, index, unwritten)
     if ops:
         items = await state.delivery.submit(ops, {})
+        await state.stores.call(state.stores.settle, index, [str(op.id) for op in ops])
         for i, j in op_of.items():
             item = next(iter(items[j].values()))
             outcome = {"status": int(item.get("status", 500)), "result": item.get("result")}

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
 from fingerprint_indexer.sidecar.spool import SpoolFull, SpoolUnavailable
 from fingerprint_indexer.sidecar.worker import WorkerUnavailable
 
@@ -84,6 +85,11 @@ def install_handlers(app: FastAPI, retry_after_s: int) -> None:
     async def _spool_down(_: Request, exc: SpoolUnavailable) -> JSONResponse:
         return error_response(503, "spool_unavailable", f"the write could not be kept: {exc}",
                               {"Retry-After": str(retry_after_s)})
+
+    @app.exception_handler(DecisionUnavailable)
+    async def _undecided(_: Request, exc: DecisionUnavailable) -> JSONResponse:
+        return error_response(503, "decision_unavailable", f"nothing was decided or written: {exc}",
+                              {"Retry-After": "1"})
 
     @app.exception_handler(WorkerUnavailable)
     async def _worker(_: Request, exc: WorkerUnavailable) -> JSONResponse:

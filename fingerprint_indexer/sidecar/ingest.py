@@ -24,7 +24,8 @@ from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.index.elasticsearch import decision_fields
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.sidecar.delivery import BulkOp
-from fingerprint_indexer.sidecar.worker import FingerprintPool, StoreOwner
+from fingerprint_indexer.sidecar.es_state import Stores
+from fingerprint_indexer.sidecar.worker import FingerprintPool
 
 DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
 
@@ -61,7 +62,7 @@ def relink_op(index: str, decision: Decision) -> BulkOp | None:
 
 
 async def decide(
-    pool: FingerprintPool, stores: StoreOwner, items: Sequence[tuple[str, Document]]
+    pool: FingerprintPool, stores: Stores, items: Sequence[tuple[str, Document]]
 ) -> list[Decided]:
     """Fingerprint and decide ``(index, document)`` pairs under the stores' keep policy; results in input
     order."""

@@ -69,9 +69,10 @@ from fingerprint_indexer.sidecar.auth import KEY_HEADERS
 from fingerprint_indexer.sidecar.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
 from fingerprint_indexer.sidecar.errors import error_body
 from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
+from fingerprint_indexer.sidecar.es_state import Stores
 from fingerprint_indexer.sidecar.ingest import Decided, decide, es_fields, relink_op
 from fingerprint_indexer.sidecar.state import ServiceState
-from fingerprint_indexer.sidecar.worker import StoreOwner, valid_index_name
+from fingerprint_indexer.sidecar.worker import valid_index_name
 
 log = logging.getLogger("fingerprint_indexer.sidecar")
 router = APIRouter()
@@ -363,7 +364,7 @@ def _routing(op: BulkOp) -> Any:
     return op.meta.get("routing", op.meta.get("_routing"))
 
 
-def _stored_ids(stores: StoreOwner, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+def _stored_ids(stores: Stores, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """The ``(index, id)`` pairs the embedded stores hold an entry for (runs on the store thread)."""
     return {key for key in keys if stores.record(*key) is not None}
 
@@ -535,6 +536,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         elif policy == "skip" and d.is_duplicate:
             state.metrics.skipped.inc()
             out[pos] = _item(op, 200, result="noop", fingerprint_indexer=summary)
+            await state.stores.call(state.stores.discard, op.index, [(d.doc.id, d.result.content_digest)])
             continue
         else:
             op.added = fields
@@ -552,6 +554,12 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     forward = [pos for pos in range(len(ops)) if out[pos] is None]
     sent = [o for pos in forward for o in (ops[pos], relinks.get(pos)) if o is not None]
     answered = await state.delivery.submit(sent, params, answer)
+    written: dict[str, list[str]] = {}
+    for o in sent:
+        if (o.fingerprinted or o.relink) and o.id is not None:
+            written.setdefault(o.index, []).append(o.id)
+    for name, ids in written.items():
+        await state.stores.call(state.stores.settle, name, ids)
     # the client sees one item per operation it sent: the relinks' items are left out (their failures
     # are logged by the delivery)
     items = [it for o, it in zip(sent, answered, strict=True) if not o.relink]

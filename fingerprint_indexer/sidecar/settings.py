@@ -16,6 +16,9 @@ from fingerprint_indexer.pipeline import Keep
 
 OnDuplicate = Literal["tag", "skip"]
 ON_DUPLICATE: tuple[OnDuplicate, ...] = ("tag", "skip")
+State = Literal["embedded", "elasticsearch"]
+#: Where decisions are made: the sidecar's own embedded stores, or the cluster (stateless sidecars).
+STATES: tuple[State, ...] = ("embedded", "elasticsearch")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class ServiceSettings:
     on_duplicate: OnDuplicate = "tag"
     #: which copy of a duplicate group is the canonical (``longest``/``newest`` re-point the earlier one)
     keep: Keep = "first"
+    state: State = "embedded"
     k: int = 3
     processes: int = 2
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)

@@ -12,6 +12,7 @@ import logging
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.sidecar.delivery import Delivery, Replayer
 from fingerprint_indexer.sidecar.es import EsClient
+from fingerprint_indexer.sidecar.es_state import EsStateOwner, Stores
 from fingerprint_indexer.sidecar.metrics import Metrics
 from fingerprint_indexer.sidecar.settings import ServiceSettings
 from fingerprint_indexer.sidecar.spool import Spool
@@ -21,9 +22,10 @@ log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
 class ServiceState:
-    """Stores, spool, worker pool, Elasticsearch connection, delivery and metrics of one service."""
+    """Stores (embedded, or the cluster's with ``state=elasticsearch``), spool, worker pool, Elasticsearch
+    connection, delivery and metrics of one service."""
 
-    def __init__(self, settings: ServiceSettings, stores: StoreOwner, spool: Spool,
+    def __init__(self, settings: ServiceSettings, stores: Stores, spool: Spool,
                  metrics: Metrics | None = None) -> None:
         self.settings, self.stores, self.spool = settings, stores, spool
         self.layout: BlockLayout = settings.fingerprint.layout
@@ -39,10 +41,20 @@ class ServiceState:
         """Lock the spool and open the default index's store (raises SpoolLocked / StoreError)."""
         settings.fingerprint.layout.check_k(settings.k)
         spool = Spool(settings.spool_dir, settings.spool_limit_bytes, settings.spool_segment_bytes)
-        stores = StoreOwner(settings.store_root, settings.fingerprint, settings.k, settings.max_open_indices,
-                            settings.keep)
+        stores: Stores
         try:
-            stores.call_sync(stores.pipeline, settings.default_index)
+            if settings.state == "elasticsearch":  # nothing to open: the cluster is asked per request
+                stores = EsStateOwner(settings.es, settings.fingerprint, settings.k, settings.keep,
+                                      settings.on_duplicate)
+            else:
+                stores = StoreOwner(settings.store_root, settings.fingerprint, settings.k,
+                                    settings.max_open_indices, settings.keep)
+        except BaseException:
+            spool.close()
+            raise
+        try:
+            if isinstance(stores, StoreOwner):
+                stores.call_sync(stores.pipeline, settings.default_index)
         except BaseException:
             stores.close()
             spool.close()

@@ -208,6 +208,12 @@ class StoreOwner:
         return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of, why.reason)
                 for rec, why in hits]
 
+    def settle(self, index: str, ids: Sequence[str]) -> None:
+        """Writes answered: nothing to do here (the store committed the decision already)."""
+
+    def discard(self, index: str, items: Sequence[tuple[str, str]]) -> None:
+        """Decided, not written: the embedded store keeps the decision (a retry repeats it)."""
+
     def forget(self, index: str, doc_id: str) -> bool:
         """Remove a document deleted from Elasticsearch from the index's embedded store."""
         pipe = self.pipeline(index, create=False)

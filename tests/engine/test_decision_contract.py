@@ -1,5 +1,7 @@
 """The decision contract (tests/support/decision_contract.py) on both record stores: the embedded LevelDB
-store (Pipeline) and a real Elasticsearch index (EsDecider); same inputs, same decisions."""
+store (Pipeline) and a real Elasticsearch index (EsDecider, as ``es index`` drives it and as a stateless
+sidecar drives it: digest claims on, its writes made by the sidecar's own bulk, nothing refreshed but by
+the sidecar's own rule); same inputs, same decisions."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 from support.decision_contract import CASES, DecisionStore, K, OpenStore, edited
+from support.stateless import StatelessSidecarStore
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.claims import claims_index
 from fingerprint_indexer.elastic.es_ingest import EsDecider
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.engine.rules import Keep
@@ -83,6 +87,26 @@ def test_embedded_store_meets_the_contract(case, embedded):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
 def test_elasticsearch_meets_the_contract(case, elastic):
     case(elastic)
+
+
+@pytest.fixture
+def stateless(es_client: Elasticsearch, es_index: str) -> Iterator[OpenStore]:
+    opened: list[StatelessSidecarStore] = []
+
+    def open_store(keep: Keep, name: str) -> DecisionStore:
+        opened.append(StatelessSidecarStore(es_client, f"{es_index}-{name}", keep))
+        return opened[-1]
+
+    yield open_store
+    for store in opened:
+        store.close()
+        es_client.indices.delete(index=claims_index(store.index), ignore_unavailable=True)
+
+
+@pytest.mark.elasticsearch
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_a_stateless_sidecar_meets_the_contract(case, stateless):
+    case(stateless)
 
 
 @pytest.mark.elasticsearch
