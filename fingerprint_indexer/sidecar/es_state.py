@@ -89,7 +89,15 @@ class EsStateOwner:
         try:
             if not create and not self.client.indices.exists(index=index):
                 return None
-            es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create)
+            try:
+                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create)
+            except ApiError as exc:  # another sidecar created it first
+                if exc.meta.status != 400 or "already_exists" not in str(exc.body):
+                    raise
+                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=False)
+            # a new index reports yellow while its primaries still start: wait until they have
+            self.client.cluster.health(index=index, wait_for_status="yellow",
+                                       wait_for_no_initializing_shards=True, timeout="30s")
             claims = DigestClaims(self.client, index, replicas=default_replicas(self.client))
         except (TransportError, ApiError) as exc:
             raise DecisionUnavailable(f"index {index!r}: {exc}") from exc
