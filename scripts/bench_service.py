@@ -48,8 +48,9 @@ import numpy as np
 from elasticsearch import helpers
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import fingerprint_many
-from fingerprint_indexer.index.elasticsearch import connect, load_index_body
+from fingerprint_indexer.index.elasticsearch import connect, data_nodes_of, index_creation
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.sidecar.ingest import es_fields
 
@@ -105,9 +106,9 @@ def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: s
     (one ``_bulk`` per committed batch, on a writer thread), into a fresh ``index`` created as the service
     creates its indices."""
     client = connect(es)
-    body = load_index_body()
-    body["mappings"]["dynamic"] = True
-    client.indices.create(index=index, **body)
+    concrete, body = index_creation(index, BlockLayout(), copy_marks=None, data_nodes=data_nodes_of(client),
+                                    dynamic=True)  # fmt: skip
+    client.indices.create(index=concrete, **body)
     pending: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)
     failed: list[int] = []
 

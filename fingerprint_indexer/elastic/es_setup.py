@@ -19,6 +19,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 from fingerprint_indexer.index.elasticsearch import (
     META_KEY,
+    create_index,
     load_index_body,
     stored_copy_marks,
     stored_layout,
@@ -65,13 +66,6 @@ def compare(wanted: dict[str, Any], existing: dict[str, Any]) -> tuple[list[str]
     return missing, conflicts
 
 
-def default_replicas(client: Elasticsearch) -> int:
-    """Replicas of a new index: one on a cluster with more than one data node (so that a node can die
-    without the index losing a shard or a write), none on a single node (where a replica could never be
-    placed and the index would stay yellow)."""
-    return 1 if int(client.cluster.health()["number_of_data_nodes"]) > 1 else 0
-
-
 def setup_index(
     client: Elasticsearch,
     name: str,
@@ -83,18 +77,15 @@ def setup_index(
 ) -> SetupReport:
     """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias.
 
-    ``replicas`` None means :func:`default_replicas`. ``copy_marks`` True records in a new index that its
-    writers add copy marks (partial-copy search);
+    A new index is made by :func:`~fingerprint_indexer.index.elasticsearch.create_index` (the one rule
+    of :func:`~fingerprint_indexer.index.elasticsearch.index_creation`): ``replicas`` None means one
+    replica when the cluster has more than one data node, else none. ``copy_marks`` True records in a new
+    index that its writers add copy marks (partial-copy search);
     on an existing index True or False must match what it records (None: no check).
     """
     if not client.indices.exists(index=name):
-        body = load_index_body(layout or BlockLayout(), copy_marks=WinnowParams().tag if copy_marks else None)
-        index_settings = body.setdefault("settings", {}).setdefault("index", {})
-        if shards is not None:
-            index_settings["number_of_shards"] = shards
-        index_settings["number_of_replicas"] = default_replicas(client) if replicas is None else replicas
-        concrete = f"{name}-000001"
-        client.indices.create(index=concrete, aliases={name: {"is_write_index": True}}, **body)
+        concrete = create_index(client, name, layout or BlockLayout(), alias=True, shards=shards,
+                                replicas=replicas, copy_marks=WinnowParams().tag if copy_marks else None)
         return SetupReport(name, "created", [concrete])
 
     current = stored_layout(client, name)

@@ -172,6 +172,69 @@ def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
     return body
 
 
+def replicas_for(data_nodes: int) -> int:
+    """Replicas of a new index: one on a cluster with more than one data node (so that a node can die
+    without the index losing a shard or a write), none on a single node (where a replica could never be
+    placed and the index would stay yellow)."""
+    return 1 if data_nodes > 1 else 0
+
+
+#: Suffix of the first concrete index behind an alias (``<name>-000001``).
+FIRST_GENERATION = "-000001"
+
+
+def index_creation(
+    name: str, layout: BlockLayout, *, copy_marks: str | None, data_nodes: int, shards: int | None = None,
+    replicas: int | None = None, alias: bool = False, dynamic: bool = False,
+) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """What a new fingerprint index is: (the concrete index to create, its request body: ``settings``,
+    ``mappings`` and perhaps ``aliases``). Every path that creates an index asks this one rule, and only
+    sends the request: ``es setup`` (:func:`create_index` with ``alias``), :class:`ElasticsearchIndex` with
+    ``create`` (:func:`create_index`) and the sidecar before its first write (its own HTTP client).
+
+    - ``copy_marks``: the winnowing parameters' tag recorded in ``_meta`` when every writer adds copy
+      marks (None: no marks); ``layout``: the block fields and the recorded layout.
+    - ``replicas`` None: :func:`replicas_for` the cluster's ``data_nodes``; ``shards`` None: the server's
+      default.
+    - ``alias``: create ``<name>-000001`` behind the write alias ``<name>``, so a later reindex into a new
+      mapping swaps the alias without clients noticing (``es setup``, and so ``es index`` on a missing
+      index). Without it the index is ``name`` itself: the sidecar and :class:`ElasticsearchIndex` create
+      the name their callers write to, as they always have.
+    - ``dynamic``: the sidecar's indexes map an indexer's own extra fields as Elasticsearch would without
+      the proxy; the fingerprint fields keep their declared types. Otherwise undeclared fields stay in
+      ``_source`` only.
+    """
+    body = load_index_body(layout, copy_marks=copy_marks)
+    index_settings = body.setdefault("settings", {}).setdefault("index", {})
+    if shards is not None:
+        index_settings["number_of_shards"] = shards
+    index_settings["number_of_replicas"] = replicas_for(data_nodes) if replicas is None else replicas
+    if dynamic:
+        body["mappings"]["dynamic"] = True
+    if not alias:
+        return name, body
+    body["aliases"] = {name: {"is_write_index": True}}
+    return name + FIRST_GENERATION, body
+
+
+def data_nodes_of(client: Elasticsearch) -> int:
+    """The number of data nodes of the cluster (what :func:`replicas_for` needs)."""
+    return int(client.cluster.health()["number_of_data_nodes"])
+
+
+def create_index(
+    client: Elasticsearch, name: str, layout: BlockLayout, *, copy_marks: str | None = None,
+    shards: int | None = None, replicas: int | None = None, alias: bool = False,
+) -> str:  # fmt: skip
+    """Create the index :func:`index_creation` describes through the official client; its concrete
+    name. The cluster is asked for its data nodes only when ``replicas`` is not given."""
+    nodes = data_nodes_of(client) if replicas is None else 1
+    concrete, body = index_creation(name, layout, copy_marks=copy_marks, data_nodes=nodes, shards=shards,
+                                    replicas=replicas, alias=alias)  # fmt: skip
+    client.indices.create(index=concrete, **body)
+    return concrete
+
+
 def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
     """The copy-marks setting recorded in the mapping of ``index`` (None: its writers add none)."""
     tags = set()
@@ -270,19 +333,34 @@ def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
     return " ".join(t for t, _ in res.top_terms[:limit])
 
 
+#: When the decision was made, epoch milliseconds: the only field two writers of the same decision write
+#: differently, and what an incremental reconciliation selects recent decisions by.
+DECIDED_FIELD = "decided_at"
+#: Fields of a written document that differ by the time it was written, not by what was decided (left
+#: out when the documents of two writers or two runs are compared).
+TIME_FIELDS = frozenset({DECIDED_FIELD})
+
+
+def now_millis() -> int:
+    """The current time in epoch milliseconds (the ``decided_at`` of a decision made now)."""
+    return time.time_ns() // 1_000_000
+
+
 def decision_fields(
     res: FingerprintResult, layout: BlockLayout, *, cluster_id: str, duplicate_of: str | None,
     distance: int | None, decision: str, text_length: int, replaces: str | None = None,
+    decided_at: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The one set of fields every writer adds to an Elasticsearch document (``es index``, ``es reindex``,
     the sidecar's ``/v1/ingest`` and proxy): :func:`result_fields`, the digests, the ``terms`` (at most
     :data:`MAX_TERMS`), the algorithm version and the decision (``text_length`` and ``replaces`` are what
     the keep policy compares and reports; ``replaces`` is written as null when unset, so a rewrite leaves
-    no stale value)."""
+    no stale value), and ``decided_at`` (epoch milliseconds, default now)."""
     out = result_fields(res, layout)
     out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
                fp_version=res.version, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
                decision=decision, degenerate=res.degenerate, text_length=text_length, replaces=replaces)
+    out[DECIDED_FIELD] = now_millis() if decided_at is None else decided_at
     return out
 
 
@@ -385,7 +463,8 @@ class ElasticsearchIndex(NearDupIndex):
     """Near-duplicate lookups on an Elasticsearch index (or alias) that holds the news documents.
 
     ``read_your_writes`` refreshes the index before the first read that follows a write, so a query sees
-    every earlier ``add``; turn it off for ingest paths that do not read back immediately.
+    every earlier ``add``; turn it off for ingest paths that do not read back immediately. With ``create``
+    a missing ``index`` is created by :func:`create_index` (that name, no alias), recording ``copy_marks``.
     """
 
     def __init__(
@@ -395,6 +474,7 @@ class ElasticsearchIndex(NearDupIndex):
         layout: BlockLayout | None = None,
         *,
         create: bool = True,
+        copy_marks: str | None = None,
         read_your_writes: bool = True,
         page_size: int = 10_000,
         msearch_batch: int = 250,
@@ -419,7 +499,7 @@ class ElasticsearchIndex(NearDupIndex):
             self.layout = stored
         elif create:
             self.layout = layout or BlockLayout()
-            client.indices.create(index=index, **load_index_body(self.layout))
+            create_index(client, index, self.layout, copy_marks=copy_marks)
         else:
             raise ValueError(f"index {index!r} does not exist")
         self._fields = block_fields(self.layout)

@@ -25,7 +25,7 @@ import httpx
 
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import load_index_body
+from fingerprint_indexer.index.elasticsearch import index_creation
 from fingerprint_indexer.servers import (
     NODES_PATH,
     ROOT_PATH,
@@ -212,16 +212,19 @@ class EsClient:
 
         Asked before every write request (one ``HEAD``), not once per process: an index deleted while the
         service runs is created again with this mapping by the next write, never by Elasticsearch's
-        dynamic mapping. The mapping is made dynamic, so an indexer's own extra fields stay searchable as
-        they would be without the proxy; the fingerprint fields keep their declared types. A 401/403
-        (the service's credentials) raises :class:`EsUnavailable` like an outage: the writes are spooled.
+        dynamic mapping. The index is what :func:`index_creation` says (the name itself, no alias; the
+        copy-marks tag of :attr:`copy_marks`; one replica when ``GET /_cluster/health``, asked once per
+        creation, counts more than one data node). The mapping is made dynamic, so an indexer's own extra
+        fields stay searchable as they would be without the proxy; the fingerprint fields keep their
+        declared types. A 401/403 (the service's credentials) raises :class:`EsUnavailable` like an
+        outage: the writes are spooled.
         """
         try:
             r = await self.http.head(f"/{index}", timeout=self.write_timeout)
             if r.status_code == 404:
-                body = load_index_body(layout, copy_marks=self.copy_marks)
-                body["mappings"]["dynamic"] = True
-                r = await self.http.put(f"/{index}", json=body, timeout=self.write_timeout)
+                concrete, body = index_creation(index, layout, copy_marks=self.copy_marks,
+                                                data_nodes=await self._data_nodes(), dynamic=True)
+                r = await self.http.put(f"/{concrete}", json=body, timeout=self.write_timeout)
                 if not_now(r.status_code):
                     raise self._unavailable(f"creating index {index}: {status_reason(r.status_code)}")
                 # 400 resource_already_exists (a concurrent creator) is fine; other errors show per item
@@ -229,6 +232,19 @@ class EsClient:
                 raise self._unavailable(f"HEAD {index}: {status_reason(r.status_code)}")
         except httpx.HTTPError as exc:
             raise self._unavailable(failure_reason(exc)) from exc
+
+    async def _data_nodes(self) -> int:
+        """The cluster's number of data nodes (``GET /_cluster/health``); an answer without it raises
+        :class:`EsUnavailable`, so the index is created later with the right replicas rather than now
+        with a guess."""
+        r = await self.http.get("/_cluster/health", headers={"accept": "application/json"},
+                                timeout=self.write_timeout)
+        if r.status_code != 200:
+            raise self._unavailable(f"cluster health, to create an index: {status_reason(r.status_code)}")
+        try:
+            return int(r.json()["number_of_data_nodes"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self._unavailable("cluster health answered without number_of_data_nodes") from exc
 
 
 class BulkRejected(FingerprintIndexerError):

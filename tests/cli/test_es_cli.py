@@ -165,3 +165,27 @@ def test_update_mapping_adds_chunk_fingerprints_and_sketch_to_an_older_index(es_
     assert props["fingerprints"] == {"type": "long"}
     again = run("setup", "--index", es_index, url=es_url)
     assert again.returncode == 0 and lines(again.stdout)[0]["action"] == "unchanged"
+
+
+def test_update_mapping_adds_the_decision_fields_to_an_index_made_before_them(es_url, es_client, es_index):
+    """``text_length``, ``replaces`` and ``decided_at`` (written by every writer) were once in ``_source``
+    only: ``es setup`` names them as missing and adds them with ``--update-mapping``."""
+    from fingerprint_indexer.index.elasticsearch import DECIDED_FIELD, load_index_body
+
+    body = load_index_body()
+    new_fields = ["decided_at", "replaces", "text_length"]
+    for name in new_fields:
+        del body["mappings"]["properties"][name]
+    es_client.indices.create(index=es_index, **body)
+    missing = run("setup", "--index", es_index, url=es_url)
+    assert missing.returncode == 2
+    assert all(f"'{name}'" in missing.stderr for name in new_fields) and "--update-mapping" in missing.stderr
+    updated = run("setup", "--index", es_index, "--update-mapping", url=es_url)
+    assert updated.returncode == 0, updated.stderr
+    assert lines(updated.stdout)[0]["added_fields"] == new_fields
+    props = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]["properties"]
+    assert props[DECIDED_FIELD] == {"type": "date", "format": "epoch_millis||strict_date_optional_time"}
+    assert (props["text_length"], props["replaces"]) == ({"type": "long"}, {"type": "keyword"})
+    es_client.index(index=es_index, id="d", document={DECIDED_FIELD: 1_700_000_000_000}, refresh=True)
+    since = {"range": {DECIDED_FIELD: {"gte": "2023-11-14T00:00:00Z"}}}  # searchable now, as a date
+    assert es_client.count(index=es_index, query=since)["count"] == 1

@@ -8,6 +8,7 @@ single healthy node. The sidecar's ``_bulk`` proxy in front of the cluster loses
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -23,6 +24,11 @@ from support.corpus import ZH_NEWS, iter_records
 from support.es_cluster import NODES, LocalCluster, es_local
 from support.ingest_driver import IngestDriver, assert_exactly_once, wait_spool_empty
 from support.service import ServiceProcess
+
+from fingerprint_indexer.env import EsSettings
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.sidecar.es import EsClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.elasticsearch]
 
@@ -94,6 +100,24 @@ def test_three_nodes_form_one_green_cluster_and_new_indices_get_a_replica(
     assert [s["settings"]["index"]["number_of_replicas"] for s in settings.values()] == ["1"]
     health = cluster_client.cluster.health(index=cluster_index, wait_for_status="green", timeout="60s")
     assert health["status"] == "green" and health["active_shards"] == 2 * health["active_primary_shards"]
+
+    # the other creation paths follow the same rule: the sidecar before its first write to a missing
+    # index, and ElasticsearchIndex(create=True)
+    sidecar_index, class_index = f"{cluster_index}-sidecar", f"{cluster_index}-class"
+
+    async def sidecar_creates() -> None:
+        es = EsClient(EsSettings.from_env(es_cluster.urls[0]))
+        try:
+            await es.ensure_index(sidecar_index, BlockLayout())
+        finally:
+            await es.close()
+
+    asyncio.run(sidecar_creates())
+    ElasticsearchIndex(cluster_client, class_index, BlockLayout())
+    settings = cluster_client.indices.get_settings(index=f"{sidecar_index},{class_index}",
+                                                   name="index.number_of_replicas")  # fmt: skip
+    assert {i: s["settings"]["index"]["number_of_replicas"] for i, s in settings.items()} == \
+        {sidecar_index: "1", class_index: "1"}
 
 
 def _victim(client: Elasticsearch, index: str) -> str:

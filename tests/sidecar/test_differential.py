@@ -165,7 +165,7 @@ def test_deleted_index_is_recreated_with_the_fingerprint_mapping(
     diff.same("PUT", "/{index}/_doc/1", json.dumps({"content": TEXT}, ensure_ascii=False), JSON)
     es_client.indices.delete(index=diff.proxy_index)
     diff.es.delete(f"/{diff.es_index}")
-    diff.es.put(f"/{diff.es_index}", json={**load_index_body(FingerprintConfig().layout)})
+    diff.create_direct()
     diff.same("POST", "/{index}/_bulk", ndjson({"index": {"_id": "c"}}, {"category": "sport"}), NDJSON)
     got = es_client.indices.get_mapping(index=diff.proxy_index)[diff.proxy_index]["mappings"]["properties"]
     assert got["sketch"]["type"] == "binary" and got["block_0"]["type"] == "keyword"

@@ -1,7 +1,7 @@
 """Differential testing of the proxy: the same request sent to Elasticsearch directly and through the
 service, each into its own index, and the two answers compared.
 
-The direct index is created with the same mapping the proxy gives its indices, so mapping-dependent
+The direct index is created as the proxy creates its indices (:func:`index_creation`), so mapping-dependent
 answers (parse errors, versions, sequence numbers) can match exactly. Answers are compared after index
 names are replaced by ``<index>``, the proxy's own ``fingerprint_indexer`` item objects are removed and
 values that differ between any two runs (``took``, ``index_uuid``) are masked; callers can mask more
@@ -17,10 +17,11 @@ from typing import Any
 import httpx
 
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
-from fingerprint_indexer.index.elasticsearch import load_index_body
+from fingerprint_indexer.index.elasticsearch import TIME_FIELDS, index_creation
 
-#: Values that differ between two runs of the same request, masked before comparing.
-VOLATILE = frozenset({"took", "index_uuid"})
+#: Values that differ between two runs of the same request, masked before comparing (with the fields of a
+#: written document that differ by the time it was written).
+VOLATILE = frozenset({"took", "index_uuid"}) | TIME_FIELDS
 #: What the proxy adds to an item or answer (documented in docs/architecture.md).
 PROXY_EXTRAS = frozenset({"fingerprint_indexer"})
 #: Headers that must agree (lower-case names).
@@ -74,6 +75,12 @@ def _header(reply: Reply, name: str, index: str) -> str | None:
     return None if value is None else value.replace(index, "<index>").replace(" ", "").lower()
 
 
+def timeless(doc: dict[str, Any]) -> dict[str, Any]:
+    """A written document without its :data:`TIME_FIELDS`: what two writers of the same decision (the
+    sidecar and ``es index``, or two runs) must write alike."""
+    return {k: v for k, v in doc.items() if k not in TIME_FIELDS}
+
+
 def normalise(value: Any, index: str, masked: frozenset[str]) -> Any:
     """``value`` with ``index`` replaced by ``<index>``, masked keys set to ``"*"`` and the proxy's
     extras removed."""
@@ -102,9 +109,14 @@ class Differential:
         for client in (self.es, self.proxy):  # exactly the headers a test gives, nothing added
             client.headers.pop("accept-encoding", None)
             client.headers.pop("user-agent", None)
-        body = load_index_body(FingerprintConfig().layout)
-        body["mappings"]["dynamic"] = True
-        r = self.es.put(f"/{es_index}", json=body)
+        self.create_direct()
+
+    def create_direct(self) -> None:
+        """Create the direct index as the proxy creates its own (:func:`index_creation`)."""
+        nodes = int(self.es.get("/_cluster/health").json()["number_of_data_nodes"])
+        concrete, body = index_creation(self.es_index, FingerprintConfig().layout, copy_marks=None,
+                                        data_nodes=nodes, dynamic=True)
+        r = self.es.put(f"/{concrete}", json=body)
         assert r.status_code == 200, r.text
 
     def send(self, method: str, path: str, body: bytes | str | None = None,
