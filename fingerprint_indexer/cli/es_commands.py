@@ -364,12 +364,72 @@ def dedupe_cmd(es_url: str | None, index_name: str, k: int, dry_run: bool) -> No
     es_guarded(es_url, body)
 
 
+# ------------------------------------------------------------------------------------------- reconcile
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_time(text: str, now_ms: int) -> int:
+    """Epoch milliseconds of ``text``: a duration before now (``90s``, ``10m``, ``2h``, ``1d``), an ISO 8601
+    time (``2026-11-23T20:00:00Z``; without a zone it is UTC), or epoch milliseconds."""
+    from datetime import UTC, datetime
+
+    t = text.strip()
+    if t[:-1].isdigit() and t[-1:] in _UNITS:
+        return now_ms - int(t[:-1]) * _UNITS[t[-1]] * 1000
+    if t.isdigit():
+        return int(t)
+    try:
+        when = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a duration (10m, 2h, 1d), an ISO time or epoch "
+                                 "milliseconds") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+@click.command("reconcile")
+@es_options
+@_k_option
+@click.option("--since", required=True,
+              help="Decide again the documents decided since then: a duration before now (10m, 2h, 1d), "
+                   "an ISO time or epoch milliseconds.")
+@click.option("--until", default=None, help="...and before then (default: now); same forms as --since.")
+@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
+              help="The keep policy the writers of the index use.")
+@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Fingerprinting worker processes.")
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True)
+def reconcile_cmd(es_url: str | None, index_name: str, k: int, since: str, until: str | None, keep: str,
+                  processes: int, batch_size: int) -> None:
+    """Decide the recently decided documents again, one after the other (earliest published first),
+    against the index as it was before them, and rewrite their decisions: what several stateless sidecars
+    (serve --state elasticsearch) decided side by side becomes what one writer would have. JSON report."""
+    from fingerprint_indexer.elastic.reconcile import reconcile
+
+    now = int(time.time() * 1000)
+    since_ms = parse_time(since, now)
+    until_ms = parse_time(until, now) if until else now
+    if until_ms <= since_ms:
+        raise click.BadParameter("--until must be later than --since", param_hint="'--until'")
+
+    def body(client: Elasticsearch) -> None:
+        report = reconcile(client, index_name, since_ms, until_ms, k=k, keep=keep,  # type: ignore[arg-type]
+                           processes=processes, batch_size=batch_size)  # fmt: skip
+        emit(report.to_dict())
+        if report.failures:
+            sys.exit(EXIT_PARTIAL)
+
+    es_guarded(es_url, body)
+
+
 @click.group("es")
 def es_group() -> None:
-    """Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe."""
+    """Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe, and
+    reconcile what several sidecars decided."""
 
 
-for _cmd in (setup_cmd, similar_cmd, related_cmd, dedupe_cmd, index_cmd, reindex_cmd):
+for _cmd in (setup_cmd, similar_cmd, related_cmd, dedupe_cmd, reconcile_cmd, index_cmd, reindex_cmd):
     es_group.add_command(_cmd)
 
 

@@ -27,7 +27,6 @@ from elasticsearch import ApiError, Elasticsearch, TransportError
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import DigestClaims
 from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, record_from_source
-from fingerprint_indexer.elastic.es_setup import default_replicas
 from fingerprint_indexer.engine.records import DocRecord
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
@@ -38,6 +37,8 @@ from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchUnavailable,
     connect,
+    data_nodes_of,
+    replicas_for,
 )
 from fingerprint_indexer.sidecar.worker import Neighbour, StoreOwner, valid_index_name
 from fingerprint_indexer.store.exact import MAX_CANDIDATES
@@ -90,7 +91,9 @@ class EsStateOwner:
             if not create and not self.client.indices.exists(index=index):
                 return None
             try:
-                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create)
+                marks = self.config.winnow.tag if self.config.winnow is not None else None
+                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create,
+                                              copy_marks=marks)
             except ApiError as exc:  # another sidecar created it first
                 if exc.meta.status != 400 or "already_exists" not in str(exc.body):
                     raise
@@ -98,7 +101,7 @@ class EsStateOwner:
             # a new index reports yellow while its primaries still start: wait until they have
             self.client.cluster.health(index=index, wait_for_status="yellow",
                                        wait_for_no_initializing_shards=True, timeout="30s")
-            claims = DigestClaims(self.client, index, replicas=default_replicas(self.client))
+            claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
         except (TransportError, ApiError) as exc:
             raise DecisionUnavailable(f"index {index!r}: {exc}") from exc
         d = EsDecider(es_index, self.k, on_duplicate=self.on_duplicate, keep=self.keep,  # type: ignore[arg-type]

@@ -189,3 +189,33 @@ def test_update_mapping_adds_the_decision_fields_to_an_index_made_before_them(es
     es_client.index(index=es_index, id="d", document={DECIDED_FIELD: 1_700_000_000_000}, refresh=True)
     since = {"range": {DECIDED_FIELD: {"gte": "2023-11-14T00:00:00Z"}}}  # searchable now, as a date
     assert es_client.count(index=es_index, query=since)["count"] == 1
+
+
+@pytest.mark.corpus
+def test_reconcile_reports_the_window_and_refuses_a_bad_time(es_url, es_client, es_index, news_file):
+    r = run("index", "--index", es_index, str(news_file), url=es_url)
+    assert r.returncode == 3, r.stderr  # the document with an unparsable date is refused
+    reports = []
+    for _ in range(2):
+        r = run("reconcile", "--index", es_index, "--since", "1h", url=es_url)
+        assert r.returncode == 0, r.stderr
+        reports.append(json.loads(r.stdout))
+    assert reports[0]["documents"] == reports[1]["documents"] == 254
+    assert reports[1]["changed"] == 0  # decided in the reconciled order already
+    bad = run("reconcile", "--index", es_index, "--since", "yesterday", url=es_url)
+    assert bad.returncode == 2 and "is not a duration" in bad.stderr
+    later = run("reconcile", "--index", es_index, "--since", "1h", "--until", "2h", url=es_url)
+    assert later.returncode == 2 and "--until must be later than --since" in later.stderr
+
+
+def test_parse_time_reads_durations_iso_times_and_epoch_milliseconds():
+    from fingerprint_indexer.cli.es_commands import parse_time
+
+    now = 1_800_000_000_000
+    assert parse_time("90s", now) == now - 90_000
+    assert parse_time("10m", now) == now - 600_000
+    assert parse_time("2h", now) == now - 7_200_000
+    assert parse_time("1d", now) == now - 86_400_000
+    assert parse_time("1700000000000", now) == 1_700_000_000_000
+    assert parse_time("2026-11-23T20:00:00Z", now) == parse_time("2026-11-23T20:00:00", now)
+    assert parse_time("2026-11-23T21:00:00+01:00", now) == parse_time("2026-11-23T20:00:00Z", now)

@@ -1,0 +1,163 @@
+"""Decide the recent documents of an index again, as one writer would have (``es reconcile``).
+
+Several stateless sidecars share one index (``serve --state elasticsearch``). Exact copies are agreed at
+once (digest claims), but two near copies given to two sidecars within one refresh of the index do not see
+each other, and both may be ``new``. Reconciliation closes that gap: the documents decided since a time
+(``decided_at``) are decided again by the engine, one after the other in a fixed order (earliest
+``published_at`` first, then smallest id: the order :func:`fingerprint_indexer.engine.rules.batch_canonical`
+uses), against the index as it was without them; their decision fields are rewritten. The result depends
+only on which documents arrived, not on which sidecar took which or in what order: after it, the index
+holds what one writer given those documents in that order writes.
+
+Documents older than the window keep their decisions (under ``keep=first`` a later document never changes
+an earlier one). Under ``keep=longest|newest`` a canonical that a recent document replaced is first put
+back (``duplicate_of`` cleared), so the recent documents can replace it again or not. Text comes from the
+documents' ``_source`` (``title``, ``content``, ``html``, ``url``, ``published_at``), fingerprinted with the
+index's configuration.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.elastic.es_ingest import EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_setup import index_config
+from fingerprint_indexer.engine.rules import Keep
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.index.elasticsearch import (
+    DECIDED_FIELD,
+    ElasticsearchIndex,
+    ElasticsearchWriteError,
+    bulk_failures,
+    pit_scan,
+)
+
+TEXT_FIELDS = ["title", "content", "html", "url", "published_at"]
+DECISION_FIELDS = ["decision", "duplicate_of", "cluster_id", "distance"]
+MAX_LISTED = 100
+
+
+@dataclass
+class ReconcileReport:
+    index: str
+    since: int  # epoch milliseconds
+    until: int
+    documents: int = 0
+    changed: int = 0  # documents whose decision, duplicate_of, cluster_id or distance changed
+    changed_ids: list[str] = field(default_factory=list)
+    restored: int = 0  # canonicals put back before deciding (keep longest/newest)
+    missing_text: list[str] = field(default_factory=list)
+    failures: list[list[str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _window(since_ms: int, until_ms: int) -> dict[str, Any]:
+    return {"range": {DECIDED_FIELD: {"gte": since_ms, "lt": until_ms, "format": "epoch_millis"}}}
+
+
+def recent_documents(client: Elasticsearch, index: str, since_ms: int, until_ms: int
+                     ) -> list[tuple[str, str | None, dict[str, Any]]]:  # fmt: skip
+    """(id, published_at, decision fields) of the documents decided in the window, in the order they are
+    decided again: earliest published first, undated last, then smallest id."""
+    out = []
+    for hit in pit_scan(client, index, _window(since_ms, until_ms), 5000,
+                        source=["published_at", *DECISION_FIELDS]):  # fmt: skip
+        src = hit.get("_source") or {}
+        published = src.get("published_at")
+        out.append((str(hit["_id"]), None if published is None else str(published),
+                    {f: src.get(f) for f in DECISION_FIELDS}))  # fmt: skip
+    out.sort(key=lambda r: (r[1] is None, r[1] or "", r[0]))
+    return out
+
+
+def _restore_replaced(client: Elasticsearch, index: str, recent: set[str], keep: Keep) -> int:
+    """Under keep longest/newest: clear ``duplicate_of`` of older canonicals a recent document replaced."""
+    if keep == "first" or not recent:
+        return 0
+    ids = sorted(recent)
+    actions: list[dict[str, Any]] = []
+    for start in range(0, len(ids), 1000):
+        query = {"bool": {"filter": [{"terms": {"duplicate_of": ids[start : start + 1000]}},
+                                     {"term": {"decision": "new"}}],
+                          "must_not": [{"ids": {"values": ids}}]}}  # fmt: skip
+        for hit in pit_scan(client, index, query, 1000, source=False):
+            actions += [{"update": {"_index": index, "_id": hit["_id"]}},
+                        {"doc": {"duplicate_of": None, "distance": None}}]  # fmt: skip
+    if actions:
+        resp = client.bulk(operations=actions, refresh=True)
+        failed = bulk_failures(resp["items"]) if resp.get("errors") else []
+        if failed:
+            raise ElasticsearchWriteError(failed)
+    return len(actions) // 2
+
+
+def _documents(client: Elasticsearch, index: str, order: Sequence[str], missing: list[str],
+               page: int = 500) -> Iterator[Document]:  # fmt: skip
+    for start in range(0, len(order), page):
+        ids = list(order[start : start + page])
+        resp = client.mget(index=index, ids=ids, source_includes=TEXT_FIELDS, realtime=True)
+        for d in resp["docs"]:
+            src = d.get("_source") or {}
+            text = {f: src.get(f) for f in TEXT_FIELDS}
+            if not d.get("found") or not any(isinstance(text[f], str) for f in ("title", "content", "html")):
+                missing.append(str(d["_id"]))
+                continue
+            yield Document(id=str(d["_id"]), title=text["title"] or "", content=text["content"],
+                           html=text["html"], url=text["url"], published_at=text["published_at"])
+
+
+def reconcile(
+    client: Elasticsearch, index: str, since_ms: int, until_ms: int | None = None, *, k: int = 3,
+    keep: Keep = "first", config: FingerprintConfig | None = None, processes: int = 1, batch_size: int = 500,
+) -> ReconcileReport:  # fmt: skip
+    """Decide the documents of ``index`` decided in ``[since_ms, until_ms)`` again (see the module)."""
+    t0 = time.perf_counter()
+    until_ms = until_ms if until_ms is not None else int(time.time() * 1000)
+    report = ReconcileReport(index, since_ms, until_ms)
+    client.indices.refresh(index=index)  # every acknowledged write is in the window's scan
+    recent = recent_documents(client, index, since_ms, until_ms)
+    report.documents = len(recent)
+    if not recent:
+        report.elapsed_s = round(time.perf_counter() - t0, 3)
+        return report
+    hidden = {doc_id for doc_id, _, _ in recent}
+    before = {doc_id: fields for doc_id, _, fields in recent}
+    report.restored = _restore_replaced(client, index, hidden, keep)
+    es_index = ElasticsearchIndex(client, index, create=False)
+    fpr = Fingerprinter(index_config(client, index, config or FingerprintConfig()))
+    decider = EsDecider(es_index, k, keep=keep, hidden=hidden)
+    missing: list[str] = []
+    docs = _documents(client, index, [doc_id for doc_id, _, _ in recent], missing)
+    stream = fingerprint_stream(docs, fpr, processes=processes)
+
+    def batches() -> Iterator[list[Any]]:
+        batch: list[Any] = []
+        for pair in stream:
+            batch.append(pair)
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    for result in pipelined(decider, batches(), mode="update"):
+        report.failures += [list(f) for f in result.failures]
+        for d in result.decisions:
+            now = {"decision": d.decision, "duplicate_of": d.duplicate_of, "cluster_id": d.cluster_id,
+                   "distance": d.distance}  # fmt: skip
+            if now != before.get(d.id):
+                report.changed += 1
+                if len(report.changed_ids) < MAX_LISTED:
+                    report.changed_ids.append(d.id)
+    report.missing_text = missing[:MAX_LISTED]
+    report.elapsed_s = round(time.perf_counter() - t0, 3)
+    return report
