@@ -1,5 +1,5 @@
 """Create-only claims of content digests, so that writers sharing one index agree on which copy of a text
-is ``new`` (several stateless sidecars, or ``es index`` jobs run side by side).
+is ``new`` (several stateless sidecars, ``serve --state elasticsearch``).
 
 A search sees a document only after the index refreshes, so two writers given the same text at once would
 both find no earlier copy and both call theirs ``new``. A claim closes that gap: before a writer writes a

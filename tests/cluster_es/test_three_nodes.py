@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,24 +59,6 @@ def zh_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     halves[0].write_text("".join(recs[: N_DOCS // 2]), encoding="utf-8")
     halves[1].write_text("".join(recs[N_DOCS // 2 :]), encoding="utf-8")
     return halves
-
-
-@pytest.fixture
-def cluster_client(es_cluster: LocalCluster) -> Iterator[Elasticsearch]:
-    client = es_cluster.client()
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def cluster_index(cluster_client: Elasticsearch, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh index name on the cluster; what ``es setup`` creates behind it is deleted afterwards."""
-    name = f"fpi-cluster-{request.node.name.lower().replace('_', '-')[:40]}-{time.time_ns() % 10**8}"
-    yield name
-    concrete = list(cluster_client.indices.get(index=f"{name},{name}-*", ignore_unavailable=True,
-                                               allow_no_indices=True))  # fmt: skip
-    if concrete:
-        cluster_client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
 
 
 def test_three_nodes_form_one_green_cluster_and_new_indices_get_a_replica(

@@ -8,6 +8,7 @@ the proxy answers a queued item 201 ``created`` marked ``fingerprint_indexer.que
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -61,9 +62,18 @@ class IngestDriver(threading.Thread):
         return [(d["seq"], it["_id"], 202 if (it.get("fingerprint_indexer") or {}).get("queued")
                  else it["status"]) for d, it in zip(docs, items, strict=True)]
 
+    def move_to(self, base_url: str) -> None:
+        """Send the next requests to another service (as a load balancer does when one dies)."""
+        self.base_url = base_url
+
     def run(self) -> None:
-        with httpx.Client(base_url=self.base_url, headers=self.headers, timeout=30) as client:
+        client = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=30)
+        with contextlib.ExitStack() as stack:
+            stack.callback(lambda: client.close())
             while not self._stop_flag.is_set():
+                if str(client.base_url).rstrip("/") != self.base_url.rstrip("/"):
+                    client.close()
+                    client = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=30)
                 docs = self._docs()
                 try:
                     results = self._send(client, docs)

@@ -1,0 +1,142 @@
+"""Several stateless sidecars (``serve --state elasticsearch``) in front of the three-node cluster.
+
+(a) zh_news articles, shuffled, go through the official client's bulk helper to two sidecars at once (each
+    takes every other chunk): exact copies are agreed at once (at most one ``new`` per text); the near
+    copies the two missed between them are counted and reported; after ``es reconcile`` every decision,
+    link, distance and cluster equals those of one sidecar given all the articles (reconciled too).
+(c) One sidecar is SIGKILLed mid-ingest and its client moves to the other: every acknowledged document is
+    in the index once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch, helpers
+from support.corpus import ZH_NEWS, iter_records
+from support.es_cluster import LocalCluster
+from support.ingest_driver import IngestDriver, assert_exactly_once
+from support.service import ServiceProcess
+
+pytestmark = [pytest.mark.cluster, pytest.mark.elasticsearch, pytest.mark.corpus]
+
+CLI = "from fingerprint_indexer.cli.main import main; main()"
+N_DOCS = 3000  # the first articles of zh_news, with the re-posts among them
+CHUNK = 100
+SEED = 20261123
+FIELDS = ["decision", "duplicate_of", "cluster_id", "distance"]
+
+
+def cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CLI, *args, "--es", url], capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+
+
+def decisions(client: Elasticsearch, index: str) -> dict[str, dict[str, Any]]:
+    client.indices.refresh(index=index)
+    return {h["_id"]: {f: h["_source"].get(f) for f in [*FIELDS, "content_digest"]}
+            for h in helpers.scan(client, index=index, source=[*FIELDS, "content_digest"])}  # fmt: skip
+
+
+def send(url: str, index: str, chunks: list[list[dict[str, Any]]]) -> None:
+    """Through the sidecar's ``_bulk`` proxy with the official client's bulk helper."""
+    with Elasticsearch(url, request_timeout=120, max_retries=5, retry_on_status=(429, 502, 503, 504)) as es:
+        for chunk in chunks:
+            actions = [{"_index": index, "_id": d["id"], "_source": {"title": d.get("title", ""),
+                                                                       "content": d["content"]}}
+                       for d in chunk]  # fmt: skip
+            _, errors = helpers.bulk(es, actions, chunk_size=CHUNK, max_retries=5, raise_on_error=False)
+            assert not errors, errors[:3]
+
+
+@pytest.fixture(scope="module")
+def shuffled() -> list[dict[str, Any]]:
+    docs = []
+    for n, rec in enumerate(iter_records(ZH_NEWS)):
+        if n == N_DOCS:
+            break
+        docs.append(rec)
+    random.Random(SEED).shuffle(docs)
+    return docs
+
+
+@pytest.fixture
+def sidecars(es_cluster: LocalCluster, cluster_index: str, tmp_path: Path) -> Iterator[list[ServiceProcess]]:
+    urls = [n["url"] for n in es_cluster.status()["nodes"]]
+    procs = [ServiceProcess(urls[i], tmp_path / f"data-{i}", "--state", "elasticsearch", "--index",
+                            cluster_index) for i in range(2)]  # fmt: skip
+    try:
+        for p in procs:
+            p.start()
+        yield procs
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def test_two_sidecars_agree_after_reconciliation(
+    es_cluster: LocalCluster, cluster_client: Elasticsearch, cluster_index: str,
+    sidecars: list[ServiceProcess], shuffled: list[dict[str, Any]], tmp_path: Path,
+) -> None:  # fmt: skip
+    one, two = f"{cluster_index}-one", f"{cluster_index}-two"
+    for name in (one, two):
+        r = cli("es", "setup", "--index", name, url=es_cluster.url)
+        assert r.returncode == 0, r.stderr
+    chunks = [shuffled[i : i + CHUNK] for i in range(0, len(shuffled), CHUNK)]
+    send(sidecars[0].url, one, chunks)  # one sidecar, every article
+    threads = [threading.Thread(target=send, args=(s.url, two, chunks[i::2])) for i, s in enumerate(sidecars)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(900)
+    before = [decisions(cluster_client, one), decisions(cluster_client, two)]
+    assert len(before[0]) == len(before[1]) == len({d["id"] for d in shuffled})
+    news = Counter(d["content_digest"] for d in before[1].values() if d["decision"] == "new")
+    assert news and max(news.values()) == 1, "two sidecars called one text new twice"
+    differ = [i for i in before[0] if before[0][i] != before[1][i]]
+    missed = [i for i in before[0] if before[0][i]["decision"] == "near_duplicate"
+              and before[1][i]["decision"] == "new"]  # fmt: skip
+
+    reports = []
+    for name in (one, two):
+        r = cli("es", "reconcile", "--index", name, "--since", "1d", url=es_cluster.url)
+        assert r.returncode == 0, r.stderr
+        reports.append(json.loads(r.stdout))
+    after = [decisions(cluster_client, one), decisions(cluster_client, two)]
+    summary = {"documents": len(after[0]), "differ_before": len(differ), "near_missed_before": len(missed),
+               "changed_by_reconcile": [rep["changed"] for rep in reports],
+               "kinds": Counter(d["decision"] for d in after[0].values())}  # fmt: skip
+    print("two sidecars vs one:", json.dumps(summary))
+    (tmp_path / "sidecars.json").write_text(json.dumps(summary))
+    assert reports[1]["documents"] == len(shuffled)
+    assert after[0] == after[1]
+    assert {"new", "exact_duplicate", "near_duplicate"} <= {d["decision"] for d in after[0].values()}
+
+
+def test_a_sidecar_killed_mid_ingest_loses_nothing_when_its_client_moves(
+    es_cluster: LocalCluster, cluster_client: Elasticsearch, cluster_index: str,
+    sidecars: list[ServiceProcess], zh_articles: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    r = cli("es", "setup", "--index", cluster_index, url=es_cluster.url)
+    assert r.returncode == 0, r.stderr
+    texts = [a["content"][:1500] for a in zh_articles[:40]]
+    driver = IngestDriver(sidecars[0].url, {}, cluster_index, texts)
+    driver.start()
+    try:
+        driver.wait_for(201, 60, timeout=120)
+        sidecars[0].kill9()
+        driver.move_to(sidecars[1].url)
+        driver.wait_for(201, 60, timeout=120)
+    finally:
+        driver.stop()
+    assert "Traceback" not in sidecars[1].log_text()
+    assert_exactly_once(cluster_client, cluster_index, driver.acked)
