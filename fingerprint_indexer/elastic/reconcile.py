@@ -61,7 +61,8 @@ class ReconcileReport:
 
 
 def _window(since_ms: int, until_ms: int) -> dict[str, Any]:
-    return {"range": {DECIDED_FIELD: {"gte": since_ms, "lt": until_ms, "format": "epoch_millis"}}}
+    # numbers, so the range holds on a date field and on a long (an older index mapped it dynamically)
+    return {"range": {DECIDED_FIELD: {"gte": since_ms, "lt": until_ms}}}
 
 
 def recent_documents(client: Elasticsearch, index: str, since_ms: int, until_ms: int
