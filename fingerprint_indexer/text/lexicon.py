@@ -83,6 +83,8 @@ class Lexicon(Mapping[str, float]):
     def values_of(self, words: Sequence[str], default: float) -> npt.NDArray[np.float64]:
         """The value of each word, ``default`` for the absent ones."""
         at = self.positions(words)
+        if not len(self._values):
+            return np.full(len(at), default, dtype=np.float64)
         return np.where(at >= 0, self._values[at], default)
 
     def __getitem__(self, word: str) -> float:
