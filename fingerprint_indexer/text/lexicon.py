@@ -107,6 +107,7 @@ class Lexicon(Mapping[str, float]):
         body = b"".join((self._keys.tobytes(), self._values.tobytes(), self._offsets.tobytes(), self._blob))
         header = json.dumps({"meta": dict(meta), "n": len(self._keys), "blob": len(self._blob),
                              "checksum": xxhash.xxh3_64_hexdigest(body)}).encode("utf-8")
+        header += b" " * (-(len(MAGIC) + _LEN.size + len(header)) % 8)  # the arrays 8-byte aligned
         return MAGIC + _LEN.pack(len(header)) + header + body
 
     @classmethod
@@ -123,13 +124,19 @@ class Lexicon(Mapping[str, float]):
             raise ValueError("lexicon file of the wrong size")
         if xxhash.xxh3_64_hexdigest(body) != header["checksum"]:
             raise ValueError("lexicon file fails its checksum")
-        keys = np.frombuffer(body, dtype=np.uint64, count=n)
-        values = np.frombuffer(body, dtype=np.float64, count=n, offset=8 * n)
-        offsets = np.frombuffer(body, dtype=np.int64, count=n + 1, offset=16 * n)
+        keys, values, offsets = (
+            _aligned(np.frombuffer(body, dtype=dtype, count=count, offset=offset))
+            for dtype, count, offset in ((np.uint64, n, 0), (np.float64, n, 8 * n), (np.int64, n + 1, 16 * n))
+        )
         if (offsets[0] != 0 or offsets[-1] != blob or np.any(offsets[1:] < offsets[:-1])
                 or np.any(keys[1:] < keys[:-1])):
             raise ValueError("lexicon file with inconsistent arrays")
         return cls(keys, values, offsets, bytes(body[24 * n + 8 :])), header["meta"]
+
+
+def _aligned(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``a`` itself, or an aligned copy (NumPy copies a misaligned array at every binary search)."""
+    return a if a.flags.aligned else a.copy()
 
 
 def cache_dir() -> Path:
