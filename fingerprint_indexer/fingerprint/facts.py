@@ -20,7 +20,7 @@ import datetime as dt
 import email.utils
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,7 +29,7 @@ import xxhash
 
 from fingerprint_indexer.fingerprint.chunks import iter_sentences, sentence_spans
 from fingerprint_indexer.text.boilerplate import SENTENCE_RE
-from fingerprint_indexer.text.lexicon import Lexicon, cached_lexicon
+from fingerprint_indexer.text.lexicon import cached_lexicon, values_of
 from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
@@ -118,7 +118,7 @@ _CJK_TERM = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}$")
 
 
 @cache
-def _dictionary() -> Lexicon:
+def _dictionary() -> Mapping[str, float]:
     """jieba's dictionary: every word, valued 1.0 when tagged as a proper noun and 0.0 otherwise (read
     once per process, through the per-user cache of :func:`cached_lexicon`)."""
     return cached_lexicon("names", jieba_file("dict.txt"), _read_dictionary)[0]
@@ -137,7 +137,7 @@ def _read_dictionary(raw: bytes) -> tuple[dict[str, float], dict[str, Any]]:
 def names(terms: Iterable[str]) -> set[str]:
     """The Chinese terms that are names: tagged as proper nouns by jieba's dictionary, or unknown to it."""
     chinese = [t for t in terms if _CJK_TERM.match(t)]
-    flags = _dictionary().values_of(chinese, 1.0)
+    flags = values_of(_dictionary(), chinese, 1.0)
     return {t for t, flag in zip(chinese, flags.tolist(), strict=True) if flag > 0.0}
 
 

@@ -7,8 +7,9 @@ second per process, which `distance` on two short texts and every `dedupe` start
 flat arrays: loading one is reading a file, and a look-up is a binary search on the hash whose hit is
 confirmed by comparing the word's bytes, so the answer is exactly the source's (no hash collision can
 change a value). :func:`cached_lexicon` builds it once from the source file and keeps it in the user's
-cache directory (``FPI_CACHE_DIR`` chooses another), keyed by the source's path, size and modification
-time; a cache that is missing, stale, corrupt or unwritable only means the source is read again.
+cache directory (``FPI_CACHE_DIR`` chooses another), keyed by the source's path, size, modification
+time and inode; a cache that is missing, stale, corrupt or unwritable only means the source is read
+again, into a plain dict, as it was before there was a cache.
 """
 
 from __future__ import annotations
@@ -160,10 +161,11 @@ def cache_path(kind: str, source: Path) -> Path:
 
 
 def cached_lexicon(
-    kind: str, source: str | Path, build: Callable[[bytes], tuple[Mapping[str, float], dict[str, Any]]]
-) -> tuple[Lexicon, dict[str, Any]]:
-    """The lexicon ``build`` makes of the bytes of ``source`` (with ``meta`` it wants kept beside it),
-    from the cache when the cache was built from this very file, else built now and cached.
+    kind: str, source: str | Path, build: Callable[[bytes], tuple[dict[str, float], dict[str, Any]]]
+) -> tuple[Mapping[str, float], dict[str, Any]]:
+    """The words ``build`` makes of the bytes of ``source`` (with ``meta`` it wants kept beside them):
+    a :class:`Lexicon` from the cache when the cache was built from this very file, else ``build``'s own
+    dict, cached for the next process when the cache directory can be written.
 
     ``build``'s errors (a malformed source) propagate; the cache's never do.
     """
@@ -179,18 +181,28 @@ def cached_lexicon(
         pass  # missing, stale or damaged: rebuilt below
     raw = source.read_bytes()
     words, meta = build(raw)
-    lexicon = Lexicon.from_mapping(words)
     if _identity(source.resolve(), source.stat()) == identity:  # unchanged while it was read
-        _store(path, lexicon.to_bytes({"identity": identity, "meta": meta}))
-    return lexicon, meta
+        _store(path, lambda: Lexicon.from_mapping(words).to_bytes({"identity": identity, "meta": meta}))
+    return words, meta
 
 
-def _store(path: Path, data: bytes) -> None:
-    """Write a cache file atomically; a cache that cannot be written is simply not kept."""
+def values_of(table: Mapping[str, float], words: Sequence[str], default: float) -> npt.NDArray[np.float64]:
+    """The value of each word in ``table`` (a :class:`Lexicon` or any mapping), ``default`` if absent."""
+    if isinstance(table, Lexicon):
+        return table.values_of(words, default)
+    get = table.get
+    return np.array([get(w, default) for w in words], dtype=np.float64)
+
+
+def _store(path: Path, data: Callable[[], bytes]) -> None:
+    """Write a cache file atomically; a cache that cannot be written is simply not kept (and its bytes
+    not even made: the fallback costs no more than reading the source)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
+        if not os.access(path.parent, os.W_OK):
+            return
+        tmp.write_bytes(data())
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.text.lexicon import Lexicon, cached_lexicon
+from fingerprint_indexer.text.lexicon import cached_lexicon, values_of
 
 _HEADER = "# fingerprint_indexer idf v1"
 
@@ -37,11 +37,8 @@ class IdfTable:
         return self.idf.get(term, self.default)
 
     def weights(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
-        """:meth:`weight` of each term, in one look-up on a table read from a file."""
-        if isinstance(self.idf, Lexicon):
-            return self.idf.values_of(terms, self.default)
-        get, default = self.idf.get, self.default
-        return np.array([get(t, default) for t in terms], dtype=np.float64)
+        """:meth:`weight` of each term (one look-up for all on a table from the cache)."""
+        return values_of(self.idf, terms, self.default)
 
     @classmethod
     def from_mapping(cls, idf: Mapping[str, float], name: str) -> IdfTable:
