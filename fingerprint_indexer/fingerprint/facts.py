@@ -126,7 +126,7 @@ def _dictionary() -> Mapping[str, float]:
 
 def _read_dictionary(raw: bytes) -> tuple[dict[str, float], dict[str, Any]]:
     words: dict[str, float] = {}
-    for line in raw.decode("utf-8").splitlines():
+    for line in raw.decode("utf-8").split("\n"):  # lines as a text file reads them ('\r' is whitespace)
         parts = line.split()
         if parts:
             name = 1.0 if len(parts) == 3 and parts[2] in _NAME_TAGS else 0.0
