@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from fingerprint_indexer.errors import FingerprintIndexerError, one_line
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+
+if TYPE_CHECKING:  # the fingerprint pipeline (NumPy and more) is imported by the commands that use it
+    from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,6 +21,8 @@ EXIT_INPUT_ERROR = 1
 
 def config_options(func: F) -> F:
     """--top-k, --idf, --synonyms, --blocks: the options that define a fingerprint."""
+    from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+
     defaults = FingerprintConfig()
     func = click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=4, show_default=True,
                         help="Number of blocks in the candidate index (k + 1 blocks serve distance k).")(func)
@@ -43,6 +46,9 @@ def copy_marks_option(func: F) -> F:
 
 
 def build_config(top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> FingerprintConfig:
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+    from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+
     return FingerprintConfig(top_k=top_k, idf_path=idf_path, synonyms_path=synonyms,
                              layout=BlockLayout.even(n_blocks))
 

@@ -1,16 +1,14 @@
-"""`fingerprint`, `distance` and `idf fit`: the stateless commands."""
+"""`fingerprint` and `idf fit`: the stateless commands (`distance` is in distance_commands)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
-from fingerprint_indexer.fingerprint.hamming import from_hex, hamming, to_hex
 from fingerprint_indexer.io.readers import InputError, read_documents
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.text.weights import fit_idf
@@ -72,38 +70,6 @@ def _collect(errors: list[InputError]):  # type: ignore[no-untyped-def]
     return handler
 
 
-def _resolve(value: str, fpr: Fingerprinter | None, as_text: bool) -> tuple[int, Fingerprinter | None]:
-    """A 16-hex-digit fingerprint, a file path, or literal text."""
-    if not as_text:
-        try:
-            return from_hex(value), fpr
-        except ValueError:
-            pass
-    fpr = fpr or Fingerprinter()
-    path = Path(value)
-    if not as_text and path.is_file():
-        try:
-            data = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(value, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        html = data if path.suffix.lower() in (".html", ".htm") else None
-        return fpr.fingerprint_text(clean(None if html else data, html)).fingerprint, fpr
-    return fpr.fingerprint(value).fingerprint, fpr
-
-
-@click.command("distance")
-@click.argument("a")
-@click.argument("b")
-@click.option("--text", "as_text", is_flag=True, help="Treat A and B as literal text, never as hex or paths.")
-def distance_cmd(a: str, b: str, as_text: bool) -> None:
-    """Hamming distance of two fingerprints (16 hex digits), files, or texts."""
-    def body() -> None:
-        fa, fpr = _resolve(a, None, as_text)
-        fb, _ = _resolve(b, fpr, as_text)
-        emit({"a": to_hex(fa), "b": to_hex(fb), "distance": hamming(fa, fb)})
-    run_guarded(body)
-
-
 @click.group("idf")
 def idf_group() -> None:
     """IDF tables fitted on your own corpus."""
@@ -133,6 +99,8 @@ def idf_fit_cmd(inputs: tuple[str, ...], output: str, min_df: int, skip_errors: 
 
 
 def register(cli: click.Group) -> None:
+    from fingerprint_indexer.cli.distance_commands import distance_cmd
+
     cli.add_command(fingerprint_cmd)
     cli.add_command(distance_cmd)
     cli.add_command(idf_group)

@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "dedupe": ("dedupe_commands", "dedupe_cmd",
                "Deduplicate documents into a persistent store: JSONL (.gz too), folders of .txt/.html, "
                "or '-'."),
-    "distance": ("fingerprint_commands", "distance_cmd",
+    "distance": ("distance_commands", "distance_cmd",
                  "Hamming distance of two fingerprints (16 hex digits), files, or texts."),
     "es": ("es_commands", "es_group",
            "Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe."),

@@ -20,14 +20,16 @@ import datetime as dt
 import email.utils
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
+from typing import Any
 
 import xxhash
 
 from fingerprint_indexer.fingerprint.chunks import iter_sentences, sentence_spans
 from fingerprint_indexer.text.boilerplate import SENTENCE_RE
+from fingerprint_indexer.text.lexicon import cached_lexicon, values_of
 from fingerprint_indexer.text.weights import jieba_file
 
 MAX_FACTS = 64
@@ -116,31 +118,32 @@ _CJK_TERM = re.compile(r"^[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}$")
 
 
 @cache
-def _dictionary() -> tuple[frozenset[str], frozenset[str]]:
-    """(proper-noun words, all words) of jieba's dictionary, read once per process."""
-    names: set[str] = set()
-    words: set[str] = set()
-    with jieba_file("dict.txt").open(encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if parts:
-                words.add(parts[0])
-                if len(parts) == 3 and parts[2] in _NAME_TAGS:
-                    names.add(parts[0])
-    return frozenset(names), frozenset(words)
+def _dictionary() -> Mapping[str, float]:
+    """jieba's dictionary: every word, valued 1.0 when tagged as a proper noun and 0.0 otherwise (read
+    once per process, through the per-user cache of :func:`cached_lexicon`)."""
+    return cached_lexicon("names", jieba_file("dict.txt"), _read_dictionary)[0]
+
+
+def _read_dictionary(raw: bytes) -> tuple[dict[str, float], dict[str, Any]]:
+    words: dict[str, float] = {}
+    for line in raw.decode("utf-8").split("\n"):  # lines as a text file reads them ('\r' is whitespace)
+        parts = line.split()
+        if parts:
+            name = 1.0 if len(parts) == 3 and parts[2] in _NAME_TAGS else 0.0
+            words[parts[0]] = max(words.get(parts[0], 0.0), name)
+    return words, {}
 
 
 def names(terms: Iterable[str]) -> set[str]:
     """The Chinese terms that are names: tagged as proper nouns by jieba's dictionary, or unknown to it."""
-    return {t for t in terms if _is_name(t)}
+    chinese = [t for t in terms if _CJK_TERM.match(t)]
+    flags = values_of(_dictionary(), chinese, 1.0)
+    return {t for t, flag in zip(chinese, flags.tolist(), strict=True) if flag > 0.0}
 
 
-@lru_cache(maxsize=1 << 18)
-def _is_name(term: str) -> bool:
-    if not _CJK_TERM.match(term):
-        return False
-    proper, known = _dictionary()
-    return term in proper or term not in known
+def _proper(term: str) -> bool:
+    """Whether jieba's dictionary tags ``term`` as a proper noun."""
+    return _dictionary().get(term, 0.0) > 0.0
 
 
 def _qualified(ordinal: str | None, value: str, unit: str | None) -> str:
@@ -504,8 +507,8 @@ def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> 
     the airport, 第一次 / 第二次 meeting, RENT-A-CENTER / SHELDAHL stock splits. A trailing site name is
     dropped first."""
     head = _SITE_SUFFIX.sub("", title)
-    proper = _dictionary()[0]  # only names the dictionary knows: a headline's new words are mostly slang
-    found = {NAME + n for n in terms if n in proper and n in head}
+    # only names the dictionary knows: a headline's new words are mostly slang
+    found = {NAME + n for n in terms if n in head and _proper(n)}
     found |= {NAME + n for n in latin if n in head}
     found |= _numbers(head)
     return tuple(TITLE + f for f in _by_hash(found, MAX_TITLE_FACTS))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # NumPy is imported by the vectorised function only: two hex values need none
+    import numpy as np
+    import numpy.typing as npt
 
 MASK64 = (1 << 64) - 1
 
@@ -15,6 +18,8 @@ def hamming(a: int, b: int) -> int:
 
 def hamming_many(query: int, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
     """Distances from one fingerprint to each of an array of fingerprints (XOR + popcount)."""
+    import numpy as np
+
     return np.bitwise_count(np.asarray(fingerprints, dtype=np.uint64) ^ np.uint64(query & MASK64))
 
 

@@ -48,8 +48,7 @@ class TermTable:
         self._lock = threading.Lock()
         self.terms: list[str] = []
         self._ids: dict[str, int] = {}
-        # weights and hashes of the terms added since arrays() last moved them into the arrays
-        self._weights: list[float] = []
+        # hashes of the terms added since arrays() last moved them into the arrays (with their weights)
         self._hashes: list[int] = []
         # per term id (arrays longer than the ids assigned, grown by doubling): IDF weight, hash, and
         # whether it is a name (1 a name, 0 not, -1 not looked up yet)
@@ -68,8 +67,6 @@ class TermTable:
         i = self._ids.get(term)
         if i is None:
             i = len(self.terms)
-            idf = self._idf()
-            self._weights.append(idf.idf.get(term, idf.default))  # moved into arrays by arrays()
             self._hashes.append(xxhash.xxh3_64_intdigest(term.encode("utf-8")))
             self.terms.append(term)
             self._ids[term] = i
@@ -119,9 +116,9 @@ class TermTable:
                     self._idf_of = _grown(self._idf_of, size, 0.0)
                     self._hash_of = _grown(self._hash_of, size, 0)
                     self._names = _grown(self._names, size, -1)
-                self._idf_of[start:n] = self._weights
+                self._idf_of[start:n] = self._idf().weights(self.terms[start:n])
                 self._hash_of[start:n] = np.array(self._hashes, dtype=np.uint64)
-                self._weights, self._hashes = [], []
+                self._hashes = []
                 self._filled = n
         return self._idf_of, self._hash_of
 

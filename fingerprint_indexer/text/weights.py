@@ -6,15 +6,17 @@ import hashlib
 import importlib.util
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.text.lexicon import cached_lexicon, values_of
 
 _HEADER = "# fingerprint_indexer idf v1"
 
@@ -34,6 +36,10 @@ class IdfTable:
     def weight(self, term: str) -> float:
         return self.idf.get(term, self.default)
 
+    def weights(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
+        """:meth:`weight` of each term (one look-up for all on a table from the cache)."""
+        return values_of(self.idf, terms, self.default)
+
     @classmethod
     def from_mapping(cls, idf: Mapping[str, float], name: str) -> IdfTable:
         values = sorted(idf.values())
@@ -42,9 +48,20 @@ class IdfTable:
 
     @classmethod
     def load(cls, path: str | Path) -> IdfTable:
-        """Read ``term idf`` lines (jieba's format; our own files add a ``#`` header)."""
+        """Read ``term idf`` lines (jieba's format; our own files add a ``#`` header), through the
+        per-user cache of the parsed table (:func:`fingerprint_indexer.text.lexicon.cached_lexicon`)."""
         p = Path(path)
-        raw = p.read_bytes()
+
+        def build(raw: bytes) -> tuple[dict[str, float], dict[str, Any]]:
+            table = cls.parse(raw, p)
+            return dict(table.idf), {"default": table.default, "name": table.name}
+
+        idf, meta = cached_lexicon("idf", p, build)
+        return cls(idf, float(meta["default"]), str(meta["name"]))
+
+    @classmethod
+    def parse(cls, raw: bytes, p: Path) -> IdfTable:
+        """The table in the bytes ``raw`` of the file ``p`` (named by a digest of those bytes)."""
         idf = _parse_fast(raw) or _parse(raw, p)
         digest = hashlib.blake2b(raw, digest_size=4).hexdigest()
         return cls.from_mapping(idf, f"file-{digest}")
@@ -141,10 +158,8 @@ def top_terms(
     terms = sorted(counts)  # columns in the order of the tie-break
     if not terms:
         return []
-    get, default = idf.idf.get, idf.default
     order, weights, n = weigh_rows(
-        np.array([[counts[t] for t in terms]], dtype=np.int64),
-        np.array([get(t, default) for t in terms], dtype=np.float64), k, tf_power, max_share,
+        np.array([[counts[t] for t in terms]], dtype=np.int64), idf.weights(terms), k, tf_power, max_share,
     )
     return list(zip([terms[i] for i in order[0, : n[0]].tolist()], weights[0, : n[0]].tolist(), strict=True))
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from fingerprint_indexer.cli.main import COMMANDS, cli
 
-HEAVY = ("numpy", "jieba", "rjieba", "elasticsearch", "fastapi", "plyvel", "uvicorn")
+HEAVY = ("numpy", "jieba", "rjieba", "elasticsearch", "fastapi", "plyvel", "uvicorn", "xxhash")
 
 
 def test_table_matches_the_commands() -> None:
@@ -46,4 +46,16 @@ def test_help_imports_nothing_heavy() -> None:
 
 def test_distance_of_texts_needs_no_segmenter_or_service() -> None:
     # numpy folds the fingerprint; Latin text needs neither segmenter, nor Elasticsearch, nor the web stack
-    assert _imported_after(["distance", "--text", "profits rose", "profits fell"]) <= {"numpy"}
+    assert _imported_after(["distance", "--text", "profits rose", "profits fell"]) <= {"numpy", "xxhash"}
+
+
+def test_distance_of_hex_fingerprints_imports_no_pipeline() -> None:
+    # two fingerprints are compared without NumPy, a segmenter or a table: the pipeline is never imported
+    assert _imported_after(["distance", "26210e81000a6620", "2e292f8d108e67a4"]) == set()
+
+
+def test_importing_the_entry_point_imports_nothing_heavy() -> None:
+    code = ("import sys\nimport fingerprint_indexer.cli.main\n"
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == []
