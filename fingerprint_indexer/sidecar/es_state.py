@@ -15,12 +15,10 @@ searchable; it refreshes an index at most every :data:`REFRESH_S` seconds for th
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from elasticsearch import ApiError, Elasticsearch, TransportError
 
@@ -40,7 +38,7 @@ from fingerprint_indexer.index.elasticsearch import (
     data_nodes_of,
     replicas_for,
 )
-from fingerprint_indexer.sidecar.worker import Neighbour, StoreOwner, valid_index_name
+from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.exact import MAX_CANDIDATES
 from fingerprint_indexer.verify import Evidence, Verdict, check_many
 
@@ -57,7 +55,7 @@ class DecisionUnavailable(FingerprintIndexerError):
     """The cluster could not be asked, so nothing was decided (the request may be sent again)."""
 
 
-class EsStateOwner:
+class EsStateOwner(OneThread):
     """Decides against Elasticsearch on one thread; the same calls as the embedded
     :class:`~fingerprint_indexer.sidecar.worker.StoreOwner`."""
 
@@ -66,18 +64,12 @@ class EsStateOwner:
         self.config, self.k, self.keep, self.on_duplicate = config, k, keep, on_duplicate
         self.client = client or connect(es.url, api_key=es.api_key, username=es.username,
                                         password=es.password, ca_certs=es.ca_certs, check=False)
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="es-state")
+        super().__init__("es-state")
         self._deciders: dict[str, EsDecider] = {}
         self._unsettled: dict[str, dict[str, tuple[float, list[DocRecord]]]] = {}  # index -> id -> records
         self._settled: dict[str, list[DocRecord]] = {}
         self._refreshed: dict[str, float] = {}
         self.largest_bucket = 0  # block buckets live in Elasticsearch: not tracked here
-
-    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        return self._executor.submit(fn, *args).result()
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     # -- everything below runs on the state thread
     def decider(self, index: str, create: bool = True) -> EsDecider | None:

@@ -142,24 +142,31 @@ class Neighbour:
 STORE_CACHE_BYTES = 16 << 20
 
 
-class StoreOwner:
+class OneThread:
+    """Runs every call on one thread of its own: state that thread alone touches needs no locks."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=name)
+
+    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` on the thread and wait (for start-up, before the event loop exists)."""
+        return self._executor.submit(fn, *args).result()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+
+class StoreOwner(OneThread):
     """The one thread that opens, reads and writes the embedded stores."""
 
     def __init__(self, root: Path, config: FingerprintConfig, k: int, max_open: int = 64,
                  keep: Keep = "first") -> None:
         if keep not in KEEP_POLICIES:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
+        super().__init__("store")
         self.root, self.config, self.k, self.max_open, self.keep = root, config, k, max_open, keep
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store")
         self._pipelines: OrderedDict[str, Pipeline] = OrderedDict()
         self.largest_bucket = 0
-
-    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` on the store thread and wait (for start-up, before the event loop exists)."""
-        return self._executor.submit(fn, *args).result()
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     # -- everything below runs on the store thread
     def pipeline(self, index: str, create: bool = True) -> Pipeline | None:

@@ -25,7 +25,7 @@ from elasticsearch import Elasticsearch, helpers
 from support.corpus import ZH_NEWS, iter_records
 from support.es_cluster import LocalCluster
 from support.ingest_driver import IngestDriver, assert_exactly_once
-from support.service import ServiceProcess
+from support.service import ServiceProcess, running
 
 pytestmark = [pytest.mark.cluster, pytest.mark.elasticsearch, pytest.mark.corpus]
 
@@ -72,15 +72,9 @@ def shuffled() -> list[dict[str, Any]]:
 @pytest.fixture
 def sidecars(es_cluster: LocalCluster, cluster_index: str, tmp_path: Path) -> Iterator[list[ServiceProcess]]:
     urls = [n["url"] for n in es_cluster.status()["nodes"]]
-    procs = [ServiceProcess(urls[i], tmp_path / f"data-{i}", "--state", "elasticsearch", "--index",
-                            cluster_index) for i in range(2)]  # fmt: skip
-    try:
-        for p in procs:
-            p.start()
+    with running([ServiceProcess(urls[i], tmp_path / f"data-{i}", "--state", "elasticsearch", "--index",
+                                 cluster_index) for i in range(2)]) as procs:  # fmt: skip
         yield procs
-    finally:
-        for p in procs:
-            p.stop()
 
 
 def test_two_sidecars_agree_after_reconciliation(

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from elasticsearch import Elasticsearch, helpers
 from support.decision_contract import STORY_A, STORY_B, edited
-from support.service import ServiceProcess
+from support.service import ServiceProcess, running
 
 from fingerprint_indexer.elastic.claims import claims_index
 
@@ -24,14 +24,9 @@ pytestmark = pytest.mark.elasticsearch
 @pytest.fixture(scope="module")
 def pair(es_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServiceProcess]]:
     root = tmp_path_factory.mktemp("stateless")
-    procs = [ServiceProcess(es_url, Path(root) / f"data-{i}", "--state", "elasticsearch") for i in range(2)]
-    try:
-        for p in procs:
-            p.start()
+    with running([ServiceProcess(es_url, Path(root) / f"data-{i}", "--state", "elasticsearch")
+                  for i in range(2)]) as procs:  # fmt: skip
         yield procs
-    finally:
-        for p in procs:
-            p.stop()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -95,3 +96,15 @@ class ServiceProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def running(procs: list[ServiceProcess]) -> Iterator[list[ServiceProcess]]:
+    """Start every service of ``procs``; stop them all afterwards (also those that failed to start)."""
+    try:
+        for p in procs:
+            p.start()
+        yield procs
+    finally:
+        for p in procs:
+            p.stop()
