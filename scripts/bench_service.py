@@ -16,6 +16,7 @@
 
 Usage:
     python scripts/bench_service.py [--seconds 120] [--es URL] [--processes 2] [--batch 50] [--index]
+                                    [--state embedded|elasticsearch]
 
 ``--index`` also writes every document into Elasticsearch (the default measures the ingest hook alone,
 which is what the in-process pipeline does). Reads ../shared/data/zh_news.jsonl.gz in place.
@@ -268,7 +269,11 @@ def main() -> None:
                          "documents the service gets)")
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load before measuring")
     ap.add_argument("--index", action="store_true", help="also write the documents into Elasticsearch")
+    ap.add_argument("--state", choices=["embedded", "elasticsearch"], default="embedded",
+                    help="the service's --state (elasticsearch: decisions against the cluster; needs --index)")
     args = ap.parse_args()
+    if args.state == "elasticsearch" and not args.index:
+        sys.exit("--state elasticsearch decides against the cluster: pass --index too")
 
     es = args.es or es_url_default()
     if not es and args.index:
@@ -278,6 +283,7 @@ def main() -> None:
     records = load_records(args.docs)
     out: dict[str, Any] = {"documents_in_corpus_sample": len(records), "batch": args.batch,
                            "clients": args.clients, "processes": args.processes, "index": args.index,
+                           "state": args.state,
                            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
     base = records[: args.baseline_docs] if args.baseline_docs else records
     out["in_process_1"] = baseline(base, 1)
@@ -291,7 +297,7 @@ def main() -> None:
     index = f"bench-service-{port}"
     cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--es", es, "--port", str(port),
            "--store", str(tmp / "data"), "--processes", str(args.processes), "--index", index,
-           "--no-access-log", "--log-level", "warning"]
+           "--no-access-log", "--log-level", "warning", "--state", args.state]
     log = open(tmp / "service.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
