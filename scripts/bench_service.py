@@ -270,7 +270,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load before measuring")
     ap.add_argument("--index", action="store_true", help="also write the documents into Elasticsearch")
     ap.add_argument("--state", choices=["embedded", "elasticsearch"], default="embedded",
-                    help="the service's --state (elasticsearch: decisions against the cluster; needs --index)")
+                    help="the service's --state (elasticsearch: decides against the cluster; needs --index)")
     args = ap.parse_args()
     if args.state == "elasticsearch" and not args.index:
         sys.exit("--state elasticsearch decides against the cluster: pass --index too")
