@@ -425,8 +425,7 @@ def reconcile_cmd(es_url: str | None, index_name: str, k: int, since: str, until
 
 @click.group("es")
 def es_group() -> None:
-    """Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe,
-    reconcile."""
+    """Elasticsearch: set up the index, near-duplicates, related articles, batch dedupe, reconcile."""
 
 
 for _cmd in (setup_cmd, similar_cmd, related_cmd, dedupe_cmd, reconcile_cmd, index_cmd, reindex_cmd):

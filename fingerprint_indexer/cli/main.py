@@ -32,8 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "distance": ("distance_commands", "distance_cmd",
                  "Hamming distance of two fingerprints (16 hex digits), files, or texts."),
     "es": ("es_commands", "es_group",
-           "Elasticsearch: set up the index, look up near-duplicates and related articles, batch dedupe, "
-           "reconcile."),
+           "Elasticsearch: set up the index, near-duplicates, related articles, batch dedupe, reconcile."),
     "fingerprint": ("fingerprint_commands", "fingerprint_cmd",
                     "Fingerprint documents: JSONL files (.gz too), .txt/.html files, folders, or stdin."),
     "idf": ("fingerprint_commands", "idf_group", "IDF tables fitted on your own corpus."),
