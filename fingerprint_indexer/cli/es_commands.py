@@ -402,7 +402,7 @@ def parse_time(text: str, now_ms: int) -> int:
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True)
 def reconcile_cmd(es_url: str | None, index_name: str, k: int, since: str, until: str | None, keep: str,
                   processes: int, batch_size: int) -> None:
-    """Decide the recently decided documents again, one after the other (earliest published first),
+    """Decide the recently decided documents again, one after the other in the order they were decided,
     against the index as it was before them, and rewrite their decisions: what several stateless sidecars
     (serve --state elasticsearch) decided side by side becomes what one writer would have. JSON report."""
     from fingerprint_indexer.elastic.reconcile import reconcile

@@ -3,11 +3,11 @@
 Several stateless sidecars share one index (``serve --state elasticsearch``). Exact copies are agreed at
 once (digest claims), but two near copies given to two sidecars within one refresh of the index do not see
 each other, and both may be ``new``. Reconciliation closes that gap: the documents decided since a time
-(``decided_at``) are decided again by the engine, one after the other in a fixed order (earliest
-``published_at`` first, then smallest id: the order :func:`fingerprint_indexer.engine.rules.batch_canonical`
-uses), against the index as it was without them; their decision fields are rewritten. The result depends
-only on which documents arrived, not on which sidecar took which or in what order: after it, the index
-holds what one writer given those documents in that order writes.
+(``decided_at``) are decided again by the engine, one after the other in the order they were decided
+(``decided_at``; among documents decided in the same millisecond, those that were their group's canonical
+first, then by id), against the index as it was without them; their decision fields are rewritten. After
+it, the index holds what one writer given those documents in that order writes: only what the race got
+wrong changes (a copy's canonical stays the copy that arrived first, as ``keep=first`` promises).
 
 Documents older than the window keep their decisions (under ``keep=first`` a later document never changes
 an earlier one). Under ``keep=longest|newest`` a canonical that a recent document replaced is first put
@@ -65,19 +65,26 @@ def _window(since_ms: int, until_ms: int) -> dict[str, Any]:
     return {"range": {DECIDED_FIELD: {"gte": since_ms, "lt": until_ms}}}
 
 
+def decided_order(decided_at: Any, duplicate_of: Any, doc_id: str) -> tuple[float, bool, str]:
+    """Where a document comes when decisions are made again: when it was decided; among documents decided
+    in the same millisecond (one batch), its group's canonicals first; then by id."""
+    try:
+        when = float(decided_at)
+    except (TypeError, ValueError):
+        when = float("inf")
+    return when, duplicate_of is not None, doc_id
+
+
 def recent_documents(client: Elasticsearch, index: str, since_ms: int, until_ms: int
-                     ) -> list[tuple[str, str | None, dict[str, Any]]]:  # fmt: skip
-    """(id, published_at, decision fields) of the documents decided in the window, in the order they are
-    decided again: earliest published first, undated last, then smallest id."""
+                     ) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
+    """(id, decision fields) of the documents decided in the window, in :func:`decided_order`."""
     out = []
     for hit in pit_scan(client, index, _window(since_ms, until_ms), 5000,
-                        source=["published_at", *DECISION_FIELDS]):  # fmt: skip
+                        source=[DECIDED_FIELD, *DECISION_FIELDS]):  # fmt: skip
         src = hit.get("_source") or {}
-        published = src.get("published_at")
-        out.append((str(hit["_id"]), None if published is None else str(published),
-                    {f: src.get(f) for f in DECISION_FIELDS}))  # fmt: skip
-    out.sort(key=lambda r: (r[1] is None, r[1] or "", r[0]))
-    return out
+        out.append((str(hit["_id"]), src))
+    out.sort(key=lambda r: decided_order(r[1].get(DECIDED_FIELD), r[1].get("duplicate_of"), r[0]))
+    return [(doc_id, {f: src.get(f) for f in DECISION_FIELDS}) for doc_id, src in out]
 
 
 def _restore_replaced(client: Elasticsearch, index: str, recent: set[str], keep: Keep) -> int:
@@ -130,14 +137,14 @@ def reconcile(
     if not recent:
         report.elapsed_s = round(time.perf_counter() - t0, 3)
         return report
-    hidden = {doc_id for doc_id, _, _ in recent}
-    before = {doc_id: fields for doc_id, _, fields in recent}
+    hidden = {doc_id for doc_id, _ in recent}
+    before = dict(recent)
     report.restored = _restore_replaced(client, index, hidden, keep)
     es_index = ElasticsearchIndex(client, index, create=False)
     fpr = Fingerprinter(index_config(client, index, config or FingerprintConfig()))
     decider = EsDecider(es_index, k, keep=keep, hidden=hidden)
     missing: list[str] = []
-    docs = _documents(client, index, [doc_id for doc_id, _, _ in recent], missing)
+    docs = _documents(client, index, [doc_id for doc_id, _ in recent], missing)
     stream = fingerprint_stream(docs, fpr, processes=processes)
 
     def batches() -> Iterator[list[Any]]:
