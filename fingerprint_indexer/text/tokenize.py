@@ -122,6 +122,15 @@ class Tokenizer:
         cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
         return cut, _LATIN_WORD.findall(text)
 
+    def positioned(self, text: str) -> tuple[list[str], list[tuple[str, int, int]]] | None:
+        """The raw tokens of a whole text, to be split by position: the segmenter's (which cover
+        ``text`` exactly, so their offsets follow from their lengths) and the Latin words with their
+        offsets; None when the segmenter's tokens do not spell out ``text``."""
+        cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
+        if cut and "".join(cut) != text:
+            return None
+        return cut, [(m.group(), m.start(), m.end()) for m in _LATIN_WORD.finditer(text)]
+
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
         keep = self.keep
         words = [keep(w, True) for w in self._cut(chunk)] if has_cjk else []
