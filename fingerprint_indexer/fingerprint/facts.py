@@ -261,7 +261,7 @@ def _units_with_facts(text: str, longest_first: list[str]) -> list[tuple[str, se
 
 def analyse(
     text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES,
-    latin: Iterable[str] = (),
+    latin: Iterable[str] = (), terms_are_names: bool = False,
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """A text's facts and frames, in one pass over its lines and sentences.
 
@@ -271,8 +271,10 @@ def analyse(
     hash. Two texts written from one template share skeletons; when a shared skeleton is filled with
     other facts ("全国政协十四届#次会议将于#月#日..." with 三 vs 四), they report different occurrences.
     ``latin``: the text's Latin-script names (:func:`latin_body_names`); they are facts, not frame masks.
+    ``terms_are_names``: ``terms`` are :func:`names` already (a term table keeps each term's answer),
+    so they are not looked up again.
     """
-    found = names(terms)
+    found = set(terms) if terms_are_names else names(terms)
     longest_first = sorted(found, key=lambda n: (-len(n), n))  # 北京人民大会堂 before 北京
     facts: set[str] = {NAME + n for n in found} | {NAME + n for n in latin}
     out: set[int] = set()

@@ -277,7 +277,7 @@ class Fingerprinter:
         degenerate = len(doc) < cfg.min_features
         if cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
-            facts, frames = analyse(body, doc.names(), latin=latin)
+            facts, frames = analyse(body, doc.names(), latin=latin, terms_are_names=True)
         else:
             facts, frames = (), ()
         return FingerprintResult(

@@ -247,3 +247,11 @@ def test_skeleton_whitespace_removal_equals_the_pattern(text: str) -> None:
     import re
 
     assert "".join(text.split()) == re.sub(r"\s+", "", text)
+
+
+def test_terms_known_to_be_names_give_the_same_facts() -> None:
+    from fingerprint_indexer.fingerprint.facts import names
+
+    text = "新华社北京3月4日电 全国政协十四届二次会议在北京人民大会堂开幕,王沪宁主持。张三说。"
+    terms = ["北京", "人民大会堂", "王沪宁", "会议", "开幕", "张三", "主持"]
+    assert analyse(text, names(terms), terms_are_names=True) == analyse(text, terms)
