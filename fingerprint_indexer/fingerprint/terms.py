@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -110,31 +111,34 @@ class TermTable:
         self, text: str, spans: Sequence[tuple[int, int]]
     ) -> tuple[npt.NDArray[np.int64], list[int]] | None:
         """:meth:`sentence_ids` of the sentences ``text[a:b]`` for ``(a, b)`` in ``spans`` (in text order),
-        from one segmenter call and one word scan over the whole text instead of one per sentence.
+        from one segmenter call over the whole text instead of one per sentence.
 
-        A sentence ends at punctuation or before a space, where neither the segmenter's blocks nor a
-        Latin word run on, so the tokens a sentence holds are those of the whole text that lie in it.
-        Where a kept token would straddle a sentence's edge (or the segmenter's tokens do not spell out
-        the text), the answer is None and the caller asks :meth:`sentence_ids`.
+        A sentence ends at punctuation or before a space, where the segmenter's blocks do not run on,
+        so the segmenter's tokens a sentence holds are those of the whole text that lie in it. Where a
+        kept token would straddle a sentence's edge (or the segmenter's tokens do not spell out the
+        text), the answer is None and the caller asks :meth:`sentence_ids`.
         """
-        got = self.tokenizer.positioned(text)
-        if got is None or not spans:
+        got = self.tokenizer.positioned(text, spans) if spans else None
+        if got is None:
             return None
-        cut, latin = got
-        seg, lat = self._segmented.__getitem__, self._latin.__getitem__
+        cut, words = got
         lengths = np.fromiter(map(len, cut), dtype=np.int64, count=len(cut))
-        words = np.array([(b, e) for _, b, e in latin], dtype=np.int64).reshape(-1, 2)
-        stops = np.concatenate((np.cumsum(lengths), words[:, 1]))
-        starts = np.concatenate((stops[: len(cut)] - lengths, words[:, 0]))
-        ids = np.fromiter(map(seg, cut), dtype=np.int64, count=len(cut))
-        latin_ids = np.fromiter(map(lat, [w for w, _, _ in latin]), dtype=np.int64, count=len(latin))
-        ids = np.concatenate((ids, latin_ids))
-        kept = ids != DROPPED
-        ids, starts, stops = ids[kept], starts[kept], stops[kept]
+        stops = np.cumsum(lengths)
+        starts = stops - lengths
+        cut_ids = np.fromiter(map(self._segmented.__getitem__, cut), dtype=np.int64, count=len(cut))
+        kept = cut_ids != DROPPED
+        cut_ids, starts, stops = cut_ids[kept], starts[kept], stops[kept]
         bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
-        sent = np.searchsorted(bounds[:, 0], starts, side="right") - 1
-        if ids.size and (sent.min() < 0 or bool((stops > bounds[sent, 1]).any())):
+        cut_sent = np.searchsorted(bounds[:, 0], starts, side="right") - 1
+        if cut_ids.size and (cut_sent.min() < 0 or bool((stops > bounds[cut_sent, 1]).any())):
             return None
+        per = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        flat_words = list(chain.from_iterable(words))
+        latin_ids = np.fromiter(map(self._latin.__getitem__, flat_words), np.int64, count=len(flat_words))
+        latin_sent = np.repeat(np.arange(len(bounds)), per)
+        kept = latin_ids != DROPPED
+        ids = np.concatenate((cut_ids, latin_ids[kept]))
+        sent = np.concatenate((cut_sent, latin_sent[kept]))
         order = np.argsort(sent, kind="stable")  # per sentence: the segmenter's tokens, then the words
         ends = np.searchsorted(sent[order], np.arange(len(bounds)), side="right")
         return ids[order], ends.tolist()

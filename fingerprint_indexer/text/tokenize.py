@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 
 from fingerprint_indexer.text.stopwords import default_stopwords
@@ -122,14 +122,17 @@ class Tokenizer:
         cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
         return cut, _LATIN_WORD.findall(text)
 
-    def positioned(self, text: str) -> tuple[list[str], list[tuple[str, int, int]]] | None:
-        """The raw tokens of a whole text, to be split by position: the segmenter's (which cover
-        ``text`` exactly, so their offsets follow from their lengths) and the Latin words with their
-        offsets; None when the segmenter's tokens do not spell out ``text``."""
+    def positioned(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[list[str], list[list[str]]] | None:
+        """The raw tokens of a whole text: the segmenter's, from one call (they spell out ``text``, so
+        their offsets follow from their lengths), and the Latin words of each span ``text[a:b]``; None
+        when the segmenter's tokens do not spell out ``text``."""
         cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
         if cut and "".join(cut) != text:
             return None
-        return cut, [(m.group(), m.start(), m.end()) for m in _LATIN_WORD.finditer(text)]
+        find = _LATIN_WORD.findall  # findall(text, a, b) reads text[a:b] as if it were the whole string
+        return cut, [find(text, a, b) for a, b in spans]
 
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
         keep = self.keep
