@@ -11,6 +11,9 @@ Contenders, on the same texts:
   jieba.lcut      segmentation alone: the floor of any jieba-based pipeline
   rjieba.cut      the compiled segmenter alone
   en tokeniser    on an English corpus (``--en-corpus``): our Latin word pattern alone, and ours on it
+  baseline        with ``--baseline DIR``: ours from another source tree (say an export of the main
+                  line: ``git archive main fingerprint_indexer | tar -x -C DIR``), in a child process on
+                  the same texts, zh and English, timed between two timings of ours
 Then ``fingerprint_many`` with 1 and 2 processes. The load average is printed before and after: the
 ratios come from CPU time in one run, but a loaded machine still shifts them (caches, frequency).
 
@@ -25,6 +28,8 @@ import hashlib
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +80,36 @@ def timed(fn: Callable[[str], Any], texts: list[str], repeat: int) -> float:
     return best
 
 
+_CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(1, sys.argv[2])
+import fingerprint_indexer
+from bench_fingerprint import load, timed
+from pathlib import Path
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+assert Path(fingerprint_indexer.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve())
+fp = Fingerprinter()
+out = {}
+for key, corpus in (("zh", sys.argv[3]), ("en", sys.argv[4])):
+    texts = load(Path(corpus), int(sys.argv[5]), int(sys.argv[6])) if Path(corpus).is_file() else []
+    for t in texts[:20]:
+        fp.fingerprint(t)  # warm the tables
+    out[key] = timed(fp.fingerprint, texts, int(sys.argv[7])) if texts else None
+print(json.dumps(out))
+"""
+
+
+def baseline_times(src: Path, args: argparse.Namespace) -> dict[str, float | None]:
+    """Best CPU time of ``Fingerprinter().fingerprint`` imported from the source tree ``src`` (a child
+    process, so both versions run in one benchmark), on the same zh and English texts."""
+    argv = [str(src), str(Path(__file__).resolve().parent), str(args.corpus), str(args.en_corpus),
+            str(args.docs), str(args.min_chars), str(args.repeat)]
+    done = subprocess.run([sys.executable, "-c", _CHILD, *argv], check=True, capture_output=True, text=True)
+    result: dict[str, float | None] = json.loads(done.stdout)
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -83,6 +118,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="best of N runs per contender")
     ap.add_argument("--scale-repeat", type=int, default=3, help="corpus copies for the process-scaling run")
     ap.add_argument("--en-corpus", type=Path, default=DEFAULT_CORPUS.with_name("en_bbc.jsonl.gz"))
+    ap.add_argument("--baseline", type=Path, help="a source tree holding fingerprint_indexer to compare with")
+    ap.add_argument("--only-ours", action="store_true", help="time the segmenters and ours only (no "
+                    "jieba, reference, simhash, copy marks or process scaling)")
     args = ap.parse_args()
     print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
 
@@ -105,18 +143,30 @@ def main() -> None:
         "reference": reference_simhash,
         "simhash-pypi": Simhash,
     }
+    if args.only_ours:
+        contenders = {k: v for k, v in contenders.items() if k in ("rjieba.cut", "ours", "ours-no-facts")}
     for fn in contenders.values():  # warm dictionaries and caches
         fn(texts[0])
     print(f"# {len(texts)} docs, {mb:.2f} MB UTF-8 from {args.corpus.name}; "
           f"{platform.python_implementation()} {platform.python_version()}; best CPU time of {args.repeat}")
     results = {name: timed(fn, texts, args.repeat) for name, fn in contenders.items()}
-    floor = results["jieba.lcut"]
-    print(f"{'contender':<15} {'docs/s':>9} {'MB/s':>7} {'x jieba.lcut time':>18}")
+    base: dict[str, float | None] = {}
+    if args.baseline:
+        base = baseline_times(args.baseline, args)
+        results["baseline"] = base["zh"] or float("nan")
+        results["ours (again)"] = timed(ours.fingerprint, texts, args.repeat)
+    floor = results["rjieba.cut"]
+    print(f"{'contender':<15} {'docs/s':>9} {'MB/s':>7} {'x rjieba.cut time':>18}")
     for name, sec in results.items():
         print(f"{name:<15} {len(texts) / sec:>9.0f} {mb / sec:>7.2f} {sec / floor:>18.2f}")
     print(f"facts and frames cost {results['ours'] / results['ours-no-facts'] - 1:.0%} of fingerprinting")
-    print(f"copy marks (opt-in) add {results['ours-copy-marks'] / results['ours'] - 1:.0%} to fingerprinting")
+    if "ours-copy-marks" in results:
+        marks = results["ours-copy-marks"] / results["ours"] - 1
+        print(f"copy marks (opt-in) add {marks:.0%} to fingerprinting")
     print(f"ours vs rjieba.cut alone: {results['ours'] / results['rjieba.cut']:.1f}x its time")
+    if args.baseline:
+        print(f"baseline vs ours: {results['baseline'] / results['ours']:.2f}x / "
+              f"{results['baseline'] / results['ours (again)']:.2f}x ours' time (before / after it)")
     if args.en_corpus.is_file():
         from fingerprint_indexer.text.tokenize import _LATIN_WORD
 
@@ -125,6 +175,13 @@ def main() -> None:
         full = timed(ours.fingerprint, en, args.repeat)
         print(f"English ({len(en)} docs of {args.en_corpus.name}): word pattern alone {len(en) / tok:.0f} "
               f"docs/s, ours {len(en) / full:.0f} docs/s: {full / tok:.1f}x the tokeniser's time")
+        if base.get("en"):
+            en_base = base["en"] or float("nan")
+            print(f"English baseline {len(en) / en_base:.0f} docs/s: {en_base / tok:.1f}x the tokeniser's "
+                  f"time, {en_base / full:.2f}x ours'")
+    if args.only_ours:
+        print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     print(f"ours vs reference: {results['reference'] / results['ours']:.1f}x faster; "
           f"ours-jieba vs reference: {results['reference'] / results['ours-jieba']:.1f}x faster")
 

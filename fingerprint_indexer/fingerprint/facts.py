@@ -22,7 +22,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import xxhash
@@ -167,16 +167,16 @@ def _number_facts(text: str) -> Iterator[tuple[int, int, str]]:
     """(start, end, fact) of every number, date and ordinal of a text; ``end`` includes what a look-ahead
     read."""
     for m in _ARABIC.finditer(text):
-        yield m.start(), m.end(), _qualified(m.group(1), _arabic(m.group(2)), m.group(3))
+        yield m.start(), m.end(), _arabic_fact(m.group())
     for m in _CN_NUMERAL.finditer(text):
         ordinal, run, classifier = m.group(1), m.group(2), m.group(3)
         if not ordinal and not classifier:
             continue
         if run in ("一", "两") and not ordinal:  # 一个, 两国: far more often a word than a count
             continue
-        value = chinese_number(run)
-        if value is not None:
-            yield m.start(), max(m.end(), m.end(3)), _qualified(ordinal, str(value), classifier)
+        fact = _chinese_fact(m.group(), classifier)
+        if fact is not None:
+            yield m.start(), max(m.end(), m.end(3)), fact
     for m in _CN_PART.finditer(text):
         value = chinese_number(m.group(1))
         if value is not None:
@@ -189,6 +189,24 @@ def _number_facts(text: str) -> Iterator[tuple[int, int, str]]:
         yield m.start(), m.end(), FIGURE + (str(_EN_NUMBERS[word]) if word in _EN_NUMBERS else word)
 
 
+@lru_cache(maxsize=1 << 16)
+def _arabic_fact(match: str) -> str:
+    """The fact of one match of :data:`_ARABIC` (its groups follow from the matched text, and the same
+    figures recur across documents: each is worked out once)."""
+    m = _ARABIC.fullmatch(match)
+    assert m is not None
+    return _qualified(m.group(1), _arabic(m.group(2)), m.group(3))
+
+
+@lru_cache(maxsize=1 << 16)
+def _chinese_fact(match: str, classifier: str | None) -> str | None:
+    """The fact of one match of :data:`_CN_NUMERAL` (``match``: its text, the classifier it looked ahead
+    to aside), or None when the run is no numeral."""
+    ordinal, run = ("第", match[1:]) if match.startswith("第") else (None, match)
+    value = chinese_number(run)
+    return None if value is None else _qualified(ordinal, str(value), classifier)
+
+
 def _by_hash(items: Iterable[str], limit: int) -> tuple[str, ...]:
     return tuple(sorted(items, key=lambda f: (_fact_hash(f), f))[:limit])
 
@@ -199,7 +217,7 @@ MAX_FRAMES = 64
 _MASK_NUMBERS = re.compile(
     rf"\d+(?:[.,]\s*\d+)*|[{_CN_RUN}]+|\b(?:" + "|".join([*_EN_NUMBERS, *_MONTHS]) + r")\b"
 )
-_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"\s+")  # what a skeleton drops (as str.split() cuts on it)
 _UNIT = re.compile(r"[^\n]+")
 
 
@@ -243,7 +261,7 @@ def _units_with_facts(text: str, longest_first: list[str]) -> list[tuple[str, se
 
 def analyse(
     text: str, terms: Iterable[str] = (), max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES,
-    latin: Iterable[str] = (),
+    latin: Iterable[str] = (), terms_are_names: bool = False,
 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """A text's facts and frames, in one pass over its lines and sentences.
 
@@ -253,8 +271,10 @@ def analyse(
     hash. Two texts written from one template share skeletons; when a shared skeleton is filled with
     other facts ("全国政协十四届#次会议将于#月#日..." with 三 vs 四), they report different occurrences.
     ``latin``: the text's Latin-script names (:func:`latin_body_names`); they are facts, not frame masks.
+    ``terms_are_names``: ``terms`` are :func:`names` already (a term table keeps each term's answer),
+    so they are not looked up again.
     """
-    found = names(terms)
+    found = set(terms) if terms_are_names else names(terms)
     longest_first = sorted(found, key=lambda n: (-len(n), n))  # 北京人民大会堂 before 北京
     facts: set[str] = {NAME + n for n in found} | {NAME + n for n in latin}
     out: set[int] = set()
@@ -266,7 +286,7 @@ def analyse(
                 unit = unit.replace(n, "@")
         if not here:
             continue
-        skeleton = _SPACE.sub("", _MASK_NUMBERS.sub("#", unit))
+        skeleton = "".join(_MASK_NUMBERS.sub("#", unit).split())  # split() cuts where \s+ matches
         filled = xxhash.xxh3_64_intdigest("\x1f".join(sorted(here)).encode("utf-8")) & 0xFFFFFFFF
         out.add((xxhash.xxh3_64_intdigest(skeleton.encode("utf-8")) & 0xFFFFFFFF) << 32 | filled)
     return _by_hash(facts, max_facts), tuple(sorted(out)[:max_frames])

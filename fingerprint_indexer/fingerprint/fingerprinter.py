@@ -24,7 +24,12 @@ import numpy.typing as npt
 from fingerprint_indexer.copies.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
+from fingerprint_indexer.fingerprint.chunks import (
+    MIN_CHUNK_TERMS,
+    closes_chunk,
+    iter_sentences,
+    sentence_spans,
+)
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.facts import (
@@ -203,8 +208,15 @@ class Fingerprinter:
             ids = table.term_ids(counts)
             cnt = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
             return DocTerms(table, ids, cnt), np.zeros(0, dtype=np.intp), [], False
-        sents = list(iter_sentences(body))
-        flat, ends = table.sentence_ids(sents)
+        flat_body = body.replace("\n", " ")  # as iter_sentences reads it
+        where = sentence_spans(flat_body)
+        got = table.text_ids(flat_body, where) if where else None
+        if got is None:
+            sents = list(iter_sentences(body))
+            flat, ends = table.sentence_ids(sents)
+        else:
+            sents = [flat_body[a:b] for a, b in where or ()]
+            flat, ends = got
         ids, inv, cnt = np.unique(flat, return_inverse=True, return_counts=True)
         spans = [(0, ends[min(cfg.lead_sentences, len(sents)) - 1])] if cfg.lead_sentences and sents else []
         has_lead = bool(spans)
@@ -265,7 +277,7 @@ class Fingerprinter:
         degenerate = len(doc) < cfg.min_features
         if cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
-            facts, frames = analyse(body, doc.names(), latin=latin)
+            facts, frames = analyse(body, doc.names(), latin=latin, terms_are_names=True)
         else:
             facts, frames = (), ()
         return FingerprintResult(

@@ -39,8 +39,19 @@ def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return x ^ (x >> np.uint64(31))
 
 
+def _mix_in_place(x: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """:func:`_mix` computed in ``x`` (``tmp``: scratch of the same shape): the sketch mixes every shingle
+    against every seed, and fresh temporaries for each step would cost more than the arithmetic."""
+    for shift, mult in ((30, _M1), (27, _M2)):
+        np.right_shift(x, np.uint64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        np.multiply(x, mult, out=x)
+    np.right_shift(x, np.uint64(31), out=tmp)
+    return np.bitwise_xor(x, tmp, out=x)
+
+
 _WINDOW = 1 << 20  # characters hashed at a time
-_ROWS = 1 << 14  # shingles mixed against all seeds at a time (a _ROWS x size matrix)
+_ROWS = 1 << 10  # shingles mixed against all seeds at a time (a _ROWS x size matrix that stays in cache)
 
 
 def _window_hashes(codes: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.uint64]:
@@ -78,13 +89,14 @@ def sketch(text: str, size: int = SKETCH_SIZE, n: int = SHINGLE) -> npt.NDArray[
     """
     if not 1 <= size <= len(_SEEDS):
         raise ValueError(f"size must be in 1..{len(_SEEDS)}, got {size}")
-    mins = np.full(size, np.uint64(_EMPTY), dtype=np.uint64)
+    mins = np.full(size, np.uint64(_EMPTY) << np.uint64(32), dtype=np.uint64)
     seeds = _SEEDS[None, :size]
-    with np.errstate(over="ignore"):
-        for hashes in _iter_hashes(text, n):
-            for row in range(0, len(hashes), _ROWS):
-                perm = _mix(hashes[row : row + _ROWS, None] ^ seeds) >> np.uint64(32)
-                np.minimum(mins, perm.min(axis=0), out=mins)
+    for hashes in _iter_hashes(text, n):
+        for row in range(0, len(hashes), _ROWS):
+            block = hashes[row : row + _ROWS, None]
+            x = np.bitwise_xor(block, seeds)
+            np.minimum(mins, _mix_in_place(x, np.empty_like(x)).min(axis=0), out=mins)
+    mins >>= np.uint64(32)  # the top half of the smallest mix is the smallest top half
     return mins.astype(np.uint32)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,42 @@ class TermTable:
             return ids, ends
         before = np.concatenate(([0], np.cumsum(kept)))
         return ids[kept], before[ends].tolist()
+
+    def text_ids(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[npt.NDArray[np.int64], list[int]] | None:
+        """:meth:`sentence_ids` of the sentences ``text[a:b]`` for ``(a, b)`` in ``spans`` (in text order),
+        from one segmenter call over the whole text instead of one per sentence.
+
+        A sentence ends at punctuation or before a space, where the segmenter's blocks do not run on,
+        so the segmenter's tokens a sentence holds are those of the whole text that lie in it. Where a
+        kept token would straddle a sentence's edge (or the segmenter's tokens do not spell out the
+        text), the answer is None and the caller asks :meth:`sentence_ids`.
+        """
+        got = self.tokenizer.positioned(text, spans) if spans else None
+        if got is None:
+            return None
+        cut, words = got
+        lengths = np.fromiter(map(len, cut), dtype=np.int64, count=len(cut))
+        stops = np.cumsum(lengths)
+        starts = stops - lengths
+        cut_ids = np.fromiter(map(self._segmented.__getitem__, cut), dtype=np.int64, count=len(cut))
+        kept = cut_ids != DROPPED
+        cut_ids, starts, stops = cut_ids[kept], starts[kept], stops[kept]
+        bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        cut_sent = np.searchsorted(bounds[:, 0], starts, side="right") - 1
+        if cut_ids.size and (cut_sent.min() < 0 or bool((stops > bounds[cut_sent, 1]).any())):
+            return None
+        per = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        flat_words = list(chain.from_iterable(words))
+        latin_ids = np.fromiter(map(self._latin.__getitem__, flat_words), np.int64, count=len(flat_words))
+        latin_sent = np.repeat(np.arange(len(bounds)), per)
+        kept = latin_ids != DROPPED
+        ids = np.concatenate((cut_ids, latin_ids[kept]))
+        sent = np.concatenate((cut_sent, latin_sent[kept]))
+        order = np.argsort(sent, kind="stable")  # per sentence: the segmenter's tokens, then the words
+        ends = np.searchsorted(sent[order], np.arange(len(bounds)), side="right")
+        return ids[order], ends.tolist()
 
     def arrays(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64]]:
         """(IDF weight, hash) of every term id assigned so far (the arrays may be longer)."""

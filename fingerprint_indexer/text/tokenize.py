@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 
 from fingerprint_indexer.text.stopwords import default_stopwords
@@ -121,6 +121,18 @@ class Tokenizer:
         words; :meth:`keep` says which count."""
         cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
         return cut, _LATIN_WORD.findall(text)
+
+    def positioned(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[list[str], list[list[str]]] | None:
+        """The raw tokens of a whole text: the segmenter's, from one call (they spell out ``text``, so
+        their offsets follow from their lengths), and the Latin words of each span ``text[a:b]``; None
+        when the segmenter's tokens do not spell out ``text``."""
+        cut = self._cut(text) if _CJK_CHAR.search(text) is not None else []
+        if cut and "".join(cut) != text:
+            return None
+        find = _LATIN_WORD.findall  # findall(text, a, b) reads text[a:b] as if it were the whole string
+        return cut, [find(text, a, b) for a, b in spans]
 
     def _chunk_tokens(self, chunk: str, has_cjk: bool) -> list[str]:
         keep = self.keep

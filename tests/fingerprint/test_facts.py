@@ -207,3 +207,51 @@ def test_table_row_labels_are_not_names() -> None:
     long_line = "Officials said on Monday that the ministers met in\nGeneva to discuss it."
     assert _latin(long_line) == {"monday", "geneva"}
     assert _latin("The ministers met in\nGeneva to discuss the accord.\n") == set()
+
+
+_NUMBERISH = st.text(
+    alphabet=st.sampled_from(list("0123456789.,第次届号月日个名一二两三十百千万亿〇零 \n\t\u3000\xa0ab二〇")),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_NUMBERISH)
+def test_number_facts_equal_a_plain_reading_of_each_match(text: str) -> None:
+    """The per-match caches give what reading each match's groups directly gives."""
+    from fingerprint_indexer.fingerprint.facts import (
+        _ARABIC,
+        _CN_NUMERAL,
+        _arabic,
+        _number_facts,
+        _qualified,
+    )
+
+    plain: list[tuple[int, int, str]] = []
+    for m in _ARABIC.finditer(text):
+        plain.append((m.start(), m.end(), _qualified(m.group(1), _arabic(m.group(2)), m.group(3))))
+    for m in _CN_NUMERAL.finditer(text):
+        ordinal, run, classifier = m.group(1), m.group(2), m.group(3)
+        if (ordinal or classifier) and not (run in ("一", "两") and not ordinal):
+            value = chinese_number(run)
+            if value is not None:
+                plain.append((m.start(), max(m.end(), m.end(3)), _qualified(ordinal, str(value), classifier)))
+    got = list(_number_facts(text))
+    assert got[: len(plain)] == plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_skeleton_whitespace_removal_equals_the_pattern(text: str) -> None:
+    """Frames drop whitespace with ``str.split``: the same characters as ``\\s+``."""
+    import re
+
+    assert "".join(text.split()) == re.sub(r"\s+", "", text)
+
+
+def test_terms_known_to_be_names_give_the_same_facts() -> None:
+    from fingerprint_indexer.fingerprint.facts import names
+
+    text = "新华社北京3月4日电 全国政协十四届二次会议在北京人民大会堂开幕,王沪宁主持。张三说。"
+    terms = ["北京", "人民大会堂", "王沪宁", "会议", "开幕", "张三", "主持"]
+    assert analyse(text, names(terms), terms_are_names=True) == analyse(text, terms)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.slow_fingerprint import slow_sketch
 
 from fingerprint_indexer.fingerprint.sketch import (
     SKETCH_SIZE,
@@ -109,3 +110,19 @@ def test_similarities_and_from_bytes_many_reject_other_sizes() -> None:
         similarities(s, np.zeros((2, 10), dtype=np.uint32))
     with pytest.raises(ValueError):
         from_bytes_many([to_bytes(s), to_bytes(s[:10])])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("新闻的国家ab c1\n。，")), max_size=80), st.integers(1, 64))
+def test_vectorised_sketch_equals_the_shingle_by_shingle_reference(text: str, size: int) -> None:
+    """The in-place, blocked mixing gives the minima of the plain per-shingle, per-seed loop."""
+    assert np.array_equal(sketch(text, size), slow_sketch(text, size))
+
+
+def test_sketch_blocks_join_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mixing a few rows at a time gives the same minima as mixing all at once."""
+    import fingerprint_indexer.fingerprint.sketch as module
+
+    whole = sketch(TEXT * 5)
+    monkeypatch.setattr(module, "_ROWS", 7)
+    assert np.array_equal(sketch(TEXT * 5), whole)
