@@ -17,7 +17,6 @@ it over (an ``index`` conditional on the claim's sequence number, so two takers 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,11 @@ from elasticsearch import ApiError, Elasticsearch
 
 from fingerprint_indexer.engine.records import DocRecord
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.index.elasticsearch import ElasticsearchUnavailable
+from fingerprint_indexer.index.elasticsearch import (
+    ElasticsearchUnavailable,
+    create_if_absent,
+    wait_for_primaries,
+)
 
 #: Seconds a claim whose owner's document is not in the index yet is still honoured.
 GRACE_S = 600.0
@@ -49,12 +52,6 @@ def claims_index(index: str) -> str:
     return f"{index}{SUFFIX}"
 
 
-def record_source(rec: DocRecord) -> dict[str, Any]:
-    """A decision record as claim JSON (:meth:`DocRecord.to_json`'s fields, hex fingerprints)."""
-    data: dict[str, Any] = json.loads(rec.to_json())
-    return data
-
-
 @dataclass(frozen=True)
 class Claim:
     """The claim of one digest: the owner's record (and its canonical's), when made, and the version the
@@ -71,19 +68,24 @@ class Claim:
         return now - self.claimed_at < GRACE_S
 
 
-def _claim(doc: Mapping[str, Any]) -> Claim | None:
+#: The owner of a damaged claim (no id: see :func:`_claim`).
+_EMPTY = DocRecord(id="", fingerprint=0, content_digest="", keyword_digest="", cluster_id="", decision="new",
+                   duplicate_of=None, distance=None, degenerate=True, length=0, published_at=None, version="",
+                   time=0.0)
+
+
+def _claim(doc: Mapping[str, Any]) -> Claim:
+    """A claim document as read; a damaged one has no owner (``owner.id`` empty): it is taken over like a
+    stale one."""
     src = doc.get("_source") or {}
     try:
-        owner = DocRecord.from_json(_dumps(src["record"]))
-        canonical = DocRecord.from_json(_dumps(src["canonical"])) if src.get("canonical") else None
-        return Claim(str(doc["_id"]), owner, canonical, float(src["claimed_at"]) / 1000.0,
-                     int(doc["_seq_no"]), int(doc["_primary_term"]))  # fmt: skip
+        owner = DocRecord.from_dict(src["record"])
+        canonical = DocRecord.from_dict(src["canonical"]) if src.get("canonical") else None
+        claimed_at = float(src["claimed_at"]) / 1000.0
     except (KeyError, TypeError, ValueError):
-        return None  # a damaged claim: taken over like a stale one
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value).encode()
+        owner, canonical, claimed_at = _EMPTY, None, 0.0
+    return Claim(str(doc["_id"]), owner, canonical, claimed_at, int(doc["_seq_no"]),
+                 int(doc["_primary_term"]))
 
 
 class ClaimError(FingerprintIndexerError):
@@ -105,14 +107,8 @@ class DigestClaims:
         if not self.client.indices.exists(index=self.index):
             body = {**CLAIMS_BODY, "settings": {"index": {**CLAIMS_BODY["settings"]["index"],
                                                           "number_of_replicas": self.replicas}}}
-            try:
-                self.client.indices.create(index=self.index, **body)
-            except ApiError as exc:
-                if exc.meta.status != 400 or "already_exists" not in str(exc.body):
-                    raise
-        # another writer may have just created it: its primary must be started before the first read (a new
-        # index reports yellow while its primary is still initialising)
-        self.client.cluster.health(index=self.index, wait_for_active_shards=1, timeout="30s")
+            create_if_absent(self.client, self.index, body)
+        wait_for_primaries(self.client, self.index)  # another writer may have just created it
         self._ready = True
 
     def lookup(self, digests: Iterable[str]) -> dict[str, Claim]:
@@ -128,10 +124,7 @@ class DigestClaims:
                 raise ElasticsearchUnavailable(f"reading claim {doc['_id']!r} of {self.index!r}: "
                                                f"{doc['error']}")
             if doc.get("found"):
-                c = _claim(doc)
-                out[str(doc["_id"])] = c if c is not None else Claim(str(doc["_id"]), _EMPTY, None, 0.0,
-                                                                     int(doc["_seq_no"]),
-                                                                     int(doc["_primary_term"]))
+                out[str(doc["_id"])] = _claim(doc)
         return out
 
     def claim(
@@ -152,8 +145,8 @@ class DigestClaims:
                 ops.append({"create": meta})
             else:
                 ops.append({"index": {**meta, "if_seq_no": old.seq_no, "if_primary_term": old.primary_term}})
-            ops.append({"owner": rec.id, "claimed_at": now_ms, "record": record_source(rec),
-                        "canonical": record_source(canonical) if canonical is not None else None})
+            ops.append({"owner": rec.id, "claimed_at": now_ms, "record": rec.to_dict(),
+                        "canonical": canonical.to_dict() if canonical is not None else None})
         resp = self.client.bulk(operations=ops, refresh=False)
         lost: list[str] = []
         for (rec, _), item in zip(wanted, resp["items"], strict=True):
@@ -166,6 +159,12 @@ class DigestClaims:
                                    f"{body.get('error')}")
         return self.lookup(lost) if lost else {}
 
+    def owned_by(self, owner: str, size: int = 16) -> list[str]:
+        """Digests ``owner`` holds claims on (searchable once the claims index refreshed)."""
+        self.ensure()
+        resp = self.client.search(index=self.index, query={"term": {"owner": owner}}, size=size, source=False)
+        return [str(h["_id"]) for h in resp["hits"]["hits"]]
+
     def release(self, digest: str, owner: str) -> None:
         """Drop the claim of ``digest`` if ``owner`` holds it (its document was deleted)."""
         claim = self.lookup([digest]).get(digest)
@@ -177,8 +176,3 @@ class DigestClaims:
         except ApiError as exc:
             if exc.meta.status not in (404, 409):  # gone already, or taken over since: fine
                 raise
-
-
-_EMPTY = DocRecord(id="", fingerprint=0, content_digest="", keyword_digest="", cluster_id="", decision="new",
-                   duplicate_of=None, distance=None, degenerate=True, length=0, published_at=None, version="",
-                   time=0.0)

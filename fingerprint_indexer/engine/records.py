@@ -59,21 +59,29 @@ class DocRecord:
         """The document this one names as its group's canonical (itself when it names none)."""
         return self.duplicate_of or self.id
 
-    def to_json(self) -> bytes:
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON values (fingerprints as 16 hex digits)."""
         # a shallow dict: the fields are strings, numbers and flat lists, which asdict would deep-copy
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["fingerprint"] = f"{self.fingerprint:016x}"
         data["chunks"] = [f"{c:016x}" for c in self.chunks]
         data["frames"] = [f"{f:016x}" for f in self.frames]
-        return json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DocRecord:
+        """The inverse of :meth:`to_dict`."""
+        data = {**data, "fingerprint": int(data["fingerprint"], 16),
+                "chunks": [int(c, 16) for c in data.get("chunks", [])],
+                "frames": [int(f, 16) for f in data.get("frames", [])]}  # fmt: skip
+        return cls(**data)
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> DocRecord:
-        data = json.loads(raw)
-        data["fingerprint"] = int(data["fingerprint"], 16)
-        data["chunks"] = [int(c, 16) for c in data.get("chunks", [])]
-        data["frames"] = [int(f, 16) for f in data.get("frames", [])]
-        return cls(**data)
+        return cls.from_dict(json.loads(raw))
 
 
 @dataclass
