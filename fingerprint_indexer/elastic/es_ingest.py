@@ -177,7 +177,8 @@ class EsDecider:
             self.index.pin()
 
     # ------------------------------------------------------------------------------------ lookups
-    def _mget(self, ids: Iterable[str]) -> dict[str, _Rec]:
+    def records(self, ids: Iterable[str]) -> dict[str, _Rec]:
+        """The indexed records of these ids that exist (one real-time ``_mget``; hidden ones left out)."""
         wanted = sorted(set(ids))
         if not wanted:
             return {}
@@ -219,7 +220,7 @@ class EsDecider:
             return [], []
         start = dict(self._pending)  # pending before this batch; within a batch the set only grows
         batch_ids = {doc.id for doc, _ in batch}
-        existing = self._mget(doc.id for doc, _ in batch if doc.id not in start)
+        existing = self.records(doc.id for doc, _ in batch if doc.id not in start)
         exact = self._by_digest(res.content_digest for _, res in batch)
         honour, takeover = self._claims_of(batch, exact, batch_ids) if self.claims else ({}, {})
         near_q = [res.evidence for _, res in batch if not res.degenerate]
@@ -268,7 +269,7 @@ class EsDecider:
             missing = {r for r in roots if r not in known and r not in self._pending}
             if not missing:
                 break
-            fetched = self._mget(missing)
+            fetched = self.records(missing)
             known.update(fetched)
             roots = {r.root for r in fetched.values()} - fetched.keys()
 
@@ -285,7 +286,8 @@ class EsDecider:
         digests = {res.content_digest for _, res in batch} - exact.keys()
         digests = {dg for dg in digests if self.pending_with_digest(dg) is None}
         claims = self.claims.lookup(digests)
-        owners = self._mget(c.owner.id for c in claims.values() if c.owner.id and c.owner.id not in batch_ids)
+        owners = self.records(c.owner.id for c in claims.values()
+                              if c.owner.id and c.owner.id not in batch_ids)  # fmt: skip
         now = time.time()
         honour: dict[str, tuple[_Rec, _Rec | None]] = {}
         takeover: dict[str, Claim] = {}
@@ -396,7 +398,7 @@ class EsDecider:
                         break
             if not need:
                 return
-            fetched = self._mget(need)
+            fetched = self.records(need)
             known.update(fetched)
             gone |= need - fetched.keys()
 
@@ -573,7 +575,7 @@ class _EsBatch:
         if rec is None:
             rec = self.existing.get(doc_id)
         if rec is None and doc_id not in self.gone:  # not prefetched: one read (rare)
-            fetched = d._mget([doc_id])
+            fetched = d.records([doc_id])
             self.known.update(fetched)
             rec = fetched.get(doc_id)
             if rec is None:
@@ -614,7 +616,7 @@ class _EsBatch:
         ids = [d for _, d, _ in self._candidates()] + [m.doc_id for m in self._indexed()]
         unread = [d for d in ids if self._lookup_known(d) is None and d not in self.gone]
         if unread:
-            fetched = self.decider._mget(unread)
+            fetched = self.decider.records(unread)
             self.known.update(fetched)
             self.gone |= set(unread) - fetched.keys()
         out = []

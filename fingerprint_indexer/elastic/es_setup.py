@@ -86,7 +86,8 @@ def setup_index(
     if not client.indices.exists(index=name):
         concrete = create_index(client, name, layout or BlockLayout(), alias=True, shards=shards,
                                 replicas=replicas, copy_marks=WinnowParams().tag if copy_marks else None)
-        return SetupReport(name, "created", [concrete])
+        if concrete is not None:  # else another setup created it at the same moment: checked below
+            return SetupReport(name, "created", [concrete])
 
     current = stored_layout(client, name)
     if current is not None and layout is not None and layout != current:

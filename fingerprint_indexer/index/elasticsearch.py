@@ -222,17 +222,43 @@ def data_nodes_of(client: Elasticsearch) -> int:
     return int(client.cluster.health()["number_of_data_nodes"])
 
 
+def create_if_absent(client: Elasticsearch, index: str, body: dict[str, Any]) -> bool:
+    """Create ``index`` with ``body``; False when it exists already (another writer, a sidecar say,
+    created it at the same moment)."""
+    try:
+        client.indices.create(index=index, **body)
+    except ApiError as exc:
+        if exc.meta.status == 400 and exc.error == "resource_already_exists_exception":
+            return False
+        raise
+    return True
+
+
 def create_index(
     client: Elasticsearch, name: str, layout: BlockLayout, *, copy_marks: str | None = None,
     shards: int | None = None, replicas: int | None = None, alias: bool = False,
-) -> str:  # fmt: skip
+) -> str | None:  # fmt: skip
     """Create the index :func:`index_creation` describes through the official client; its concrete
-    name. The cluster is asked for its data nodes only when ``replicas`` is not given."""
+    name, or None when another writer created it first. The cluster is asked for its data nodes only
+    when ``replicas`` is not given."""
     nodes = data_nodes_of(client) if replicas is None else 1
     concrete, body = index_creation(name, layout, copy_marks=copy_marks, data_nodes=nodes, shards=shards,
                                     replicas=replicas, alias=alias)  # fmt: skip
-    client.indices.create(index=concrete, **body)
-    return concrete
+    return concrete if create_if_absent(client, concrete, body) else None
+
+
+def wait_for_primaries(client: Elasticsearch, index: str, timeout_s: float = 30.0) -> None:
+    """Wait until every primary of ``index`` has started (at most ``timeout_s``; a read then fails with its
+    own error). An index another writer has just created reports yellow, with no shard initialising,
+    before its primaries are even assigned, so the health API's own waits return too early: the started
+    primaries are counted instead."""
+    settings = client.indices.get_settings(index=index, name="index.number_of_shards").body
+    primaries = sum(int(s["settings"]["index"]["number_of_shards"]) for s in settings.values())
+    deadline = time.monotonic() + timeout_s
+    while int(client.cluster.health(index=index)["active_primary_shards"]) < primaries:
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
@@ -487,7 +513,12 @@ class ElasticsearchIndex(NearDupIndex):
         self._own_client, self._dirty = own_client, False
         self._pit: str | None = None
         self._pit_keep_alive = "10m"
-        if client.indices.exists(index=index):
+        created = False
+        if create and not client.indices.exists(index=index):
+            created = create_index(client, index, layout or BlockLayout(), copy_marks=copy_marks) is not None
+        if created:
+            self.layout = layout or BlockLayout()
+        elif client.indices.exists(index=index):  # also one another writer created at the same moment
             stored = stored_layout(client, index)
             if stored is None:
                 raise ValueError(
@@ -497,9 +528,6 @@ class ElasticsearchIndex(NearDupIndex):
             if layout is not None and layout != stored:
                 raise ValueError(f"index {index!r} was built with block layout {stored}, not {layout}")
             self.layout = stored
-        elif create:
-            self.layout = layout or BlockLayout()
-            create_index(client, index, self.layout, copy_marks=copy_marks)
         else:
             raise ValueError(f"index {index!r} does not exist")
         self._fields = block_fields(self.layout)

@@ -37,6 +37,7 @@ from fingerprint_indexer.index.elasticsearch import (
     connect,
     data_nodes_of,
     replicas_for,
+    wait_for_primaries,
 )
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.exact import MAX_CANDIDATES
@@ -82,17 +83,10 @@ class EsStateOwner(OneThread):
         try:
             if not create and not self.client.indices.exists(index=index):
                 return None
-            try:
-                marks = self.config.winnow.tag if self.config.winnow is not None else None
-                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create,
-                                              copy_marks=marks)
-            except ApiError as exc:  # another sidecar created it first
-                if exc.meta.status != 400 or "already_exists" not in str(exc.body):
-                    raise
-                es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=False)
-            # a new index reports yellow while its primaries still start: wait until they have
-            self.client.cluster.health(index=index, wait_for_status="yellow",
-                                       wait_for_no_initializing_shards=True, timeout="30s")
+            marks = self.config.winnow.tag if self.config.winnow is not None else None
+            es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create,
+                                          copy_marks=marks)
+            wait_for_primaries(self.client, index)  # another sidecar may have just created it
             claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
         except (TransportError, ApiError) as exc:
             raise DecisionUnavailable(f"index {index!r}: {exc}") from exc
@@ -162,14 +156,9 @@ class EsStateOwner(OneThread):
         if pending:
             return pending[0]
         try:
-            resp = self.client.get(index=index, id=doc_id, source_includes=RECORD_FIELDS)
-        except ApiError as exc:
-            if exc.meta.status == 404:
-                return None
+            return d.records([doc_id]).get(doc_id)
+        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
             raise DecisionUnavailable(f"reading {doc_id!r} of {index!r}: {exc}") from exc
-        except TransportError as exc:
-            raise DecisionUnavailable(f"reading {doc_id!r} of {index!r}: {exc}") from exc
-        return record_from_source(doc_id, resp.get("_source") or {})
 
     def forget(self, index: str, doc_id: str) -> bool:
         """A document Elasticsearch refused or deleted: its pending records go now, and the claim of its
@@ -197,17 +186,11 @@ class EsStateOwner(OneThread):
         assert d.claims is not None
         try:
             if search:  # older claims (searchable once the claims index refreshed)
-                digests = digests | set(self._claimed_digests(d.claims, doc_id))
+                digests = digests | set(d.claims.owned_by(doc_id))
             for digest in sorted(digests):
                 d.claims.release(digest, doc_id)
         except (TransportError, ApiError):
             pass  # the claim goes stale on its own (see claims.GRACE_S)
-
-    def _claimed_digests(self, claims: DigestClaims, doc_id: str) -> list[str]:
-        claims.ensure()
-        resp = self.client.search(index=claims.index, query={"term": {"owner": doc_id}}, size=16,
-                                  source=False)  # fmt: skip
-        return [str(h["_id"]) for h in resp["hits"]["hits"]]
 
     def neighbours(self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
                    ) -> list[Neighbour]:  # fmt: skip
