@@ -14,7 +14,8 @@ class DocumentError(FingerprintIndexerError, ValueError):
     """A record that is not a usable document (missing id, wrong field types)."""
 
 
-_TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
+#: The fields of a document that hold its text and metadata (every path reads these).
+TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
 # JSON can escape half of a UTF-16 pair (\udc80); such a string is not text and cannot be encoded.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -60,7 +61,7 @@ class Document:
             raise DocumentError("field 'id' is missing or not a non-empty string/integer")
         _check_text("id", str(doc_id))
         values: dict[str, str | None] = {}
-        for name in _TEXT_FIELDS:
+        for name in TEXT_FIELDS:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise DocumentError(f"field {name!r} must be a string, got {type(value).__name__}")
@@ -82,3 +83,21 @@ class Document:
     def length(self) -> int:
         """Characters of body text (used by the keep-longest policy)."""
         return len(self.html or self.content or "")
+
+
+def source_document(doc_id: str, source: Any) -> Document | str | None:
+    """The document to fingerprint in an Elasticsearch ``_source`` (what the proxy is sent, what
+    ``es reconcile`` reads back): None when it has no text to fingerprint or a text field that is not a
+    string, or a reason why it cannot be used. Unlike :meth:`Document.from_mapping` it refuses nothing
+    that Elasticsearch would index: such a document passes through without fingerprint fields."""
+    if not isinstance(source, dict):
+        return None
+    text = {f: source.get(f) for f in TEXT_FIELDS}
+    if not any(isinstance(text[f], str) for f in ("title", "content", "html")):
+        return None
+    if any(v is not None and not isinstance(v, str) for v in text.values()):
+        return None
+    if any(_LONE_SURROGATE.search(v) for v in text.values() if isinstance(v, str)):
+        return "document text is not valid Unicode (lone surrogate)"
+    return Document(id=doc_id, title=text["title"] or "", content=text["content"], html=text["html"],
+                    url=text["url"], published_at=text["published_at"])

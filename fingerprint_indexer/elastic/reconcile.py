@@ -25,7 +25,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.documents import Document
+from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, fingerprint_stream, pipelined
 from fingerprint_indexer.elastic.es_setup import index_config
 from fingerprint_indexer.engine.rules import Keep
@@ -38,7 +38,6 @@ from fingerprint_indexer.index.elasticsearch import (
     pit_scan,
 )
 
-TEXT_FIELDS = ["title", "content", "html", "url", "published_at"]
 DECISION_FIELDS = ["decision", "duplicate_of", "cluster_id", "distance"]
 MAX_LISTED = 100
 
@@ -112,15 +111,13 @@ def _documents(client: Elasticsearch, index: str, order: Sequence[str], missing:
                page: int = 500) -> Iterator[Document]:  # fmt: skip
     for start in range(0, len(order), page):
         ids = list(order[start : start + page])
-        resp = client.mget(index=index, ids=ids, source_includes=TEXT_FIELDS, realtime=True)
+        resp = client.mget(index=index, ids=ids, source_includes=list(TEXT_FIELDS), realtime=True)
         for d in resp["docs"]:
-            src = d.get("_source") or {}
-            text = {f: src.get(f) for f in TEXT_FIELDS}
-            if not d.get("found") or not any(isinstance(text[f], str) for f in ("title", "content", "html")):
+            doc = source_document(str(d["_id"]), d.get("_source")) if d.get("found") else None
+            if isinstance(doc, Document):  # read as the proxy reads what it is sent
+                yield doc
+            else:
                 missing.append(str(d["_id"]))
-                continue
-            yield Document(id=str(d["_id"]), title=text["title"] or "", content=text["content"],
-                           html=text["html"], url=text["url"], published_at=text["published_at"])
 
 
 def reconcile(

@@ -61,7 +61,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
-from fingerprint_indexer.documents import Document
+from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.sidecar.api import svc
@@ -83,8 +83,6 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 #: Query parameters of a single-document write that are per-operation metadata in a bulk request.
 OP_PARAMS = frozenset({"routing", "version", "version_type", "if_seq_no", "if_primary_term", "pipeline",
                        "require_alias", "retry_on_conflict"})
-#: Source fields a fingerprint is made of (and so the only ones read back for an update).
-TEXT_FIELDS = ("title", "content", "html", "url", "published_at")
 #: Query parameters about the shape of the answer, applied by the proxy (never sent on with a write).
 ANSWER_PARAMS = frozenset({"filter_path", "pretty", "human", "error_trace"})
 #: Response header giving the number of operations of the answer that were queued (spooled).
@@ -285,30 +283,6 @@ def answer_type(request: Request) -> str:
         if found:
             return f"application/vnd.elasticsearch+json;compatible-with={found.group(1)}"
     return "application/json"
-
-
-def _text_ok(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def source_document(doc_id: str, source: Any) -> Document | str | None:
-    """The document to fingerprint, None when the source has no text to fingerprint, or a reason why the
-    source cannot be used."""
-    if not isinstance(source, dict):
-        return None
-    text = {f: source.get(f) for f in ("title", "content", "html", "url", "published_at")}
-    if not any(isinstance(text[f], str) for f in ("title", "content", "html")):
-        return None
-    if any(v is not None and not isinstance(v, str) for v in text.values()):
-        return None
-    if not all(_text_ok(v) for v in text.values() if isinstance(v, str)):
-        return "document text is not valid Unicode (lone surrogate)"
-    return Document(id=doc_id, title=text["title"] or "", content=text["content"], html=text["html"],
-                    url=text["url"], published_at=text["published_at"])
 
 
 class Unknown(enum.Enum):
