@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,10 +47,8 @@ def cut_service(es_url: str, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture
-def index(es_client: Elasticsearch) -> Iterator[str]:
-    name = f"fpi-test-clients-{uuid.uuid4().hex[:10]}"
-    yield name
-    es_client.indices.delete(index=name, ignore_unavailable=True)
+def index(svc_index: str) -> str:
+    return svc_index
 
 
 def corpus_docs(articles: list[dict[str, Any]], start: int, n: int = 16) -> list[dict[str, Any]]:

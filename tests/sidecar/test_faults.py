@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,10 +32,8 @@ def forwarder(es_url: str) -> Iterator[TcpForwarder]:
 
 
 @pytest.fixture
-def fault_index(es_client: Elasticsearch) -> Iterator[str]:
-    name = f"fpi-test-fault-{uuid.uuid4().hex[:10]}"
-    yield name
-    es_client.indices.delete(index=name, ignore_unavailable=True)
+def fault_index(svc_index: str) -> str:
+    return svc_index
 
 
 def _all_gone(pids: set[int], timeout: float) -> bool:
