@@ -18,6 +18,7 @@ import argparse
 import gzip
 import json
 import os
+import pickle
 import random
 import resource
 import shutil
@@ -133,15 +134,13 @@ def dir_bytes(path: Path) -> int:
 
 
 def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, processes: int,
-               batch: int = 256) -> Run:
+               batch: int = 256, cache: Path | None = None, decide_docs: bool = True) -> Run:
     """Embedded dedupe of ``docs`` into a fresh ``store``, measured per window."""
     run = Run(name)
     shutil.rmtree(store, ignore_errors=True)
     started = time.perf_counter()
     with Pipeline(store, processes=processes) as pipe, CandidateCounter() as counter:
-        pending: deque[Document] = deque()
-        results = fingerprint_many(_remember(docs, pending), processes=processes,
-                                   fingerprinter=pipe.fingerprinter)
+        pairs = fingerprinted(docs, cache, processes, pipe.fingerprinter)
         w_start, w_decide, w_cpu, w_cands = time.perf_counter(), 0.0, 0.0, []
         buf: list[tuple[Document, FingerprintResult]] = []
 
@@ -157,14 +156,14 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
             w_decide += time.perf_counter() - t
             w_cpu += time.process_time() - c
 
-        for res in results:
-            doc = pending.popleft()
+        for doc, res in pairs:
             run.docs += 1
             run.indexed += not res.degenerate
             run.collapsed += (not res.degenerate) and _collapsed(res)
             buf.append((doc, res))
             if len(buf) == batch or run.docs % window == 0:
-                decide(buf)
+                if decide_docs:
+                    decide(buf)
                 buf = []
             if run.docs % window == 0:
                 now = time.perf_counter()
@@ -173,7 +172,7 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
                 run.candidates += w_cands
                 run.decide_s += w_decide
                 w_start, w_decide, w_cpu, w_cands = now, 0.0, 0.0, []
-        if buf:
+        if buf and decide_docs:
             decide(buf)
         if w_cands:
             now = time.perf_counter()
@@ -185,6 +184,53 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
     run.store_bytes = dir_bytes(store)
     run.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return run
+
+
+SHARD = 10_000
+
+
+def fingerprinted(docs: Iterator[Document], cache: Path | None, processes: int,
+                  fingerprinter: Any) -> Iterator[tuple[Document, FingerprintResult]]:
+    """(document, fingerprint) pairs of ``docs``. With a ``cache`` folder, whole shards of pairs saved there
+    by an earlier run are read back instead of fingerprinted (the corpus is deterministic; the folder
+    name must say which corpus and algorithm), and new shards are saved, so that the embedded run,
+    the Elasticsearch load and the 10M-fingerprint index run fingerprint a corpus once."""
+    if cache is None:
+        pending: deque[Document] = deque()
+        for res in fingerprint_many(_remember(docs, pending), processes=processes, fingerprinter=fingerprinter):
+            yield pending.popleft(), res
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    shard_no = 0
+    while (path := cache / f"shard-{shard_no:05d}.pkl").exists():
+        with path.open("rb") as fh:
+            pairs: list[tuple[Document, FingerprintResult]] = pickle.load(fh)
+        for pair in pairs:
+            doc = next(docs, None)  # advances the generator in step
+            if doc is None:
+                return
+            if doc.id != pair[0].id or pair[1].version != fingerprinter.version:
+                raise SystemExit(f"{path} holds {pair[0].id!r} of {pair[1].version} where the corpus has "
+                                 f"{doc.id!r} of {fingerprinter.version}: another corpus, seed or "
+                                 "algorithm; use another --fingerprints folder")
+            yield pair
+        shard_no += 1
+    buf: list[tuple[Document, FingerprintResult]] = []
+    for pair in fingerprinted(docs, None, processes, fingerprinter):
+        buf.append(pair)
+        yield pair
+        if len(buf) == SHARD:
+            _save_shard(cache / f"shard-{shard_no:05d}.pkl", buf)
+            shard_no, buf = shard_no + 1, []
+    if buf:
+        _save_shard(cache / f"shard-{shard_no:05d}.pkl", buf)
+
+
+def _save_shard(path: Path, pairs: list[tuple[Document, FingerprintResult]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        pickle.dump(pairs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
 
 
 def _remember(docs: Iterator[Document], pending: deque[Document]) -> Iterator[Document]:
@@ -300,10 +346,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None, help="folder for the stores (default: a temp dir)")
     ap.add_argument("--es-hot", type=int, default=0,
                     help="also es dedupe one block bucket of this many members (needs ES_URL)")
+    ap.add_argument("--fingerprints", type=Path, default=None,
+                    help="folder caching the corpora's fingerprints between runs (fingerprint once)")
+    ap.add_argument("--fingerprint-only", action="store_true",
+                    help="only fill the --fingerprints cache: no store, no decisions")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--append", action="store_true", help="append a dated section to docs/benchmarks.md")
     args = ap.parse_args(argv)
     load0 = f"{os.getloadavg()[0]:.2f}"
+    if args.fingerprint_only and not args.fingerprints:
+        ap.error("--fingerprint-only needs --fingerprints")
+
+    def cache(corpus: str) -> Path | None:
+        return args.fingerprints / f"{corpus}-seed{args.seed}" if args.fingerprints else None
+
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     results = []
     try:
@@ -311,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
             docs = load_real(args.seed)
             docs = docs[: args.limit] if args.limit else docs
             results.append(summary(run_dedupe("real (4 corpora, shuffled)", iter(docs), work / "real",
-                                              args.window, args.processes)))
+                                              args.window, args.processes, cache=cache("real"),
+                                              decide_docs=not args.fingerprint_only)))
             print(json.dumps(results[-1]), flush=True)
         if args.generated:
             sys.path.insert(0, str(ROOT / "scripts"))
@@ -320,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
             window = args.gen_window or max(args.generated // 10, 1)
             gen = (Document.from_mapping(d) for d in generate(args.generated, seed=args.seed))
             results.append(summary(run_dedupe(f"generated {args.generated:,}", gen, work / "generated",
-                                              window, args.processes)))
+                                              window, args.processes, cache=cache("generated"),
+                                              decide_docs=not args.fingerprint_only)))
             print(json.dumps(results[-1]), flush=True)
         if args.es_hot:
             hot = es_hot_bucket(os.environ["ES_URL"], args.es_hot)
