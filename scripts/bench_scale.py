@@ -197,7 +197,8 @@ def fingerprinted(docs: Iterator[Document], cache: Path | None, processes: int,
     the Elasticsearch load and the 10M-fingerprint index run fingerprint a corpus once."""
     if cache is None:
         pending: deque[Document] = deque()
-        for res in fingerprint_many(_remember(docs, pending), processes=processes, fingerprinter=fingerprinter):
+        remembered = _remember(docs, pending)
+        for res in fingerprint_many(remembered, processes=processes, fingerprinter=fingerprinter):
             yield pending.popleft(), res
         return
     cache.mkdir(parents=True, exist_ok=True)
