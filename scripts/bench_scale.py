@@ -117,12 +117,7 @@ def _collapsed(res: FingerprintResult) -> bool:
 
 def bucket_distribution(pipe: Pipeline) -> dict[str, Any]:
     """Entries per block bucket of the document index (the cost a query would pay without a budget)."""
-    ix = pipe.store.index
-    sizes: Counter[bytes] = Counter()
-    plen = len(ix._bucket_prefix(0, 0))
-    for key in ix._db.iterator(prefix=ix._key(b"b/"), include_value=False):
-        sizes[key[:plen]] += 1
-    arr = np.array(sorted(sizes.values()), dtype=np.int64)
+    arr = np.sort(pipe.store.index.all_bucket_sizes())
     if not len(arr):
         return {}
     return {"buckets": len(arr), "p50": float(np.percentile(arr, 50)), "p99": float(np.percentile(arr, 99)),

@@ -97,6 +97,26 @@ class _Tables:
     def nbytes(self) -> int:
         return sum(k.nbytes + r.nbytes for k, r in zip(self.keys, self.rows, strict=True))
 
+    def bucket_slices(self, fp: int, budget: int | None = None) -> list[npt.NDArray[np.uint32]]:
+        """The rows under each of ``fp``'s block values, one array per table (one searchsorted pair each);
+        with a ``budget``, only the last (highest-numbered, i.e. newest) ``budget`` rows of each bucket."""
+        out = []
+        for b, (w, s) in enumerate(zip(self.layout.widths, self.layout.shifts, strict=True)):
+            v = (fp >> s) & ((1 << w) - 1)
+            keys = self.keys[b]
+            if v + 1 < (1 << w):  # typed probe: a Python-int probe would upcast the whole table
+                lo, hi = keys.searchsorted(np.array((v, v + 1), dtype=keys.dtype)).tolist()
+            else:
+                lo, hi = int(keys.searchsorted(np.array(v, dtype=keys.dtype))), len(keys)
+            if budget is not None and hi - lo > budget:
+                lo = hi - budget
+            out.append(self.rows[b][lo:hi])
+        return out
+
+    def bucket_sizes(self) -> npt.NDArray[np.int64]:
+        """Entries of every non-empty bucket of every table."""
+        return np.concatenate([np.unique(k, return_counts=True)[1] for k in self.keys]).astype(np.int64)
+
 
 class MemoryIndex(NearDupIndex):
     """NumPy block tables; the reference backend and the engine of batch dedupe."""
@@ -229,17 +249,7 @@ class MemoryIndex(NearDupIndex):
         """Single-query path: few NumPy calls (one searchsorted per table, one verify pass)."""
         self.layout.check_k(k)
         fp = fingerprint & MASK64
-        slices = []
-        if self._n_sorted:
-            for b, (w, s) in enumerate(zip(self.layout.widths, self.layout.shifts, strict=True)):
-                v = (fp >> s) & ((1 << w) - 1)
-                keys = self._tables.keys[b]
-                if v + 1 < (1 << w):  # typed probe: a Python-int probe would upcast the whole table
-                    lo, hi = keys.searchsorted(np.array((v, v + 1), dtype=keys.dtype)).tolist()
-                else:
-                    lo, hi = int(keys.searchsorted(np.array(v, dtype=keys.dtype))), len(keys)
-                if hi > lo:
-                    slices.append(self._tables.rows[b][lo:hi])
+        slices = [x for x in self._tables.bucket_slices(fp) if len(x)] if self._n_sorted else []
         n = self._n
         if n > self._n_sorted:
             slices.append(np.arange(self._n_sorted, n, dtype=np.uint32))
@@ -314,3 +324,121 @@ class MemoryIndex(NearDupIndex):
     def flush(self) -> None:
         """Merge the append buffer into the tables now (e.g. before a timing run)."""
         self._merge_buffer()
+
+
+class NumberedTables:
+    """Block tables over fingerprints that carry fixed entry numbers (0, 1, 2, ...; never reused): the
+    in-memory half of an index whose entries live elsewhere (the embedded store keeps them in LevelDB).
+
+    ``put`` appends entries under numbers above every number seen (holes stay dead), ``kill`` tombstones
+    one; appends are buffered and merged into the sorted tables when the buffer reaches
+    ``max(merge_min, live rows / 256)``, so a merge's linear cost is spread over many inserts however large
+    the index grows. ``fps`` and ``alive`` (by number) are everything needed to rebuild the tables.
+    """
+
+    def __init__(self, layout: BlockLayout, fps: U64 | None = None,
+                 alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD) -> None:
+        self.layout, self.merge_min = layout, merge_min
+        n = 0 if fps is None else len(fps)
+        self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
+        self._alive = np.zeros(max(n, 1024), dtype=bool)
+        if fps is not None:
+            self._fps[:n] = fps
+            self._alive[:n] = True if alive is None else alive
+        self._n = n
+        self._tables = _Tables(layout)
+        self._n_sorted = 0
+        self._in_tables = 0  # rows put into the tables (live when merged)
+        self._dead_in_tables = 0
+        self._rebuild()
+
+    @property
+    def n(self) -> int:
+        """One above the highest number ever put."""
+        return self._n
+
+    def arrays(self) -> tuple[U64, npt.NDArray[np.bool_]]:
+        """(fingerprint, alive) by number: what :meth:`__init__` rebuilds the tables from."""
+        return self._fps[: self._n], self._alive[: self._n]
+
+    def put(self, nums: npt.NDArray[np.int64], fps: U64) -> None:
+        """Add entries ``nums[i] -> fps[i]``; every number must be above :attr:`n` - 1."""
+        if not len(nums):
+            return
+        if int(nums.min()) < self._n:
+            raise ValueError(f"entry numbers must grow: {int(nums.min())} < {self._n}")
+        top = int(nums.max()) + 1
+        if top > len(self._fps):
+            size = max(top, int(len(self._fps) * 1.5))
+            self._fps = np.concatenate([self._fps, np.zeros(size - len(self._fps), np.uint64)])
+            self._alive = np.concatenate([self._alive, np.zeros(size - len(self._alive), bool)])
+        self._fps[nums] = fps
+        self._alive[nums] = True
+        self._n = top
+        if self._n - self._n_sorted >= max(self.merge_min, self._in_tables // 256):
+            self._merge()
+
+    def kill(self, num: int) -> None:
+        """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""
+        if num >= self._n or not self._alive[num]:
+            return
+        self._alive[num] = False
+        if num < self._n_sorted:
+            self._dead_in_tables += 1
+            if self._dead_in_tables >= 64 and self._dead_in_tables >= COMPACT_FRACTION * self._in_tables:
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        rows = np.flatnonzero(self._alive[: self._n]).astype(np.uint32)
+        self._tables = _Tables(self.layout)
+        self._tables.build(self._fps[rows], rows)
+        self._n_sorted, self._in_tables, self._dead_in_tables = self._n, len(rows), 0
+
+    def _merge(self) -> None:
+        if self._n == self._n_sorted:
+            return
+        rows = self._n_sorted + np.flatnonzero(self._alive[self._n_sorted : self._n]).astype(np.uint32)
+        self._tables.merge(self._fps[rows], rows)
+        self._n_sorted, self._in_tables = self._n, self._in_tables + len(rows)
+
+    def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
+        """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once; at most
+        ``budget`` entries of each bucket are read (the newest), plus the unmerged appends."""
+        parts = [x for x in self._tables.bucket_slices(fp, budget) if len(x)] if self._in_tables else []
+        if self._n > self._n_sorted:
+            parts.append(np.arange(self._n_sorted, self._n, dtype=np.uint32))
+        if not parts:
+            return np.empty(0, np.int64), np.empty(0, np.uint8)
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
+        ok = np.flatnonzero(dist <= k)
+        rows, dist = rows[ok], dist[ok]
+        ok = self._alive[rows]  # tombstones checked on the few matches, not on every candidate
+        rows, dist = rows[ok], dist[ok]
+        if len(parts) > 1 and len(rows) > 1:  # one entry may match in several tables
+            rows, first = np.unique(rows, return_index=True)
+            dist = dist[first]
+        return rows.astype(np.int64), dist
+
+    def bucket_sizes(self, fp: int) -> list[int]:
+        """Entries under each of ``fp``'s block values (tombstoned ones included until a rebuild)."""
+        sizes = [len(s) for s in self._tables.bucket_slices(fp)] if self._in_tables else [0] * len(
+            self.layout.widths)
+        buf = self._fps[self._n_sorted : self._n][self._alive[self._n_sorted : self._n]]
+        if len(buf):
+            fpb = self.layout.split_many(np.array([fp], dtype=np.uint64))[0]
+            same = self.layout.split_many(buf) == fpb[None, :]
+            sizes = [s + int(c) for s, c in zip(sizes, same.sum(axis=0), strict=True)]
+        return sizes
+
+    def flush(self) -> None:
+        """Merge the buffered appends into the tables now."""
+        self._merge()
+
+    def all_bucket_sizes(self) -> npt.NDArray[np.int64]:
+        """Entries of every non-empty bucket of every table (after merging the appends)."""
+        self._merge()
+        return self._tables.bucket_sizes()
+
+    def nbytes(self) -> int:
+        return int(self._fps.nbytes + self._alive.nbytes + self._tables.nbytes())

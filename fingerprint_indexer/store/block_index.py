@@ -1,29 +1,33 @@
-"""Persistent block index in LevelDB: one key per (block bucket, entry), read by prefix scan.
+"""Embedded block index: entries persisted in LevelDB, block tables held in memory.
 
 Keys (all under an optional namespace prefix, so the index can share a database with other records)::
 
-    b/<block no, 1 byte><block value, big-endian bytes><~doc number, u32 BE><fingerprint, u64 BE> -> b""
-    d/<doc id>                              -> "<fingerprint hex> <doc number>[ <meta JSON>]"
-    n/<doc number, 8 hex>                   -> doc id
+    d/<entry id>                   -> <fingerprint, u64 BE><entry number, u32 BE>[<meta JSON>]
+    n/<entry number, u32 BE>       -> entry id
     meta/layout, meta/algorithm, meta/count, meta/next_number, meta/format
 
-An insert is one ``put`` per block, a removal one ``delete`` per block: no bucket is ever read or written
-whole, however hot it is. A query scans the k+1 bucket prefixes (keys only, fixed length, decoded as one
-NumPy array), verifies all entries at once with XOR + popcount and looks up the ids of the matches only.
-The document number is stored inverted, so a scan meets a bucket's newest entries first: a query reads at
-most ``bucket_budget`` entries of each bucket, which bounds its work when a stock phrase or a formulaic
-text has put tens of thousands of documents under one block value (docs/architecture.md).
+LevelDB holds each entry once and is the truth. The block buckets are NumPy tables over entry numbers
+(:class:`fingerprint_indexer.index.memory.NumberedTables`): an insert is two ``put``s and an append to
+the tables' buffer, a removal two ``delete``s and a tombstone, a query a few binary searches and one
+XOR + popcount pass, then an id look-up per match. No bucket is read or written whole, on disk or in
+memory. The tables are rebuilt at open from what the owner saved beside the store (``tables``, checked
+by it against the store's generation: see ExactStore) or else from one scan of the ``d/`` keys.
+
+A query reads at most ``bucket_budget`` entries of each bucket, the newest first, which bounds its work
+when a stock phrase or a formulaic text has put tens of thousands of documents under one block value
+(docs/architecture.md).
 
 The block layout (and, when given, the fingerprint algorithm version) is fixed when the index is created
 and checked on every open: a mismatch raises :class:`StoreMismatchError`; so does an index of another
-on-disk format (the packed-bucket layout of earlier versions), which must be rebuilt.
+on-disk format (the bucket-key layouts of earlier versions), which must be rebuilt.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 from collections.abc import Iterable, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -34,28 +38,59 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.index.memory import NumberedTables
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
+from fingerprint_indexer.store.sidefile import load_side, save_side
 
-FORMAT = b"keyed-2"
+FORMAT = b"entries-3"  # keyed-2 kept one LevelDB key per (bucket, entry); packed before that
 NUM_MASK = 0xFFFFFFFF
 #: Entries read per bucket and query, newest first. Far above any bucket of real news at 10^5
 #: documents, so recall there is untouched; it caps the cost of a hot bucket at 10^7.
 BUCKET_BUDGET = 4096
+_ENTRY = struct.Struct(">QI")  # fingerprint, entry number
+#: (fingerprint, alive) by entry number: what the tables are rebuilt from.
+TableArrays = tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]
 
 
-def _meta_value(fp: int, num: int, meta: Meta | None) -> bytes:
-    value = b"%016x %d" % (fp, num)
+def _doc_value(fp: int, num: int, meta: Meta | None) -> bytes:
+    value = _ENTRY.pack(fp, num)
     if meta:
-        value += b" " + json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
+        value += json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
     return value
+
+
+TABLES_MAGIC = b"FPIBLOCKS1\n"
+
+
+def save_tables(path: Path, tables: dict[str, TableArrays], generation: int, store_id: bytes) -> None:
+    """Save the named indexes' table arrays beside the store (a side file: store.sidefile)."""
+    buf = io.BytesIO()
+    arrays = {f"{name}.{part}": arr for name, t in tables.items() for part, arr in zip(("fps", "alive"), t,
+                                                                                         strict=True)}
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    save_side(path, TABLES_MAGIC, buf.getvalue(), generation, store_id)
+
+
+def load_tables(path: Path, generation: int, store_id: bytes) -> dict[str, TableArrays]:
+    """The table arrays saved at exactly ``generation`` by store ``store_id``; none when the file is
+    missing, damaged or of another state (the indexes then rebuild their tables from LevelDB)."""
+    payload, _state = load_side(path, TABLES_MAGIC, generation, store_id)
+    if payload is None:
+        return {}
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+            names = {k.split(".", 1)[0] for k in z.files}
+            return {n: (z[f"{n}.fps"].astype(np.uint64), z[f"{n}.alive"].astype(bool)) for n in names}
+    except (ValueError, KeyError, OSError):
+        return {}
 
 
 class IndexWrites:
     """Index changes staged into a LevelDB write batch that the caller may share with other records.
 
     Reads its own document writes (an id added then removed in one batch). Call :meth:`finish` before
-    the batch is written and :meth:`committed` after.
+    the batch is written and :meth:`committed` after: only then do the in-memory tables change.
     """
 
     def __init__(self, index: LevelDBIndex, wb: Any) -> None:
@@ -63,6 +98,8 @@ class IndexWrites:
         self._docs: dict[str, tuple[int, int] | None] = {}
         self._delta = 0
         self._next = index._next_number
+        self._added: list[tuple[int, int]] = []  # (number, fingerprint)
+        self._removed: list[int] = []
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
         if doc_id in self._docs:
@@ -76,24 +113,22 @@ class IndexWrites:
         num = self._next
         self._next += 1
         ix = self.index
-        for key in ix._entry_keys(fp, num):
-            self.wb.put(key, b"")
-        self.wb.put(ix._doc_key(doc_id), _meta_value(fp, num, meta))
+        self.wb.put(ix._doc_key(doc_id), _doc_value(fp, num, meta))
         self.wb.put(ix._num_key(num), doc_id.encode())
         self._docs[doc_id] = (fp, num)
+        self._added.append((num, fp))
         self._delta += 1
 
     def remove(self, doc_id: str) -> bool:
         cur = self._current(doc_id)
         if cur is None:
             return False
-        fp, num = cur
+        _fp, num = cur
         ix = self.index
-        for key in ix._entry_keys(fp, num):
-            self.wb.delete(key)
         self.wb.delete(ix._doc_key(doc_id))
         self.wb.delete(ix._num_key(num))
         self._docs[doc_id] = None
+        self._removed.append(num)
         self._delta -= 1
         return True
 
@@ -105,17 +140,27 @@ class IndexWrites:
         self.wb.put(ix._key(b"meta/next_number"), b"%d" % self._next)
 
     def committed(self) -> None:
-        self.index._count += self._delta
-        self.index._next_number = self._next
+        ix = self.index
+        ix._count += self._delta
+        ix._next_number = self._next
+        if self._added:
+            added = np.array(self._added, dtype=np.uint64)
+            ix._tables.put(added[:, 0].astype(np.int64), added[:, 1])
+        for num in self._removed:
+            ix._tables.kill(num)
         self._delta = 0
         self._docs.clear()
+        self._added.clear()
+        self._removed.clear()
 
 
 class LevelDBIndex(NearDupIndex):
-    """Block index persisted in LevelDB (the embedded default backend).
+    """Block index whose entries are persisted in LevelDB (the embedded default backend).
 
     ``bucket_budget`` bounds the entries a query reads from each block bucket (newest first; None reads
-    them all).
+    them all). ``tables`` are the arrays of :meth:`table_arrays` saved by the owner when it last closed
+    this index at the current state; without them (or when they do not fit) the tables are rebuilt from
+    LevelDB.
     """
 
     def __init__(
@@ -127,6 +172,7 @@ class LevelDBIndex(NearDupIndex):
         db: plyvel.DB | None = None,
         prefix: bytes = b"",
         bucket_budget: int | None = BUCKET_BUDGET,
+        tables: TableArrays | None = None,
     ) -> None:
         if path is not None and db is None:
             self._db: plyvel.DB = open_db(path)
@@ -145,14 +191,29 @@ class LevelDBIndex(NearDupIndex):
             self.layout, self.algorithm = self._check_meta(layout, algorithm)
             self._count = int(self._db.get(self._key(b"meta/count")) or b"0")
             self._next_number = int(self._db.get(self._key(b"meta/next_number")) or b"0")
+            self.tables_rebuilt = tables is None or len(tables[0]) != self._next_number or int(
+                tables[1].sum()) != self._count
+            fps, alive = self._scan() if self.tables_rebuilt else tables  # type: ignore[misc]
+            self._tables = NumberedTables(self.layout, fps, alive)
         except BaseException:
             self.close()
             raise
-        self._value_bytes = [(w + 7) // 8 for w in self.layout.widths]
-        self._entry_dtypes = [
-            np.dtype([("key", f"V{len(self._bucket_prefix(b, 0))}"), ("num", ">u4"), ("fp", ">u8")])
-            for b in range(self.layout.n_blocks)
-        ]
+
+    def _scan(self) -> TableArrays:
+        """(fingerprint, alive) by entry number, from one pass over the ``d/`` keys."""
+        heads = b"".join(v[: _ENTRY.size] for v in self._db.iterator(prefix=self._doc_key(""),
+                                                                      include_key=False))
+        entries = np.frombuffer(heads, dtype=np.dtype([("fp", ">u8"), ("num", ">u4")]))
+        fps = np.zeros(self._next_number, dtype=np.uint64)
+        alive = np.zeros(self._next_number, dtype=bool)
+        nums = entries["num"].astype(np.int64)
+        fps[nums] = entries["fp"]
+        alive[nums] = True
+        return fps, alive
+
+    def table_arrays(self) -> TableArrays:
+        """What the tables are rebuilt from, for the owner to save beside the store."""
+        return self._tables.arrays()
 
     # ------------------------------------------------------------------ meta
     def _key(self, suffix: bytes) -> bytes:
@@ -194,25 +255,14 @@ class LevelDBIndex(NearDupIndex):
         return self._p + b"d/" + doc_id.encode()
 
     def _num_key(self, num: int) -> bytes:
-        return self._p + b"n/%08x" % num
-
-    def _bucket_prefix(self, block: int, value: int) -> bytes:
-        width = (self.layout.widths[block] + 7) // 8
-        return self._p + b"b/" + bytes((block,)) + value.to_bytes(width, "big")
-
-    def _bucket_prefixes(self, fp: int) -> list[bytes]:
-        return [self._bucket_prefix(b, v) for b, v in enumerate(self.layout.split(fp))]
-
-    def _entry_keys(self, fp: int, num: int) -> list[bytes]:
-        tail = (NUM_MASK - num).to_bytes(4, "big") + fp.to_bytes(8, "big")
-        return [pfx + tail for pfx in self._bucket_prefixes(fp)]
+        return self._p + b"n/" + num.to_bytes(4, "big")
 
     def _lookup(self, doc_id: str) -> tuple[int, int] | None:
         raw = self._db.get(self._doc_key(doc_id))
         if raw is None:
             return None
-        parts = raw.split(b" ", 2)
-        return int(parts[0], 16), int(parts[1])
+        fp, num = _ENTRY.unpack_from(raw)
+        return fp, num
 
     # ---------------------------------------------------------------- writes
     def writes(self, wb: Any) -> IndexWrites:
@@ -258,75 +308,46 @@ class LevelDBIndex(NearDupIndex):
         raw = self._db.get(self._doc_key(doc_id))
         if raw is None:
             return None
-        parts = raw.split(b" ", 2)
-        return json.loads(parts[2]) if len(parts) > 2 else {}
+        return json.loads(raw[_ENTRY.size :]) if len(raw) > _ENTRY.size else {}
 
     def __len__(self) -> int:
         return self._count
 
-    def bucket_entries(
-        self, block: int, value: int, limit: int | None = None, it: Any = None
-    ) -> npt.NDArray[Any]:
-        """Entries of one bucket, newest first (at most ``limit``): fields ``num`` (the entry's number,
-        inverted; see :meth:`entry_numbers`) and ``fp``. ``it`` reuses a raw iterator of the database
-        (one per query: seeking it costs what a ``get`` does, creating one costs several)."""
-        pfx = self._bucket_prefix(block, value)
-        it = it if it is not None else self._db.raw_iterator()
-        it.seek(pfx)
-        keys: list[bytes] = []
-        cap = limit if limit is not None else -1
-        while it.valid() and len(keys) != cap:
-            key = it.key()
-            if not key.startswith(pfx):
-                break
-            keys.append(key)
-            it.next()
-        return np.frombuffer(b"".join(keys), dtype=self._entry_dtypes[block])
-
-    @staticmethod
-    def entry_numbers(entries: npt.NDArray[Any]) -> npt.NDArray[np.uint32]:
-        """Document numbers of :meth:`bucket_entries` (stored inverted so that the newest come first)."""
-        return np.uint32(NUM_MASK) - entries["num"].astype(np.uint32)
-
-    def _candidates(self, fp: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
-        it = self._db.raw_iterator()
-        try:
-            parts = [self.bucket_entries(b, v, self.bucket_budget, it)
-                     for b, v in enumerate(self.layout.split(fp))]
-        finally:
-            it.close()
-        nums = np.concatenate([self.entry_numbers(p) for p in parts])
-        fps = np.concatenate([p["fp"].astype(np.uint64) for p in parts])
-        return nums, fps
+    def id_of(self, num: int) -> str | None:
+        """The entry id under entry number ``num`` (None when it was removed)."""
+        raw = self._db.get(self._num_key(num))
+        return None if raw is None else raw.decode()
 
     def bucket_sizes(self, fingerprint: int, limit: int | None = None) -> list[int]:
         """Number of entries in each block bucket of ``fingerprint``, each counted up to ``limit``
-        (giant buckets slow queries; counting one costs a scan of it)."""
-        out = []
-        for pfx in self._bucket_prefixes(fingerprint & MASK64):
-            keys = self._db.iterator(prefix=pfx, include_value=False)
-            out.append(sum(1 for _ in (keys if limit is None else islice(keys, limit))))
-        return out
+        (a query reads no more of a bucket than its budget)."""
+        sizes = self._tables.bucket_sizes(fingerprint & MASK64)
+        return sizes if limit is None else [min(s, limit) for s in sizes]
+
+    def all_bucket_sizes(self) -> npt.NDArray[np.int64]:
+        """Entries of every non-empty block bucket (the cost a query would pay without a budget)."""
+        return self._tables.all_bucket_sizes()
 
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
         self.layout.check_k(k)
-        fp = fingerprint & MASK64
-        nums, fps = self._candidates(fp)
-        if not len(nums):
-            return []
-        dist = np.bitwise_count(fps ^ np.uint64(fp))
-        ok = dist <= k
-        found = dict(zip(nums[ok].tolist(), dist[ok].tolist(), strict=True))  # dedupes tables
-        get = self._db.get
+        nums, dist = self._tables.query(fingerprint & MASK64, k, self.bucket_budget)
         hits = []
-        for num, d in found.items():
-            doc_id = get(self._num_key(num))
+        for num, d in zip(nums.tolist(), dist.tolist(), strict=True):
+            doc_id = self.id_of(num)
             if doc_id is not None:
-                hits.append(Match(doc_id.decode(), d))
+                hits.append(Match(doc_id, d))
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
         return [self.query(int(fp), k) for fp in fingerprints]
+
+    def nbytes(self) -> int:
+        """Bytes of the in-memory tables."""
+        return self._tables.nbytes()
+
+    def flush(self) -> None:
+        """Merge the buffered appends into the sorted tables now (queries read the buffer whole)."""
+        self._tables.flush()
 
     def doc_ids(self) -> list[str]:
         """Every stored doc id, in key order."""

@@ -90,18 +90,16 @@ def _index_problems(ix: LevelDBIndex, expected: dict[str, int], name: str) -> li
         out.append(f"{name}: {len(extra)} entries of no record (first: {extra[0]!r})")
     if len(ix) != len(got):
         out.append(f"{name}: count says {len(ix)}, holds {len(got)}")
-    unbucketed = 0
+    unnumbered = 0
     for i in got:
         found = ix._lookup(i)
-        if found is None:
-            continue
-        if any(ix._db.get(key) is None for key in ix._entry_keys(*found)):
-            unbucketed += 1
-    if unbucketed:
-        out.append(f"{name}: {unbucketed} entries absent from their block buckets")
-    held = sum(1 for _ in ix._db.iterator(prefix=ix._key(b"b/"), include_value=False))
-    if held > len(got) * ix.layout.n_blocks:
-        out.append(f"{name}: {held - len(got) * ix.layout.n_blocks} block bucket entries of no document")
+        if found is not None and ix.id_of(found[1]) != i:
+            unnumbered += 1
+    if unnumbered:
+        out.append(f"{name}: {unnumbered} entries whose number does not lead back to them")
+    held = sum(1 for _ in ix._db.iterator(prefix=ix._key(b"n/"), include_value=False))
+    if held > len(got):
+        out.append(f"{name}: {held - len(got)} entry numbers of no entry")
     return out
 
 

@@ -43,7 +43,7 @@ from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.memory import MemoryIndex
-from fingerprint_indexer.store.block_index import LevelDBIndex
+from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
 from fingerprint_indexer.store.errors import (
@@ -55,7 +55,7 @@ from fingerprint_indexer.store.errors import (
 )
 from fingerprint_indexer.verify import Verdict, check_many
 
-FORMAT = b"3"  # 3: block index of one key per (bucket, entry); 2 packed each bucket into one value
+FORMAT = b"4"  # 4: block tables in memory (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
 MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
@@ -173,6 +173,7 @@ class ExactStore:
         self.directory = Path(directory)
         self.readonly = readonly
         self.bloom_path = self.directory / "bloom.bin"
+        self.tables_path = self.directory / "blocks.bin"
         self.bloom_error: str | None = None
         self._snapshot: Path | None = None
         ldb = self.directory / "leveldb"
@@ -206,9 +207,13 @@ class ExactStore:
         if fmt is not None and fmt != FORMAT:
             raise rebuild_error(f"store {self.directory}",
                                 f"data of store format {fmt.decode()!r}, not {FORMAT.decode()!r}")
-        self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm)
+        saved_id = self.db.get(b"s/meta/store_id")
+        saved = load_tables(self.tables_path, int(self.db.get(b"s/meta/generation") or b"0"),
+                            saved_id) if saved_id else {}
+        self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm,
+                                  tables=saved.get("x"))
         self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
-                                    algorithm=algorithm)
+                                    algorithm=algorithm, tables=saved.get("k"))
         self.layout = self.index.layout
         self.algorithm = self.index.algorithm
         if fmt is None:
@@ -372,13 +377,25 @@ class ExactStore:
         tx.commit()
         return found
 
+    def _save_tables(self) -> None:
+        """Save the block tables of both indexes; like the Bloom filter, a file that cannot be saved costs
+        only a rebuild from LevelDB at the next open (noted in ``bloom_error``)."""
+        try:
+            save_tables(self.tables_path, {"x": self.index.table_arrays(), "k": self.centres.table_arrays()},
+                        self.generation, self.store_id)
+        except OSError as exc:
+            self.bloom_error = (f"{self.tables_path} could not be saved ({exc.strerror or exc}); "
+                                "the block tables are rebuilt from LevelDB at the next open")
+
     def close(self) -> None:
-        """Save the Bloom filter for the current generation and release the LevelDB lock."""
+        """Save the Bloom filter and block tables for the current generation and release the LevelDB
+        lock."""
         if self.db.closed:
             return
         try:
             if not self.readonly:
                 self._save_bloom(self.bloom)
+                self._save_tables()
         finally:
             self._release()
 

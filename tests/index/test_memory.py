@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from support.index_contract import brute_force, check_scenario, index_scenarios
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.index.memory import MemoryIndex, NumberedTables
 
 
 @settings(max_examples=150, deadline=None)
@@ -54,3 +54,28 @@ def test_footprint_is_within_40_bytes_per_fingerprint():
     index.add_arrays([str(i) for i in range(n)], fps)
     index.flush()
     assert index.nbytes() / n <= 40
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 2**64 - 1), st.integers(0, 30)), max_size=80),
+       merge=st.sampled_from([1, 3, 4096]), probe=st.integers(0, 2**64 - 1), k=st.integers(0, 3))
+def test_numbered_tables_match_brute_force(ops, merge, probe, k):
+    """Puts (some near the probe), tombstones, merges and rebuilds: every live entry within k, once."""
+    tables = NumberedTables(BlockLayout(), merge_min=merge)
+    live: dict[int, int] = {}
+    for is_put, value, pick in ops:
+        if is_put or not live:
+            fp = probe ^ (value & 0b111) if pick % 2 else value  # half of them within 3 bits of the probe
+            num = tables.n + pick % 3  # numbers grow, with holes
+            tables.put(np.array([num]), np.array([fp], dtype=np.uint64))
+            live[num] = fp
+        else:
+            num = sorted(live)[pick % len(live)]
+            tables.kill(num)
+            del live[num]
+        nums, dist = tables.query(probe, k)
+        want = {n: bin(f ^ probe).count("1") for n, f in live.items() if bin(f ^ probe).count("1") <= k}
+        assert dict(zip(nums.tolist(), dist.tolist(), strict=True)) == want and len(nums) == len(want)
+    fps, alive = tables.arrays()
+    again = NumberedTables(BlockLayout(), fps, alive)  # rebuilt from its arrays
+    assert sorted(again.query(probe, k)[0].tolist()) == sorted(tables.query(probe, k)[0].tolist())

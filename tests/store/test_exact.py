@@ -75,6 +75,43 @@ def test_bloom_is_rebuilt_from_leveldb(tmp_path, damage):
         assert not store.bloom_rebuilt
 
 
+def _near_all(store: ExactStore, n: int = 50) -> None:
+    for i in range(n):
+        assert [m.doc_id for m in store.near(i * 0x9E3779B97F4A7C15 & (2**64 - 1), 0)] == [f"d{i}"]
+
+
+@pytest.mark.parametrize("damage", ["none", "delete", "flip_byte", "stale", "foreign"])
+def test_block_tables_are_read_back_only_when_current(tmp_path, damage):
+    _filled(tmp_path)
+    tables = tmp_path / "blocks.bin"
+    if damage == "delete":
+        tables.unlink()
+    elif damage == "flip_byte":
+        data = bytearray(tables.read_bytes())
+        data[-5] ^= 0xFF
+        tables.write_bytes(bytes(data))
+    elif damage == "stale":  # the file of an earlier close, as a crash leaves it
+        old = tables.read_bytes()
+        with ExactStore(tmp_path, algorithm=ALGO) as store:
+            _add(store, "late", 12345, "late-digest")
+            tx = store.batch()
+            tx.remove_doc("d3")
+            tx.commit()
+        tables.write_bytes(old)
+    elif damage == "foreign":
+        _filled(tmp_path / "other", 5)
+        tables.write_bytes((tmp_path / "other" / "blocks.bin").read_bytes())
+    with ExactStore(tmp_path, algorithm=ALGO) as store:
+        assert store.index.tables_rebuilt is (damage != "none")
+        if damage == "stale":
+            assert [m.doc_id for m in store.near(12345, 0)] == ["late"]
+            assert store.near(3 * 0x9E3779B97F4A7C15 & (2**64 - 1), 0) == []
+        else:
+            _near_all(store)
+    with ExactStore(tmp_path, algorithm=ALGO) as store:  # saved again at close, and trusted
+        assert not store.index.tables_rebuilt and not store.centres.tables_rebuilt
+
+
 def test_deletion_keeps_leveldb_exact_although_bloom_says_maybe(tmp_path):
     _filled(tmp_path, 3)
     with ExactStore(tmp_path, algorithm=ALGO) as store:
@@ -106,11 +143,11 @@ def test_other_algorithm_version_or_layout_is_refused(tmp_path):
         assert store.n_docs == 2
 
 
-def test_store_of_the_packed_bucket_layout_is_refused_with_a_rebuild_hint(tmp_path):
+def test_store_of_the_bucket_key_layout_is_refused_with_a_rebuild_hint(tmp_path):
     _filled(tmp_path, 2)
     with ExactStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
-        store.db.put(b"s/meta/format", b"2")
-    with pytest.raises(StoreMismatchError, match=r"store format '2', not '3'; rebuild it: deduplicate the "
+        store.db.put(b"s/meta/format", b"3")
+    with pytest.raises(StoreMismatchError, match=r"store format '3', not '4'; rebuild it: deduplicate the "
                                                  r"input again into a new store directory"):
         ExactStore(tmp_path, algorithm=ALGO)
     import plyvel
