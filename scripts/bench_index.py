@@ -7,8 +7,14 @@ k for MemoryIndex, LevelDBIndex and NumPy brute force (XOR + popcount over the w
 ``simhash`` package's SimhashIndex at the size given by --simhash-size; batch all-pairs (near_pairs);
 and memory per fingerprint. Queries: half perturbed copies of stored fingerprints, half random.
 
+With ``--generated FOLDER`` the fingerprints are instead those of the generated scale corpus, as cached
+by ``scripts/bench_scale.py --fingerprints`` (every fingerprint of each indexed document: document, lead
+and chunks, in corpus order): their buckets are as uneven as a real corpus makes them, where random ones
+spread evenly. A size larger than the cache holds is cut to what it holds.
+
 Quick run:  python scripts/bench_index.py --sizes 100000 --pairs-size 100000 --simhash-size 10000
 Full run:   python scripts/bench_index.py            (1M and 10M; several minutes, ~6 GB RAM)
+Generated:  python scripts/bench_index.py --generated FOLDER/generated-seed11 --sizes 1000000,4000000
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -43,6 +50,20 @@ def make_fingerprints(n: int, k: int, planted: float, rng: np.random.Generator) 
         near = flip_bits(fps[src], rng.integers(1, k + 1, m), rng)
         fps[rng.choice(n, m, replace=False)] = near
     return fps
+
+
+def load_generated(folder: Path, n: int) -> U64:
+    """The first ``n`` fingerprints of the indexed documents of a cached corpus (see the module doc)."""
+    parts: list[U64] = []
+    got, shard = 0, 0
+    while got < n and (path := folder / f"shard-{shard:05d}.pkl").exists():
+        with path.open("rb") as fh:
+            pairs = pickle.load(fh)
+        arr = np.array([f for _, r in pairs if not r.degenerate for f in r.fingerprints], dtype=np.uint64)
+        parts.append(arr[: n - got])
+        got += len(parts[-1])
+        shard += 1
+    return np.concatenate(parts) if parts else np.empty(0, np.uint64)
 
 
 def flip_bits(fps: U64, counts: npt.NDArray[np.int64], rng: np.random.Generator) -> U64:
@@ -84,7 +105,8 @@ def dir_size(path: Path) -> int:
 
 def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator, workdir: Path) -> dict[str, Any]:
     k = args.k
-    fps = make_fingerprints(n, k, args.planted, rng)
+    fps = args.gen[:n] if args.gen is not None else make_fingerprints(n, k, args.planted, rng)
+    n = len(fps)
     queries = make_queries(fps, args.queries, k, rng).tolist()
     # an object array, not a list: a 10M-entry list would make every full GC pass walk it mid-query
     ids = np.array([str(i) for i in range(n)], dtype=object)
@@ -152,8 +174,10 @@ def bench_simhash(fps: U64, queries: list[int], k: int) -> dict[str, Any]:
     return {"n": len(fps), "build_s": build, "p50_us": p50, "p99_us": p99}
 
 
-def bench_pairs(n: int, k: int, planted: float, rng: np.random.Generator) -> dict[str, Any]:
-    fps = make_fingerprints(n, k, planted, rng)
+def bench_pairs(n: int, k: int, planted: float, rng: np.random.Generator, gen: U64 | None = None
+                ) -> dict[str, Any]:
+    fps = gen[:n] if gen is not None else make_fingerprints(n, k, planted, rng)
+    n = len(fps)
     t = time.perf_counter()
     i, _, _ = near_pairs(fps, k)
     return {"n": n, "k": k, "seconds": time.perf_counter() - t, "pairs": len(i)}
@@ -172,20 +196,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--workdir", help="where LevelDB stores go (default: a temporary directory)")
     ap.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
+    ap.add_argument("--generated", type=Path, help="fingerprints of a cached generated corpus (see above)")
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.gen = load_generated(args.generated, max([*args.sizes, args.pairs_size])) if args.generated else None
     rng = np.random.default_rng(args.seed)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-index-"))
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"sizes": [], "python": sys.version.split()[0], "numpy": np.__version__,
-                               "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
+                               "cpus": os.cpu_count(), "loadavg_before": os.getloadavg(),
+                               "fingerprints": str(args.generated or "random")}
     try:
         for n in args.sizes:
             row = bench_size(n, args, rng, workdir)
             results["sizes"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
         if args.pairs_size:
-            results["pairs"] = bench_pairs(args.pairs_size, args.k, args.planted, rng)
+            results["pairs"] = bench_pairs(args.pairs_size, args.k, args.planted, rng, args.gen)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
