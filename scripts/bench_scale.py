@@ -137,6 +137,7 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
     with Pipeline(store, processes=processes) as pipe, CandidateCounter() as counter:
         pairs = fingerprinted(docs, cache, processes, pipe.fingerprinter)
         w_start, w_decide, w_cpu, w_cands = time.perf_counter(), 0.0, 0.0, []
+        w_all = time.process_time()
         buf: list[tuple[Document, FingerprintResult]] = []
 
         def decide(buf: list[tuple[Document, FingerprintResult]]) -> None:
@@ -162,16 +163,19 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
                 buf = []
             if run.docs % window == 0:
                 now = time.perf_counter()
-                run.windows.append(_window(run.docs, window, now - w_start, w_decide, w_cpu, w_cands))
+                run.windows.append(_window(run.docs, window, now - w_start, w_decide, w_cpu, w_cands,
+                                           time.process_time() - w_all))
                 print(f"{name}: {run.windows[-1]}", file=sys.stderr, flush=True)
                 run.candidates += w_cands
                 run.decide_s += w_decide
                 w_start, w_decide, w_cpu, w_cands = now, 0.0, 0.0, []
+                w_all = time.process_time()
         if buf and decide_docs:
             decide(buf)
         if w_cands:
             now = time.perf_counter()
-            run.windows.append(_window(run.docs, len(w_cands), now - w_start, w_decide, w_cpu, w_cands))
+            run.windows.append(_window(run.docs, len(w_cands), now - w_start, w_decide, w_cpu, w_cands,
+                                       time.process_time() - w_all))
             run.candidates += w_cands
             run.decide_s += w_decide
         run.buckets = bucket_distribution(pipe)
@@ -235,20 +239,26 @@ def _remember(docs: Iterator[Document], pending: deque[Document]) -> Iterator[Do
         yield doc
 
 
-def _window(end: int, n: int, wall: float, decide: float, cpu: float, cands: list[int]) -> dict[str, Any]:
+def _window(end: int, n: int, wall: float, decide: float, cpu: float, cands: list[int], all_cpu: float
+            ) -> dict[str, Any]:
     """Figures of one window; decide CPU (this process, LevelDB's threads included) moves less with the
     machine's load than wall time does."""
     return {"end": end, "docs_per_s": round(n / wall, 1), "decide_ms_per_doc": round(1000 * decide / n, 3),
             "decide_cpu_ms_per_doc": round(1000 * cpu / n, 3),
+            # this process's CPU per document over the window: with --processes 1 and no cache,
+            # fingerprinting and deciding, i.e. dedupe's own cost whatever else the machine runs
+            "cpu_ms_per_doc": round(1000 * all_cpu / n, 3),
             "cand_p50": _pct(cands, 50), "cand_p99": _pct(cands, 99), "cand_max": max(cands, default=0)}
 
 
 def summary(run: Run) -> dict[str, Any]:
     w = run.windows
     ratio = round(w[-1]["docs_per_s"] / w[1]["docs_per_s"], 2) if len(w) >= 3 else None
+    cpu_ratio = round(w[1]["cpu_ms_per_doc"] / w[-1]["cpu_ms_per_doc"], 2) if len(w) >= 3 else None
     return {
         "name": run.name, "docs": run.docs, "elapsed_s": round(run.elapsed_s, 1),
         "decisions": dict(run.decisions), "last_vs_second_window": ratio,
+        "last_vs_second_by_cpu": cpu_ratio,
         "decide_ms_per_doc": round(1000 * run.decide_s / max(run.docs, 1), 3),
         "candidates": {"p50": _pct(run.candidates, 50), "p99": _pct(run.candidates, 99),
                        "max": max(run.candidates, default=0)},
