@@ -339,21 +339,22 @@ Pair = tuple[Document, FingerprintResult]
 
 def cached_pairs(n: int, seed: int, cache: Path, fingerprinter: Any) -> Iterator[Pair]:
     """The first ``n`` (document, fingerprint) pairs of the generated corpus from a complete ``cache`` (read
-    through :func:`fingerprinted`); a cache without the shards for ``n`` is refused rather than filled."""
+    through :func:`fingerprinted`); a cache without the fingerprints of ``n`` documents is refused here, at
+    the call, rather than filled."""
+    last = -(-n // SHARD) - 1
+    missing = [i for i in range(last + 1) if not (cache / f"shard-{i:05d}.pkl").exists()]
+    if not missing:  # the last shard of a smaller corpus holds less than SHARD pairs
+        with (cache / f"shard-{last:05d}.pkl").open("rb") as fh:
+            if len(pickle.load(fh)) < n - last * SHARD:
+                missing = [last]
+    if missing:
+        raise SystemExit(f"{cache} lacks the fingerprints of {n:,} documents (shard-{missing[0]:05d}.pkl): "
+                         "fill it first (--generated N --fingerprints DIR --fingerprint-only)")
     sys.path.insert(0, str(ROOT / "scripts"))
     from gen_scale_corpus import generate
 
-    missing = [i for i in range(-(-n // SHARD)) if not (cache / f"shard-{i:05d}.pkl").exists()]
-    if missing:
-        raise SystemExit(f"{cache} lacks shard-{missing[0]:05d}.pkl for {n:,} documents: fill it first "
-                         "(--generated N --fingerprints DIR --fingerprint-only)")
     gen = (Document.from_mapping(d) for d in generate(n, seed=seed))
-    count = 0
-    for pair in fingerprinted(gen, cache, 1, fingerprinter):
-        count += 1
-        yield pair
-    if count != n:
-        raise SystemExit(f"{cache} gave {count:,} documents, not {n:,}")
+    return fingerprinted(gen, cache, 1, fingerprinter)
 
 
 def new_document_actions(pairs: Iterable[tuple[Document, FingerprintResult]], index: str,
@@ -366,7 +367,7 @@ def new_document_actions(pairs: Iterable[tuple[Document, FingerprintResult]], in
 
     for doc, res in pairs:
         if res.marks:
-            raise SystemExit("the cached fingerprints carry copy marks; this benchmark loads indexes without")
+            raise ValueError("the cached fingerprints carry copy marks; this benchmark loads indexes without")
         source = {**document_fields(doc),
                   **decision_fields(res, layout, cluster_id=doc.id, duplicate_of=None, distance=None,
                                     decision="new", text_length=doc.length)}  # fmt: skip
@@ -455,10 +456,23 @@ def cli_es_index(url: str, name: str, jsonl: Path, processes: int) -> dict[str, 
             "command_says": says}
 
 
-def search_stats(client: Any, index: str) -> tuple[int, int]:
-    """(queries, query milliseconds) the index's shards have served so far (primaries and replicas)."""
+def search_stats(client: Any, index: str) -> tuple[int, int, int]:
+    """(queries, query milliseconds, fetch milliseconds) the index's shards have served so far."""
     s = client.indices.stats(index=index, metric="search").body["_all"]["total"]["search"]
-    return int(s["query_total"]), int(s["query_time_in_millis"])
+    return int(s["query_total"]), int(s["query_time_in_millis"]), int(s["fetch_time_in_millis"])
+
+
+def candidate_counts(client: Any, ix: Any, queries: Sequence[tuple[str, Evidence, str]]) -> list[int]:
+    """Per query, the documents its verified look-up fetches and verifies: those sharing a block key with
+    one of its fingerprints or a band key (not a hot one) with its sketch."""
+    from fingerprint_indexer.fingerprint.sketch import band_keys
+
+    out = []
+    for _, ev, _ in queries:
+        sketch = bytes(ev.sketch)
+        query = ix.candidates_query(ev.fingerprints, sketch=sketch, hot=ix.hot_bands(band_keys(sketch)))
+        out.append(int(client.count(index=ix.index, query=query)["count"]))
+    return out
 
 
 def similar_latency(client: Any, names: Sequence[str], queries: Sequence[tuple[str, Evidence, str]],
@@ -488,11 +502,16 @@ def similar_latency(client: Any, names: Sequence[str], queries: Sequence[tuple[s
     for i, name in enumerate(names):
         shard1 = search_stats(client, name)
         arr = np.array(times[i])
+        cands = candidate_counts(client, indexes[i], queries)
         out[name] = {"queries": len(arr), "p50_ms": round(float(np.percentile(arr, 50)), 2),
                      "p99_ms": round(float(np.percentile(arr, 99)), 2), "max_ms": round(float(arr.max()), 2),
                      "found_mean": round(float(np.mean(found[i])), 2), "found_max": max(found[i]),
                      "shard_queries": shard1[0] - shard0[i][0],
-                     "shard_query_ms_per_similar": round((shard1[1] - shard0[i][1]) / len(arr), 2)}
+                     "shard_query_ms_per_similar": round((shard1[1] - shard0[i][1]) / len(arr), 2),
+                     "shard_fetch_ms_per_similar": round((shard1[2] - shard0[i][2]) / len(arr), 2),
+                     "candidates_p50": _pct(cands, 50), "candidates_p99": _pct(cands, 99),
+                     "candidates_max": max(cands), "fingerprints_per_query": round(
+                         float(np.mean([len(ev.fingerprints) for _, ev, _ in queries])), 1)}
     return out
 
 
@@ -611,8 +630,10 @@ def es_scale_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) ->
     for name, label in ((small, f"{r['small']:,}"), (big, f"{r['n']:,}")):
         q = s[name]
         lines.append(f"| `es similar` at {label}: p50 / p99 / max ({q['queries']} queries) | {q['p50_ms']} / "
-                     f"{q['p99_ms']} / {q['max_ms']} ms (found {q['found_mean']} on average; shards "
-                     f"{q['shard_query_ms_per_similar']} ms per look-up) | |")
+                     f"{q['p99_ms']} / {q['max_ms']} ms (found {q['found_mean']} on average; candidates "
+                     f"p50 / p99 {q['candidates_p50']:.0f} / {q['candidates_p99']:.0f}; shards: query "
+                     f"{q['shard_query_ms_per_similar']} ms, fetch {q['shard_fetch_ms_per_similar']} ms per "
+                     "look-up) | |")
     lines.append(f"| p99 at {r['n']:,} vs at {r['small']:,} | **{s['p99_ratio']}** | <= 2 |")
     lines.append("")
     return "\n".join(lines)
