@@ -565,6 +565,7 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         out["similar"] = similar_latency(client, [little, large], qs)
         lat = out["similar"]
         lat["p99_ratio"] = round(lat[large]["p99_ms"] / lat[little]["p99_ms"], 2)
+        print(f"es-scale: es similar {json.dumps(lat)}", file=sys.stderr, flush=True)
         del small_pairs
         jsonl = tmp / "real.jsonl"
         dates: Counter[str] = Counter()
