@@ -8,8 +8,13 @@ throughput, candidates verified per document (p50/p99/max: records the verificat
 about, near-duplicate candidates and cluster centres), and at the end the block-bucket size distribution,
 the share of documents whose fingerprint is one term's hash, store bytes per document and peak RSS.
 With ``--append`` a dated section with the load average goes to docs/benchmarks.md.
+``--es-scale N`` (with ``ES_URL`` and a filled ``--fingerprints`` cache) measures Elasticsearch at N
+generated documents: bulk load, ``es index`` of real documents there against an empty index, and ``es
+similar`` there against a 10k index.
 
     python3 scripts/bench_scale.py --generated 200000 --append
+    ES_URL=$(scripts/es-local url) python3 scripts/bench_scale.py --no-real --es-scale 1000000 \
+        --fingerprints FPC
 """
 
 from __future__ import annotations
