@@ -13,7 +13,7 @@ generated documents: bulk load, ``es index`` of real documents there against an 
 similar`` there against a 10k index.
 
     python3 scripts/bench_scale.py --generated 200000 --append
-    ES_URL=$(scripts/es-local url) python3 scripts/bench_scale.py --no-real --es-scale 1000000 \
+    ES_URL=$(scripts/es-local url) python3 scripts/bench_scale.py --no-real --es-scale 1000000 \\
         --fingerprints FPC
 """
 
