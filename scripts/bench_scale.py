@@ -8,8 +8,13 @@ throughput, candidates verified per document (p50/p99/max: records the verificat
 about, near-duplicate candidates and cluster centres), and at the end the block-bucket size distribution,
 the share of documents whose fingerprint is one term's hash, store bytes per document and peak RSS.
 With ``--append`` a dated section with the load average goes to docs/benchmarks.md.
+``--es-scale N`` (with ``ES_URL`` and a filled ``--fingerprints`` cache) measures Elasticsearch at N
+generated documents: bulk load, ``es index`` of real documents there against an empty index, and ``es
+similar`` there against a 10k index.
 
     python3 scripts/bench_scale.py --generated 200000 --append
+    ES_URL=$(scripts/es-local url) python3 scripts/bench_scale.py --no-real --es-scale 1000000 \\
+        --fingerprints FPC
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import json
 import os
 import pickle
 import random
+import re
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -314,6 +321,335 @@ def es_hot_bucket(url: str, n: int, member_page: int = 1000, seed: int = 5) -> d
             "whole_bucket_xor_matrix_gb": round(n * n * 8 / 2**30, 1)}
 
 
+ES_QUERY_FIELDS = ("id", "title", "content", "html", "url", "published_at")
+
+
+def es_date(value: str | None) -> str | None:
+    """``published_at`` as the index's ``date`` field takes it: an ISO 8601 value as it is, another form the
+    fingerprinter reads (the ``3-MAR-1987 06:01:20.61`` of en_reuters) as its ISO day, which is the same
+    publication-day fact, so fingerprints and decisions do not change; None when unreadable."""
+    import datetime as dt
+
+    from fingerprint_indexer.fingerprint.facts import DAY, publication_day
+
+    if value is None:
+        return None
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if "T" in value or len(value) == 10:
+            return value
+    except ValueError:
+        pass
+    day = publication_day(value)
+    return day.removeprefix(DAY) if day else None
+
+
+Pair = tuple[Document, FingerprintResult]
+
+
+def cached_pairs(n: int, seed: int, cache: Path, fingerprinter: Any) -> Iterator[Pair]:
+    """The first ``n`` (document, fingerprint) pairs of the generated corpus from a complete ``cache`` (read
+    through :func:`fingerprinted`); a cache without the fingerprints of ``n`` documents is refused here, at
+    the call, rather than filled."""
+    last = -(-n // SHARD) - 1
+    missing = [i for i in range(last + 1) if not (cache / f"shard-{i:05d}.pkl").exists()]
+    if not missing:  # the last shard of a smaller corpus holds less than SHARD pairs
+        with (cache / f"shard-{last:05d}.pkl").open("rb") as fh:
+            if len(pickle.load(fh)) < n - last * SHARD:
+                missing = [last]
+    if missing:
+        raise SystemExit(f"{cache} lacks the fingerprints of {n:,} documents (shard-{missing[0]:05d}.pkl): "
+                         "fill it first (--generated N --fingerprints DIR --fingerprint-only)")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from gen_scale_corpus import generate
+
+    gen = (Document.from_mapping(d) for d in generate(n, seed=seed))
+    return fingerprinted(gen, cache, 1, fingerprinter)
+
+
+def new_document_actions(pairs: Iterable[tuple[Document, FingerprintResult]], index: str,
+                         layout: Any) -> Iterator[dict[str, Any]]:
+    """Bulk actions of fingerprinted documents as a plain ``es index`` of an empty index writes a first
+    copy: the document body and the one builder's fields (``decision_fields``) with decision ``new``,
+    each document the founder of its own cluster."""
+    from fingerprint_indexer.elastic.es_ingest import document_fields
+    from fingerprint_indexer.index.elasticsearch import decision_fields
+
+    for doc, res in pairs:
+        if res.marks:
+            raise ValueError("the cached fingerprints carry copy marks; this benchmark loads indexes without")
+        source = {**document_fields(doc),
+                  **decision_fields(res, layout, cluster_id=doc.id, duplicate_of=None, distance=None,
+                                    decision="new", text_length=doc.length)}  # fmt: skip
+        yield {"_op_type": "index", "_index": index, "_id": doc.id, "_source": source}
+
+
+def concrete_indices(client: Any, name: str) -> list[str]:
+    """The concrete indices behind ``name`` (an alias or an index; none when absent), resolved by name."""
+    if client.indices.exists_alias(name=name):
+        return sorted(client.indices.get_alias(name=name).body)
+    return [name] if client.indices.exists(index=name) else []
+
+
+def delete_index(client: Any, name: str) -> None:
+    """Delete what ``name`` resolves to, each concrete index by its own name (never a wildcard)."""
+    for concrete in concrete_indices(client, name):
+        client.indices.delete(index=concrete)
+
+
+def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, FingerprintResult]],
+              threads: int = 2, chunk: int = 500) -> dict[str, Any]:
+    """A fresh index ``name`` (created by ``create_index``, behind an alias as ``es setup`` makes it) loaded
+    with ``pairs`` through ``helpers.parallel_bulk``, refresh off during the load and restored after, then
+    refreshed: load time and the index's size on disk."""
+    from elasticsearch import helpers
+
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+    from fingerprint_indexer.index.elasticsearch import create_index
+
+    delete_index(client, name)
+    layout = BlockLayout()
+    concrete = create_index(client, name, layout, alias=True)
+    if concrete is None:
+        raise SystemExit(f"index {name!r} was created by someone else meanwhile")
+    key = "index.refresh_interval"
+    before = client.indices.get_settings(index=concrete, name=key, flat_settings=True).body
+    old = before.get(concrete, {}).get("settings", {}).get(key)  # None: the server's default
+    client.indices.put_settings(index=concrete, settings={key: "-1"})
+    t = time.perf_counter()
+    ok, failed = 0, []
+    try:
+        for success, item in helpers.parallel_bulk(client, new_document_actions(pairs, name, layout),
+                                                   thread_count=threads, chunk_size=chunk,
+                                                   queue_size=threads, raise_on_error=False):  # fmt: skip
+            if success:
+                ok += 1
+                if ok % 100_000 == 0:
+                    print(f"es-scale: loaded {ok:,} into {name} ({time.perf_counter() - t:.0f} s)",
+                          file=sys.stderr, flush=True)
+            else:
+                failed.append(item)
+    finally:
+        client.indices.put_settings(index=concrete, settings={key: old})
+    load_s = time.perf_counter() - t
+    t = time.perf_counter()
+    client.indices.refresh(index=concrete)
+    refresh_s = time.perf_counter() - t
+    if failed:
+        raise SystemExit(f"{len(failed)} documents failed to load into {name}: {failed[:3]}")
+    stats = client.indices.stats(index=concrete, metric="docs,store").body["indices"][concrete]["primaries"]
+    return {"index": concrete, "docs": stats["docs"]["count"], "load_s": round(load_s, 1),
+            "load_docs_per_s": round(ok / load_s, 1), "refresh_s": round(refresh_s, 1),
+            "store_bytes": stats["store"]["size_in_bytes"],
+            "store_bytes_per_doc": round(stats["store"]["size_in_bytes"] / max(ok, 1), 1)}
+
+
+def cli_es_index(url: str, name: str, jsonl: Path, processes: int) -> dict[str, Any]:
+    """``fingerprint-indexer es index`` of ``jsonl`` into ``name``, run as the command (a subprocess, start-up
+    included): wall time, docs/s and the decisions."""
+    out = jsonl.with_suffix(f".{name}.decisions.jsonl")
+    cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "es", "index", str(jsonl), "--index", name,
+           "--processes", str(processes), "--output", str(out)]
+    t = time.perf_counter()
+    p = subprocess.run(cmd, env={**os.environ, "ES_URL": url}, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"es index into {name} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    decisions = Counter(json.loads(line)["decision"] for line in out.read_text(encoding="utf-8").splitlines())
+    out.unlink()
+    n = sum(decisions.values())
+    print(f"es-scale: es index into {name}: {n:,} in {wall:.1f} s", file=sys.stderr, flush=True)
+    says = p.stderr.strip().splitlines()[-1]  # "... 12.3 s (456 docs/s)": its own timing, start-up excluded
+    own = re.search(r"([\d.]+) s \((\d+) docs/s\)$", says)
+    return {"index": name, "docs": n, "wall_s": round(wall, 1), "docs_per_s": round(n / wall, 1),
+            "command_docs_per_s": int(own[2]) if own else None, "decisions": dict(decisions),
+            "command_says": says}
+
+
+def search_stats(client: Any, index: str) -> tuple[int, int, int]:
+    """(queries, query milliseconds, fetch milliseconds) the index's shards have served so far."""
+    s = client.indices.stats(index=index, metric="search").body["_all"]["total"]["search"]
+    return int(s["query_total"]), int(s["query_time_in_millis"]), int(s["fetch_time_in_millis"])
+
+
+def candidate_counts(client: Any, ix: Any, queries: Sequence[tuple[str, Evidence, str]]) -> list[int]:
+    """Per query, the documents its verified look-up fetches and verifies: those sharing a block key with
+    one of its fingerprints or a band key (not a hot one) with its sketch."""
+    from fingerprint_indexer.fingerprint.sketch import band_keys
+
+    out = []
+    for _, ev, _ in queries:
+        sketch = bytes(ev.sketch)
+        query = ix.candidates_query(ev.fingerprints, sketch=sketch, hot=ix.hot_bands(band_keys(sketch)))
+        out.append(int(client.count(index=ix.index, query=query)["count"]))
+    return out
+
+
+def similar_latency(client: Any, names: Sequence[str], queries: Sequence[tuple[str, Evidence, str]],
+                    warm: int = 50, k: int = 3) -> dict[str, Any]:
+    """``es similar`` (its function, on precomputed evidence: the look-up, not the fingerprinting) of each
+    query on each index, interleaved query by query (the order of the indexes alternating), after
+    ``warm`` untimed queries on each: p50 / p99 / max latency, documents found, and the query time the
+    shards report."""
+    from fingerprint_indexer.elastic.similar import similar
+    from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+
+    indexes = [ElasticsearchIndex(client, n, create=False) for n in names]
+    for _, ev, digest in queries[:warm]:
+        for ix in indexes:
+            similar(client, ix, ev, digest, k)
+    times: list[list[float]] = [[] for _ in names]
+    found: list[list[int]] = [[] for _ in names]
+    shard0 = [search_stats(client, n) for n in names]
+    for q, (_, ev, digest) in enumerate(queries):
+        order = range(len(names)) if q % 2 == 0 else reversed(range(len(names)))
+        for i in order:
+            t = time.perf_counter()
+            hits = similar(client, indexes[i], ev, digest, k)
+            times[i].append(1000 * (time.perf_counter() - t))
+            found[i].append(len(hits))
+    out: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        shard1 = search_stats(client, name)
+        arr = np.array(times[i])
+        cands = candidate_counts(client, indexes[i], queries)
+        out[name] = {"queries": len(arr), "p50_ms": round(float(np.percentile(arr, 50)), 2),
+                     "p99_ms": round(float(np.percentile(arr, 99)), 2), "max_ms": round(float(arr.max()), 2),
+                     "found_mean": round(float(np.mean(found[i])), 2), "found_max": max(found[i]),
+                     "shard_queries": shard1[0] - shard0[i][0],
+                     "shard_query_ms_per_similar": round((shard1[1] - shard0[i][1]) / len(arr), 2),
+                     "shard_fetch_ms_per_similar": round((shard1[2] - shard0[i][2]) / len(arr), 2),
+                     "candidates_p50": _pct(cands, 50), "candidates_p99": _pct(cands, 99),
+                     "candidates_max": max(cands), "fingerprints_per_query": round(
+                         float(np.mean([len(ev.fingerprints) for _, ev, _ in queries])), 1)}
+    return out
+
+
+def node_figures(client: Any) -> dict[str, Any]:
+    """The node's heap (max and used) and its version."""
+    jvm = next(iter(client.nodes.stats(metric="jvm").body["nodes"].values()))["jvm"]["mem"]
+    info = next(iter(client.nodes.info(metric="jvm").body["nodes"].values()))
+    return {"heap_max_mb": round(jvm["heap_max_in_bytes"] / 2**20), "heap_used_mb":
+            round(jvm["heap_used_in_bytes"] / 2**20), "version": info["version"]}
+
+
+def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small: int = 10_000,
+             queries: int = 500, processes: int = 2, keep: bool = False,
+             work: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """The Elasticsearch figures at ``n`` documents (see ``--es-scale``): bulk-load the first ``n`` cached
+    generated documents and the first ``small`` into two fresh indexes, time ``es similar`` on both, then
+    ``es index`` of the first ``real`` shuffled real documents into an empty index, into the ``n`` index
+    and into an empty index again (back to back), and take the real documents out of the ``n`` index."""
+    from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+    from fingerprint_indexer.index.elasticsearch import connect
+
+    client = connect(url, request_timeout=600)
+    fpr = Fingerprinter()
+    large, little = f"bench-es-scale-{n}", f"bench-es-scale-{small}-of-{n}"
+    empties = [f"bench-es-scale-empty-{i}" for i in (1, 2)]
+    out: dict[str, Any] = {"n": n, "small": small, "real": real, "processes": processes,
+                           "node_start": node_figures(client)}  # fmt: skip
+    reals = load_real(seed)[:real]
+    generated_ids = set()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-es-scale-", dir=work))
+    try:
+        if keep and concrete_indices(client, large) and client.count(index=large)["count"] == n:
+            out["load"] = {"reused": large}
+        else:
+            out["load"] = bulk_load(client, large, cached_pairs(n, seed, cache, fpr))
+        print(f"es-scale: {json.dumps(out['load'])}", file=sys.stderr, flush=True)
+        small_pairs = list(cached_pairs(small, seed, cache, fpr))
+        generated_ids = {d.id for d, _ in small_pairs}
+        out["load_small"] = bulk_load(client, little, small_pairs)
+        # real ids are "<corpus>/<id>", generated ones "g<number>": the two sets cannot meet
+        clash = [d.id for d in reals if d.id in generated_ids or not d.id.partition("/")[2]]
+        if clash:
+            raise SystemExit(f"real ids that could meet generated ones: {clash[:3]}")
+        rng = random.Random(seed)
+        picked_real = rng.sample(reals, queries // 2)
+        picked_gen = rng.sample(small_pairs, queries - queries // 2)
+        real_fps = fingerprint_many(iter(picked_real), processes=1, fingerprinter=fpr)
+        qs = [(d.id, res.evidence, res.content_digest) for d, res in zip(picked_real, real_fps, strict=True)]
+        qs += [(d.id, res.evidence, res.content_digest) for d, res in picked_gen]
+        rng.shuffle(qs)
+        out["similar"] = similar_latency(client, [little, large], qs)
+        lat = out["similar"]
+        lat["p99_ratio"] = round(lat[large]["p99_ms"] / lat[little]["p99_ms"], 2)
+        print(f"es-scale: es similar {json.dumps(lat)}", file=sys.stderr, flush=True)
+        del small_pairs
+        jsonl = tmp / "real.jsonl"
+        dates: Counter[str] = Counter()
+        with jsonl.open("w", encoding="utf-8") as fh:
+            for d in reals:
+                row = {f: getattr(d, f) for f in ES_QUERY_FIELDS if getattr(d, f) is not None}
+                if d.published_at is not None:
+                    row["published_at"] = es_date(d.published_at)
+                    dates["as is" if row["published_at"] == d.published_at else
+                          "to its ISO day" if row["published_at"] else "dropped"] += 1
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out["real_published_at"] = dict(dates)
+        for e in empties:
+            delete_index(client, e)
+        runs = [cli_es_index(url, empties[0], jsonl, processes), cli_es_index(url, large, jsonl, processes),
+                cli_es_index(url, empties[1], jsonl, processes)]  # fmt: skip
+        empty_rate = (runs[0]["docs_per_s"] + runs[2]["docs_per_s"]) / 2
+        out["es_index"] = {"empty_1": runs[0], "at_n": runs[1], "empty_2": runs[2],
+                           "ratio_n_vs_empty": round(runs[1]["docs_per_s"] / empty_rate, 2)}  # fmt: skip
+        if all(r["command_docs_per_s"] for r in runs):
+            own = (runs[0]["command_docs_per_s"] + runs[2]["command_docs_per_s"]) / 2
+            out["es_index"]["command_ratio_n_vs_empty"] = round(runs[1]["command_docs_per_s"] / own, 2)
+        # the real documents out of the n index again, by id (bulk deletes: minimal nodes have no
+        # delete-by-query), so that it holds the generated corpus only and can be reused (--es-keep)
+        from elasticsearch import helpers
+
+        deletes = ({"_op_type": "delete", "_index": large, "_id": d.id} for d in reals)
+        removed, _ = helpers.bulk(client, deletes, chunk_size=1000, raise_on_error=False, stats_only=True)
+        client.indices.refresh(index=large)
+        out["es_index"]["real_removed_from_n"] = removed
+        out["node_end"] = node_figures(client)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for name in [*empties, little] + ([] if keep else [large]):
+            delete_index(client, name)
+        client.close()
+    return out
+
+
+def es_scale_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) -> str:
+    """A dated section of docs/benchmarks.md for one ``--es-scale`` run."""
+    day = time.strftime("%Y-%m-%d")
+    big, small = f"bench-es-scale-{r['n']}", f"bench-es-scale-{r['small']}-of-{r['n']}"
+    s, ix, ld = r["similar"], r["es_index"], r["load"]
+    heap = r["node_start"]
+    lines = [f"### Elasticsearch at {r['n']:,} documents ({day})", "", "```", command, "```", "",
+             f"Load average {load[0]} at the start, {load[1]} at the end; Elasticsearch {heap['version']}, "
+             f"heap {heap['heap_max_mb']} MB (used {r['node_end']['heap_used_mb']} MB at the end).", "",
+             "| figure | value | target |", "|---|---|---|"]
+    if "load_s" in ld:
+        lines.append(f"| bulk load of {ld['docs']:,} generated documents | {ld['load_s']} s "
+                     f"({ld['load_docs_per_s']:,} docs/s), refresh {ld['refresh_s']} s | |")
+        lines.append(f"| index on disk (primaries) | {ld['store_bytes'] / 2**30:.2f} GB "
+                     f"({ld['store_bytes_per_doc']:,.0f} B per document) | |")
+    e1, en, e2 = ix["empty_1"], ix["at_n"], ix["empty_2"]
+    lines.append(f"| `es index` of {en['docs']:,} real documents: empty / at {r['n']:,} / empty again | "
+                 f"{e1['docs_per_s']} / {en['docs_per_s']} / {e2['docs_per_s']} docs/s | |")
+    lines.append(f"| ratio at {r['n']:,} vs the mean of the empty runs | **{ix['ratio_n_vs_empty']}** "
+                 "| >= 0.8 |")
+    own = " / ".join(str(x["command_docs_per_s"]) for x in (e1, en, e2))
+    lines.append(f"| the same by the command's own timing (start-up excluded): {own} docs/s "
+                 f"| {ix.get('command_ratio_n_vs_empty')} | |")
+    for name, label in ((small, f"{r['small']:,}"), (big, f"{r['n']:,}")):
+        q = s[name]
+        lines.append(f"| `es similar` at {label}: p50 / p99 / max ({q['queries']} queries) | {q['p50_ms']} / "
+                     f"{q['p99_ms']} / {q['max_ms']} ms (found {q['found_mean']} on average; candidates "
+                     f"p50 / p99 {q['candidates_p50']:.0f} / {q['candidates_p99']:.0f}; shards: query "
+                     f"{q['shard_query_ms_per_similar']} ms, fetch {q['shard_fetch_ms_per_similar']} ms per "
+                     "look-up) | |")
+    lines.append(f"| p99 at {r['n']:,} vs at {r['small']:,} | **{s['p99_ratio']}** | <= 2 |")
+    lines.append("")
+    return "\n".join(lines)
+
+
 def markdown(results: list[dict[str, Any]], command: str, load: tuple[str, str]) -> str:
     day = time.strftime("%Y-%m-%d")
     out = [f"### Scale run ({day})", "", "```", command, "```", "",
@@ -352,6 +688,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None, help="folder for the stores (default: a temp dir)")
     ap.add_argument("--es-hot", type=int, default=0,
                     help="also es dedupe one block bucket of this many members (needs ES_URL)")
+    ap.add_argument("--es-scale", type=int, default=0,
+                    help="Elasticsearch at this many generated documents from the --fingerprints cache: bulk "
+                         "load, es index of real documents against an empty index, es similar against a "
+                         "small index (needs ES_URL)")
+    ap.add_argument("--es-real", type=int, default=20_000, help="real documents of the --es-scale es index")
+    ap.add_argument("--es-small", type=int, default=10_000, help="documents of the small --es-scale index")
+    ap.add_argument("--es-queries", type=int, default=500, help="es similar queries of --es-scale")
+    ap.add_argument("--es-keep", action="store_true",
+                    help="keep the --es-scale index (and reuse one of the right size)")
     ap.add_argument("--fingerprints", type=Path, default=None,
                     help="folder caching the corpora's fingerprints between runs (fingerprint once)")
     ap.add_argument("--fingerprint-only", action="store_true",
@@ -362,6 +707,11 @@ def main(argv: list[str] | None = None) -> int:
     load0 = f"{os.getloadavg()[0]:.2f}"
     if args.fingerprint_only and not args.fingerprints:
         ap.error("--fingerprint-only needs --fingerprints")
+    if args.es_scale and not (args.fingerprints and os.environ.get("ES_URL")):
+        ap.error("--es-scale needs ES_URL and --fingerprints (the generated corpus's cached fingerprints)")
+    if args.es_scale and args.es_small > args.es_scale:
+        ap.error("--es-small must not exceed --es-scale")
+    es_run: dict[str, Any] | None = None
 
     def cache(corpus: str) -> Path | None:
         return args.fingerprints / f"{corpus}-seed{args.seed}" if args.fingerprints else None
@@ -389,15 +739,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.es_hot:
             hot = es_hot_bucket(os.environ["ES_URL"], args.es_hot)
             print(json.dumps({"es_hot_bucket": hot}), flush=True)
+        if args.es_scale:
+            folder = args.fingerprints / f"generated-seed{args.seed}"
+            es_run = es_scale(os.environ["ES_URL"], args.es_scale, folder, args.seed, args.es_real,
+                              args.es_small, args.es_queries, args.processes, args.es_keep,
+                              args.work)  # fmt: skip
+            print(json.dumps({"es_scale": es_run}), flush=True)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     load1 = f"{os.getloadavg()[0]:.2f}"
     command = "python3 scripts/bench_scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = markdown(results, command.strip(), (load0, load1))
+    text = markdown(results, command.strip(), (load0, load1)) if results else ""
+    if es_run is not None:
+        text += ("\n" if text else "") + es_scale_markdown(es_run, command.strip(), (load0, load1))
     print(text)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(results + ([{"es_scale": es_run}] if es_run else []), indent=1))
     if args.append:
         with (ROOT / "docs" / "benchmarks.md").open("a", encoding="utf-8") as fh:
             fh.write("\n" + text)

@@ -35,20 +35,18 @@ from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, finger
 from fingerprint_indexer.elastic.es_setup import MappingConflict, index_config, setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.elastic.related import related
+from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.index.elasticsearch import (
-    VERIFY_FIELDS,
     ElasticsearchIndex,
     ElasticsearchUnavailable,
     connect,
-    hit_fingerprints,
     source_evidence,
 )
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
-from fingerprint_indexer.verify import closest
 
 DEFAULT_INDEX = "news"
 EXIT_ES_ERROR = 2
@@ -308,24 +306,11 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             doc = read_one(file_path) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
             ev, digest = res.evidence, res.content_digest
-        fps = list(ev.fingerprints)
-        hits = {m.doc_id: m.distance for m in index.query_verified(ev, k)}
-        if digest:  # exact copies, including degenerate documents that have no block keys
-            same = client.search(index=index_name, query={"term": {"content_digest": digest}}, size=1000,
-                                 source=False, docvalue_fields=VERIFY_FIELDS)  # fmt: skip
-            for h in same["hits"]["hits"]:
-                hits.setdefault(h["_id"], closest(fps, hit_fingerprints(h["fields"]))[0])
-        hits.pop(doc_id or "", None)
-        if not hits:
+        found = similar(client, index, ev, digest, k, exclude=doc_id)
+        if not found:
             click.echo(f"no documents within distance {k}", err=True)
-            return
-        ordered = sorted(hits.items(), key=lambda kv: (kv[1], kv[0]))
-        docs = client.mget(index=index_name, ids=[i for i, _ in ordered],
-                           source_includes=["cluster_id", "duplicate_of"])["docs"]  # fmt: skip
-        for (other_id, dist), d in zip(ordered, docs, strict=True):
-            meta = d.get("_source") or {}
-            emit({"id": other_id, "distance": dist, "cluster_id": meta.get("cluster_id"),
-                  "duplicate_of": meta.get("duplicate_of")})  # fmt: skip
+        for s in found:
+            emit(s.to_dict())
 
     es_guarded(es_url, body)
 
