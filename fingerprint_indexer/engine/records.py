@@ -1,6 +1,7 @@
 """The one record type of a stored decision, and of a Single-Pass cluster, for every store.
 
-The embedded store keeps :class:`DocRecord` as JSON under ``s/d/<id>``; the Elasticsearch store reads it
+The embedded store keeps :class:`DocRecord` in a compact binary form under ``s/d/<id>``
+(:meth:`DocRecord.to_bytes`); the Elasticsearch store reads it
 from (and writes it into) an index document
 (:func:`fingerprint_indexer.elastic.es_ingest.record_from_source`).
 Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.rules`).
@@ -9,12 +10,26 @@ Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.
 from __future__ import annotations
 
 import json
+import struct
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import band_keys
+
+#: fingerprint, time, length, distance (-1: none), flags, chunks, frames, facts, sketch bytes
+_HEAD = struct.Struct("<Qdqb B HHHH")
+_BINARY = 0x01  # first byte of a binary record; a JSON one (written before) starts with "{"
+_F_DEGENERATE, _F_OWN_CLUSTER, _F_STORE_VERSION = 1, 2, 4
+_F_DUPLICATE_OF, _F_PUBLISHED, _F_REPLACES = 8, 16, 32
+
+
+def _pack_strings(items: list[str]) -> bytes:
+    raw = [i.encode() for i in items]
+    if any(len(r) > 0xFFFF for r in raw):
+        raise ValueError("a record string is longer than 65,535 bytes")
+    return struct.pack(f"<{len(raw)}H", *map(len, raw)) + b"".join(raw)
 
 
 @dataclass
@@ -82,6 +97,71 @@ class DocRecord:
     @classmethod
     def from_json(cls, raw: bytes) -> DocRecord:
         return cls.from_dict(json.loads(raw))
+
+    def to_bytes(self, store_version: str | None = None) -> bytes:
+        """The compact form the embedded store keeps: fixed-width numbers, fingerprints as u64, the
+        sketch as raw bytes, strings length-prefixed. The id (the record's key) is left out, and so are
+        the cluster id when it is the id and the version when it is ``store_version`` (the store's)."""
+        flags = ((_F_DEGENERATE if self.degenerate else 0)
+                 | (_F_OWN_CLUSTER if self.cluster_id == self.id else 0)
+                 | (_F_STORE_VERSION if self.version == store_version else 0)
+                 | (_F_DUPLICATE_OF if self.duplicate_of is not None else 0)
+                 | (_F_PUBLISHED if self.published_at is not None else 0)
+                 | (_F_REPLACES if self.replaces is not None else 0))
+        sketch = bytes.fromhex(self.sketch)
+        strings = [self.content_digest, self.keyword_digest, self.decision]
+        strings += [] if flags & _F_OWN_CLUSTER else [self.cluster_id]
+        strings += [] if flags & _F_STORE_VERSION else [self.version]
+        strings += [s for s in (self.duplicate_of, self.published_at, self.replaces) if s is not None]
+        strings += self.facts
+        return (bytes((_BINARY,))
+                + _HEAD.pack(self.fingerprint, self.time, self.length,
+                             -1 if self.distance is None else self.distance, flags,
+                             len(self.chunks), len(self.frames), len(self.facts), len(sketch))
+                + struct.pack(f"<{len(self.chunks) + len(self.frames)}Q", *self.chunks, *self.frames)
+                + sketch + _pack_strings(strings))
+
+    @classmethod
+    def from_bytes(cls, doc_id: str, raw: bytes, store_version: str | None = None) -> DocRecord:
+        """The inverse of :meth:`to_bytes` (a JSON record, as earlier stores wrote, is read too); a
+        damaged record raises ValueError."""
+        if raw[:1] == b"{":
+            return cls.from_json(raw)
+        try:
+            if raw[0] != _BINARY:
+                raise ValueError(f"record of unknown form {raw[0]:#x}")
+            fp, at, length, dist, flags, n_chunks, n_frames, n_facts, n_sketch = _HEAD.unpack_from(raw, 1)
+            pos = 1 + _HEAD.size
+            nums = struct.unpack_from(f"<{n_chunks + n_frames}Q", raw, pos)
+            pos += 8 * (n_chunks + n_frames)
+            sketch = raw[pos : pos + n_sketch]
+            pos += n_sketch
+            n_str = 3 + (not flags & _F_OWN_CLUSTER) + (not flags & _F_STORE_VERSION) + n_facts + sum(
+                bool(flags & f) for f in (_F_DUPLICATE_OF, _F_PUBLISHED, _F_REPLACES))
+            lengths = struct.unpack_from(f"<{n_str}H", raw, pos)
+            pos += 2 * n_str
+            strings = []
+            for n in lengths:
+                strings.append(raw[pos : pos + n].decode())
+                pos += n
+            if pos != len(raw) or len(sketch) != n_sketch:
+                raise ValueError("record length does not match its contents")
+        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            raise ValueError(f"damaged record: {exc}") from None
+        it = iter(strings)
+        digest, kw, decision = next(it), next(it), next(it)
+        cluster_id = doc_id if flags & _F_OWN_CLUSTER else next(it)
+        version = store_version if flags & _F_STORE_VERSION else next(it)
+        if version is None:
+            raise ValueError("record of the store's version read without it")
+        dup = next(it) if flags & _F_DUPLICATE_OF else None
+        published = next(it) if flags & _F_PUBLISHED else None
+        replaces = next(it) if flags & _F_REPLACES else None
+        return cls(id=doc_id, fingerprint=fp, content_digest=digest, keyword_digest=kw, cluster_id=cluster_id,
+                   decision=decision, duplicate_of=dup, distance=None if dist < 0 else dist,
+                   degenerate=bool(flags & _F_DEGENERATE), length=length, published_at=published,
+                   version=version, time=at, chunks=list(nums[:n_chunks]), sketch=sketch.hex(),
+                   facts=list(it), frames=list(nums[n_chunks:]), replaces=replaces)
 
 
 @dataclass

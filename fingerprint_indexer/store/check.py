@@ -50,12 +50,14 @@ class Report:
 
 def _records(db: plyvel.DB) -> tuple[dict[str, DocRecord], list[str]]:
     """Readable document records (checksums verified) and the ids whose record is unreadable."""
+    raw_version = db.get(b"x/meta/algorithm")
+    version = raw_version.decode() if raw_version else None
     good: dict[str, DocRecord] = {}
     bad: list[str] = []
     for key, raw in db.iterator(prefix=b"s/d/", verify_checksums=True):
         doc_id = key[4:].decode("utf-8", "replace")
         try:
-            good[doc_id] = DocRecord.from_json(raw)
+            good[doc_id] = DocRecord.from_bytes(doc_id, raw, version)
         except (ValueError, TypeError, KeyError):
             bad.append(doc_id)
     return good, bad

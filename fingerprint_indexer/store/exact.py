@@ -3,7 +3,7 @@
 Everything about a document is written in one LevelDB write batch (exact keys, block-index keys, cluster
 record, generation counter), so a batch is all-or-nothing even under SIGKILL. Key prefixes::
 
-    s/d/<doc id>              -> record JSON (fingerprint, digests, cluster id, decision, version, time)
+    s/d/<doc id>              -> record (DocRecord.to_bytes: fingerprints, digests, sketch, decision, time)
     s/f/<fingerprint hex>/<id> -> b""             (fingerprint -> doc ids)
     s/c/<content digest>      -> doc id           (first document with that content)
     s/k/<cluster id>          -> cluster JSON     (centre fingerprint, founder, size)
@@ -268,7 +268,7 @@ class ExactStore:
         if raw is None:
             return None
         try:
-            return DocRecord.from_json(raw)
+            return DocRecord.from_bytes(doc_id, raw, self.algorithm)
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreDamagedError(f"store {self.directory} is damaged: the record of {doc_id!r} cannot be "
                                     f"read ({exc}); see 'fingerprint-indexer store check {self.directory}'"
@@ -474,7 +474,7 @@ class StoreBatch:
         key = rec.id.encode()
         if marks and marks_tag is not None:
             self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
-        self.wb.put(b"s/d/" + key, rec.to_json())
+        self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
         self.wb.put(_fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
             self.wb.put(b"s/c/" + rec.content_digest.encode(), key)
@@ -513,7 +513,7 @@ class StoreBatch:
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
-        self.wb.put(b"s/d/" + rec.id.encode(), rec.to_json())
+        self.wb.put(b"s/d/" + rec.id.encode(), rec.to_bytes(self.store.algorithm))
         self._records[rec.id] = rec
 
     def remove_doc(self, doc_id: str) -> bool:
