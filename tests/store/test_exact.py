@@ -47,20 +47,26 @@ def test_bloom_is_reused_when_current(tmp_path):
         _assert_contents(store)
 
 
+def _damage(side_file: Path, how: str) -> None:
+    """Damage a side file beside the store as a crash, a bad disk or a stray write would."""
+    if how == "delete":
+        side_file.unlink()
+    elif how == "truncate":
+        side_file.write_bytes(side_file.read_bytes()[: len(MAGIC) + 30])
+    elif how == "flip_byte":
+        data = bytearray(side_file.read_bytes())
+        data[-5] ^= 0xFF
+        side_file.write_bytes(bytes(data))
+    else:
+        side_file.write_bytes(b"not a side file")
+
+
 @pytest.mark.parametrize("damage", ["delete", "truncate", "flip_byte", "garbage", "stale"])
 def test_bloom_is_rebuilt_from_leveldb(tmp_path, damage):
     _filled(tmp_path)
     bloom = tmp_path / "bloom.bin"
-    if damage == "delete":
-        bloom.unlink()
-    elif damage == "truncate":
-        bloom.write_bytes(bloom.read_bytes()[: len(MAGIC) + 30])
-    elif damage == "flip_byte":
-        data = bytearray(bloom.read_bytes())
-        data[-5] ^= 0xFF
-        bloom.write_bytes(bytes(data))
-    elif damage == "garbage":
-        bloom.write_bytes(b"not a bloom filter")
+    if damage != "stale":
+        _damage(bloom, damage)
     else:  # stale: an old file left behind while the store moved on (e.g. after a crash)
         old = bloom.read_bytes()
         with ExactStore(tmp_path, algorithm=ALGO) as store:
@@ -84,12 +90,8 @@ def _near_all(store: ExactStore, n: int = 50) -> None:
 def test_block_tables_are_read_back_only_when_current(tmp_path, damage):
     _filled(tmp_path)
     tables = tmp_path / "blocks.bin"
-    if damage == "delete":
-        tables.unlink()
-    elif damage == "flip_byte":
-        data = bytearray(tables.read_bytes())
-        data[-5] ^= 0xFF
-        tables.write_bytes(bytes(data))
+    if damage in ("delete", "flip_byte"):
+        _damage(tables, damage)
     elif damage == "stale":  # the file of an earlier close, as a crash leaves it
         old = tables.read_bytes()
         with ExactStore(tmp_path, algorithm=ALGO) as store:
