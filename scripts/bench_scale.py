@@ -324,26 +324,6 @@ def es_hot_bucket(url: str, n: int, member_page: int = 1000, seed: int = 5) -> d
 ES_QUERY_FIELDS = ("id", "title", "content", "html", "url", "published_at")
 
 
-def es_date(value: str | None) -> str | None:
-    """``published_at`` as the index's ``date`` field takes it: an ISO 8601 value as it is, another form the
-    fingerprinter reads (the ``3-MAR-1987 06:01:20.61`` of en_reuters) as its ISO day, which is the same
-    publication-day fact, so fingerprints and decisions do not change; None when unreadable."""
-    import datetime as dt
-
-    from fingerprint_indexer.fingerprint.facts import DAY, publication_day
-
-    if value is None:
-        return None
-    try:
-        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if "T" in value or len(value) == 10:
-            return value
-    except ValueError:
-        pass
-    day = publication_day(value)
-    return day.removeprefix(DAY) if day else None
-
-
 Pair = tuple[Document, FingerprintResult]
 
 
@@ -578,16 +558,10 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         print(f"es-scale: es similar {json.dumps(lat)}", file=sys.stderr, flush=True)
         del small_pairs
         jsonl = tmp / "real.jsonl"
-        dates: Counter[str] = Counter()
-        with jsonl.open("w", encoding="utf-8") as fh:
+        with jsonl.open("w", encoding="utf-8") as fh:  # dates as given: es index writes them in ISO form
             for d in reals:
                 row = {f: getattr(d, f) for f in ES_QUERY_FIELDS if getattr(d, f) is not None}
-                if d.published_at is not None:
-                    row["published_at"] = es_date(d.published_at)
-                    dates["as is" if row["published_at"] == d.published_at else
-                          "to its ISO day" if row["published_at"] else "dropped"] += 1
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        out["real_published_at"] = dict(dates)
         for e in empties:
             delete_index(client, e)
         runs = [cli_es_index(url, empties[0], jsonl, processes), cli_es_index(url, large, jsonl, processes),

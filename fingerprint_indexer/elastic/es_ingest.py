@@ -30,6 +30,7 @@ from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
@@ -130,7 +131,10 @@ def document_fields(doc: Document) -> dict[str, Any]:
     if doc.url:
         out["url"] = doc.url
     if doc.published_at:
-        out["published_at"] = doc.published_at
+        # the date field takes ISO 8601; wire archives and feeds write other forms, which the
+        # fingerprinter reads: they are written in ISO form, and a form nothing reads is left as given
+        # (the index then refuses that document and says why)
+        out["published_at"] = publication_time(doc.published_at) or doc.published_at
     return out
 
 

@@ -423,30 +423,59 @@ _DMY = re.compile(r"^\s*(\d{1,2})[- ]([A-Za-z]{3})[a-z]*[- ,]+(\d{4})\b")  # 1-A
 _YMD = re.compile(r"^\s*(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})")  # 2024/09/29, 2024年9月29日
 
 
+_ISO_AS_IS = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
+_CLOCK = re.compile(r"\s+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?\s*$")  # the wire form's time
+
+
+def _published(value: str | None) -> dt.datetime | dt.date | None:
+    """The publication time or day written in ``value`` (see :func:`publication_day`), no zone shift."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        pass
+    m, ymd = _DMY.match(text), _YMD.match(text)
+    if m or ymd:
+        try:
+            day = (dt.datetime.strptime(f"{m[1]} {m[2].title()} {m[3]}", "%d %b %Y").date() if m
+                   else dt.date(int(ymd[1]), int(ymd[2]), int(ymd[3])) if ymd else None)
+        except ValueError:
+            return None
+        clock = _CLOCK.match(text, m.end()) if m and day else None
+        if clock and day:
+            h, mi, sec, frac = clock.groups()
+            try:
+                return dt.datetime(day.year, day.month, day.day, int(h), int(mi), int(sec or 0),
+                                   int((frac or "0").ljust(6, "0")))
+            except ValueError:
+                return day
+        return day
+    try:
+        return email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
 def publication_day(value: str | None) -> str | None:
     """The day a document was published, as a DAY fact (``%1987-04-01``), or None when ``value`` is not a
     date this reads: ISO 8601 (``2024-09-29``, ``2024-09-29T19:00:00+08:00``), RFC 2822 (feeds), and the
     ``1-APR-1987 11:19:44.38`` of wire archives. The day is the one written (no time-zone shift)."""
-    if not value or not value.strip():
-        return None
-    text = value.strip()
-    day: dt.date | None = None
-    try:
-        day = dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date()
-    except ValueError:
-        m, ymd = _DMY.match(text), _YMD.match(text)
-        if m or ymd:
-            try:
-                day = (dt.datetime.strptime(f"{m[1]} {m[2].title()} {m[3]}", "%d %b %Y").date() if m
-                       else dt.date(int(ymd[1]), int(ymd[2]), int(ymd[3])) if ymd else None)
-            except ValueError:
-                day = None
-        else:
-            try:
-                day = email.utils.parsedate_to_datetime(text).date()
-            except (TypeError, ValueError, IndexError):
-                day = None
+    when = _published(value)
+    day = when.date() if isinstance(when, dt.datetime) else when
     return f"{DAY}{day.isoformat()}" if day else None
+
+
+def publication_time(value: str | None) -> str | None:
+    """``value`` as ISO 8601, the form a search engine's date field takes, for every form
+    :func:`publication_day` reads (``1-APR-1987 11:19:44.38`` -> ``1987-04-01T11:19:44.380000``); None when
+    it reads none of them."""
+    when = _published(value)
+    if when is None:
+        return None
+    text = (value or "").strip()
+    return text if _ISO_AS_IS.fullmatch(text) else when.isoformat()
 
 
 def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:

@@ -131,6 +131,20 @@ def test_bulk_failures_are_reported_with_ids_and_the_rest_is_written(es_client, 
     assert es_client.count(index=es_index)["count"] == 5
 
 
+def test_wire_archive_and_feed_dates_are_written_in_iso_form(es_client, es_index):
+    decider = EsDecider(ElasticsearchIndex(es_client, es_index), k=K)
+    docs = [Document(id="wire", content="路透社报道，某公司宣布季度利润增长。" * 5,
+                     published_at="3-MAR-1987 06:01:20.61"),
+            Document(id="feed", content="天气预报说明天有大雨，请注意出行安全。" * 5,
+                     published_at="Sun, 29 Sep 2024 19:00:00 +0800")]
+    result = decider.index_batch([(d, Fingerprinter().fingerprint_document(d)) for d in docs])
+    assert result.failures == []
+    es_client.indices.refresh(index=es_index)
+    hits = es_client.search(index=es_index, query={"match_all": {}}, source=["published_at"])["hits"]["hits"]
+    assert {h["_id"]: h["_source"]["published_at"] for h in hits} == {
+        "wire": "1987-03-03T06:01:20.610000", "feed": "2024-09-29T19:00:00+08:00"}
+
+
 def _edit(text: str) -> str:
     """A realistic repost: site header and footer, one sentence dropped, one ad line inserted."""
     parts = [p for p in text.split("。") if p.strip()]

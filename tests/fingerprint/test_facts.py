@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from fingerprint_indexer.fingerprint.facts import (
     latin_body_names,
     latin_names,
     publication_day,
+    publication_time,
     title_conflict,
     title_facts,
 )
@@ -255,3 +257,21 @@ def test_terms_known_to_be_names_give_the_same_facts() -> None:
     text = "新华社北京3月4日电 全国政协十四届二次会议在北京人民大会堂开幕,王沪宁主持。张三说。"
     terms = ["北京", "人民大会堂", "王沪宁", "会议", "开幕", "张三", "主持"]
     assert analyse(text, names(terms), terms_are_names=True) == analyse(text, terms)
+
+
+@pytest.mark.parametrize(("value", "iso"), [
+    ("3-MAR-1987 06:01:20.61", "1987-03-03T06:01:20.610000"),
+    ("1-APR-1987", "1987-04-01"),
+    ("2024-09-29", "2024-09-29"),
+    ("2024-09-29T19:00:00+08:00", "2024-09-29T19:00:00+08:00"),
+    ("2024-09-29 19:00", "2024-09-29T19:00:00"),
+    ("Sun, 29 Sep 2024 19:00:00 +0800", "2024-09-29T19:00:00+08:00"),
+    ("2024年9月29日", "2024-09-29"),
+    ("yesterday", None),
+    ("31-FEB-1987 10:00:00.00", None),
+])
+def test_publication_time_is_iso_for_every_form_the_day_is_read_from(value, iso):
+    assert publication_time(value) == iso
+    assert (publication_day(value) is None) == (iso is None)
+    if iso is not None:
+        assert publication_day(iso) == publication_day(value)  # read back, the same day fact
