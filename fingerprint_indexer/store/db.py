@@ -36,6 +36,12 @@ BLOOM_BITS = 10
 #: cut the compaction work per document, which runs beside the decisions on the same cores.
 WRITE_BUFFER = 64 << 20
 TABLE_FILE = 16 << 20
+
+
+def _options(cache_bytes: int) -> dict[str, int]:
+    """The LevelDB options every store is opened with, for writing or through a read-only snapshot."""
+    return {"lru_cache_size": cache_bytes, "bloom_filter_bits": BLOOM_BITS, "write_buffer_size": WRITE_BUFFER,
+            "max_file_size": TABLE_FILE}
 TABLE_SUFFIXES = (".ldb", ".sst")
 
 
@@ -86,9 +92,7 @@ def open_db(path: str | Path, create: bool = True, cache_bytes: int = CACHE_BYTE
             p.mkdir(parents=True, exist_ok=True)
         if not writable(p):
             raise StoreReadOnlyError(f"store {where} is read-only ({p} cannot be written)")
-        return plyvel.DB(str(p), create_if_missing=fresh, lru_cache_size=cache_bytes,
-                         bloom_filter_bits=BLOOM_BITS, write_buffer_size=WRITE_BUFFER,
-                         max_file_size=TABLE_FILE)
+        return plyvel.DB(str(p), create_if_missing=fresh, **_options(cache_bytes))
     except (plyvel.Error, OSError) as exc:
         raise describe(p, exc, store) from None
 
@@ -109,9 +113,7 @@ def open_snapshot(path: str | Path, cache_bytes: int = CACHE_BYTES,
                 (tmp / f.name).symlink_to(f.resolve())
             else:
                 shutil.copy2(f, tmp / f.name)
-        return plyvel.DB(str(tmp), create_if_missing=False, lru_cache_size=cache_bytes,
-                         bloom_filter_bits=BLOOM_BITS, write_buffer_size=WRITE_BUFFER,
-                         max_file_size=TABLE_FILE), tmp
+        return plyvel.DB(str(tmp), create_if_missing=False, **_options(cache_bytes)), tmp
     except (plyvel.Error, OSError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise describe(p, exc, store) from None
