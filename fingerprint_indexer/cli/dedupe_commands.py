@@ -136,8 +136,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 f"documents without a copy stand alone)",
                 err=True,
             )
-        if pipe.store.bloom_error:
-            click.echo(f"warning: {pipe.store.bloom_error}", err=True)
+        if pipe.store.side_file_error:
+            click.echo(f"warning: {pipe.store.side_file_error}", err=True)
     _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 

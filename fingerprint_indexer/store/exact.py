@@ -174,7 +174,7 @@ class ExactStore:
         self.readonly = readonly
         self.bloom_path = self.directory / "bloom.bin"
         self.tables_path = self.directory / "blocks.bin"
-        self.bloom_error: str | None = None
+        self.side_file_error: str | None = None  # a side file (Bloom filter, block tables) not saved
         self._snapshot: Path | None = None
         ldb = self.directory / "leveldb"
         if self.bloom_path.exists() and not self.bloom_path.is_file():
@@ -252,14 +252,19 @@ class ExactStore:
             self._save_bloom(bloom)
         return bloom
 
-    def _save_bloom(self, bloom: Any) -> None:
-        """Save the filter; one that cannot be saved (disk full) costs only a rebuild at the next open,
-        so it is noted in ``bloom_error`` rather than raised over whatever is being reported."""
+    def _save_side_file(self, path: Path, save: Callable[[], None]) -> None:
+        """Run ``save`` (it writes ``path``); a side file that cannot be saved (disk full) costs only a
+        rebuild from LevelDB at the next open, so it is noted in ``side_file_error`` rather than raised
+        over whatever is being reported."""
         try:
-            save_bloom(self.bloom_path, bloom, self.generation, self.store_id)
+            save()
         except OSError as exc:
-            self.bloom_error = (f"{self.bloom_path} could not be saved ({exc.strerror or exc}); "
-                                "it is rebuilt from LevelDB at the next open")
+            self.side_file_error = (f"{path} could not be saved ({exc.strerror or exc}); "
+                                    "it is rebuilt from LevelDB at the next open")
+
+    def _save_bloom(self, bloom: Any) -> None:
+        self._save_side_file(self.bloom_path,
+                             lambda: save_bloom(self.bloom_path, bloom, self.generation, self.store_id))
 
     # ----------------------------------------------------------------- reads
     def record(self, doc_id: str) -> DocRecord | None:
@@ -378,14 +383,9 @@ class ExactStore:
         return found
 
     def _save_tables(self) -> None:
-        """Save the block tables of both indexes; like the Bloom filter, a file that cannot be saved costs
-        only a rebuild from LevelDB at the next open (noted in ``bloom_error``)."""
-        try:
-            save_tables(self.tables_path, {"x": self.index.table_arrays(), "k": self.centres.table_arrays()},
-                        self.generation, self.store_id)
-        except OSError as exc:
-            self.bloom_error = (f"{self.tables_path} could not be saved ({exc.strerror or exc}); "
-                                "the block tables are rebuilt from LevelDB at the next open")
+        tables = {"x": self.index.table_arrays(), "k": self.centres.table_arrays()}
+        self._save_side_file(self.tables_path,
+                             lambda: save_tables(self.tables_path, tables, self.generation, self.store_id))
 
     def close(self) -> None:
         """Save the Bloom filter and block tables for the current generation and release the LevelDB
