@@ -48,10 +48,9 @@ class Report:
         return not self.problems
 
 
-def _records(db: plyvel.DB) -> tuple[dict[str, DocRecord], list[str]]:
-    """Readable document records (checksums verified) and the ids whose record is unreadable."""
-    raw_version = db.get(b"x/meta/algorithm")
-    version = raw_version.decode() if raw_version else None
+def _records(db: plyvel.DB, version: str | None) -> tuple[dict[str, DocRecord], list[str]]:
+    """Readable document records (checksums verified) and the ids whose record is unreadable; ``version``
+    is the store's algorithm, which binary records leave out when it is theirs."""
     good: dict[str, DocRecord] = {}
     bad: list[str] = []
     for key, raw in db.iterator(prefix=b"s/d/", verify_checksums=True):
@@ -128,7 +127,7 @@ def check(directory: str | Path) -> Report:
     try:
         db = store.db
         try:
-            records, bad = _records(db)
+            records, bad = _records(db, store.algorithm)
             for _ in db.iterator(verify_checksums=True, include_value=False):
                 pass
         except plyvel.Error as exc:
@@ -240,7 +239,7 @@ def repair(directory: str | Path) -> Report:
                          f"folder as it was is kept as {kept.name} (remove it once the store checks healthy)")
     with ExactStore(d, accept_lost_writes=True) as store:
         db = store.db
-        records, bad = _records(db)
+        records, bad = _records(db, store.algorithm)
         before = store.n_docs
         with db.write_batch(transaction=True, sync=True) as wb:
             for doc_id in bad:
