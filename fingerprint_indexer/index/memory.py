@@ -346,11 +346,7 @@ class NumberedTables:
             self._fps[:n] = fps
             self._alive[:n] = True if alive is None else alive
         self._n = n
-        self._tables = _Tables(layout)
-        self._n_sorted = 0
-        self._in_tables = 0  # rows put into the tables (live when merged)
-        self._dead_in_tables = 0
-        self._rebuild()
+        self._rebuild()  # sets the tables and their counts: rows sorted, rows put (live when merged), dead
 
     @property
     def n(self) -> int:
@@ -390,9 +386,11 @@ class NumberedTables:
 
     def _rebuild(self) -> None:
         rows = np.flatnonzero(self._alive[: self._n]).astype(np.uint32)
-        self._tables = _Tables(self.layout)
+        self._tables: _Tables = _Tables(self.layout)
         self._tables.build(self._fps[rows], rows)
-        self._n_sorted, self._in_tables, self._dead_in_tables = self._n, len(rows), 0
+        self._n_sorted: int = self._n
+        self._in_tables: int = len(rows)
+        self._dead_in_tables: int = 0
 
     def _merge(self) -> None:
         if self._n == self._n_sorted:
