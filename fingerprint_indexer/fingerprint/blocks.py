@@ -1,11 +1,22 @@
 """Block layout of a 64-bit fingerprint: the pigeonhole split used for candidate retrieval.
 
-With ``n`` blocks, two fingerprints within Hamming distance ``n - 1`` share at least one whole block,
-so exact lookups on block values find every candidate. Block 0 holds the most significant bits.
+The 64 bits are split into ``n`` blocks (block 0 holds the most significant bits), and a *key* is the
+value of ``per_key`` of them taken together; a layout has one key per choice of ``per_key`` blocks (its
+tables, in :func:`itertools.combinations` order). Two fingerprints within Hamming distance ``k`` differ in
+at most ``k`` blocks, so they share every block of some choice of ``n - k`` of them: with
+``per_key = n - k`` an exact look-up of every key finds every candidate.
+
+- ``per_key = 1`` is the plain pigeonhole split: ``n`` keys of 64/n bits (4 x 16 bits for k = 3). A
+  bucket holds about ``entries / 2**16`` random fingerprints: cheap in memory, fine up to a few
+  million fingerprints.
+- ``per_key > 1`` is the permuted-table layout of Manku et al. (2007): for k = 3, 6 blocks of 10-11
+  bits and 20 keys of three blocks (31-33 bits), so a key matches almost no random fingerprint even at
+  100M documents, for five times the keys per fingerprint.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,15 +28,19 @@ FP_BITS = 64
 
 @dataclass(frozen=True)
 class BlockLayout:
-    """Widths of the blocks, most significant first; they must add up to 64 bits."""
+    """Widths of the blocks, most significant first (they must add up to 64 bits), and the number of
+    blocks that make one key."""
 
     widths: tuple[int, ...] = (16, 16, 16, 16)
+    per_key: int = 1
 
     def __post_init__(self) -> None:
         if not self.widths or any(w <= 0 for w in self.widths):
             raise ValueError(f"block widths must be positive, got {self.widths}")
         if sum(self.widths) != FP_BITS:
             raise ValueError(f"block widths must add up to {FP_BITS} bits, got {sum(self.widths)}")
+        if not 1 <= self.per_key <= len(self.widths):
+            raise ValueError(f"per_key must be in 1..{len(self.widths)}, got {self.per_key}")
 
     @classmethod
     def even(cls, n_blocks: int) -> BlockLayout:
@@ -40,14 +55,36 @@ class BlockLayout:
         """The narrowest-key layout that still guarantees recall at distance ``k`` (k + 1 blocks)."""
         return cls.even(max(k + 1, 4))
 
+    @classmethod
+    def permuted(cls, k: int) -> BlockLayout:
+        """The permuted-table layout for distance ``k``: ``2k`` blocks, keys of ``k`` blocks (k >= 2), so
+        that keys are about 32 bits wide whatever ``k``; k <= 1 gives the plain split of 4 blocks."""
+        if k <= 1:
+            return cls()
+        return cls(cls.even(2 * k).widths, per_key=k)
+
     @property
     def n_blocks(self) -> int:
         return len(self.widths)
 
     @property
     def max_k(self) -> int:
-        """Largest distance for which block lookups guarantee full recall."""
-        return self.n_blocks - 1
+        """Largest distance for which key look-ups guarantee full recall."""
+        return self.n_blocks - self.per_key
+
+    @property
+    def tables(self) -> tuple[tuple[int, ...], ...]:
+        """The blocks of each key, in key order."""
+        return tuple(itertools.combinations(range(self.n_blocks), self.per_key))
+
+    @property
+    def n_keys(self) -> int:
+        return len(self.tables)
+
+    @property
+    def key_widths(self) -> tuple[int, ...]:
+        """Bits of each key."""
+        return tuple(sum(self.widths[b] for b in t) for t in self.tables)
 
     @property
     def shifts(self) -> tuple[int, ...]:
@@ -70,26 +107,43 @@ class BlockLayout:
         masks = np.array([(1 << w) - 1 for w in self.widths], dtype=np.uint64)
         return (fps[:, None] >> shifts[None, :]) & masks[None, :]
 
+    def key_values_many(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Key values of many fingerprints: shape (n, n_keys); a key is its blocks' bits side by side,
+        the first block of its choice most significant (with ``per_key = 1``, :meth:`split_many`)."""
+        blocks = self.split_many(fingerprints)
+        if self.per_key == 1:
+            return blocks
+        out = np.zeros((blocks.shape[0], self.n_keys), dtype=np.uint64)
+        for j, table in enumerate(self.tables):
+            for b in table:
+                out[:, j] = (out[:, j] << np.uint64(self.widths[b])) | blocks[:, b]
+        return out
+
     def keys(self, fingerprint: int) -> list[str]:
-        """Block values as fixed-width lowercase hex strings (the keyword form stored in indexes)."""
-        return [f"{v:0{(w + 3) // 4}x}" for v, w in zip(self.split(fingerprint), self.widths, strict=True)]
+        """Key values as fixed-width lowercase hex strings (the keyword form stored in indexes)."""
+        values = self.key_values_many(np.array([fingerprint], dtype=np.uint64))[0].tolist()
+        return [f"{v:0{(w + 3) // 4}x}" for v, w in zip(values, self.key_widths, strict=True)]
 
     def check_k(self, k: int) -> None:
         """Refuse a distance that this layout cannot serve with full recall."""
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         if k > self.max_k:
-            raise ValueError(
-                f"k={k} needs at least {k + 1} blocks; this index has {self.n_blocks} "
-                f"(widths {list(self.widths)}); rebuild it with a wider layout"
-            )
+            need = ("is beyond this index's layout " if self.per_key > 1
+                    else f"needs at least {k + 1} blocks; this index has {self.n_blocks} ")
+            raise ValueError(f"k={k} {need}({self}), which serves k <= {self.max_k}; "
+                             "rebuild it with a wider layout")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"widths": list(self.widths)}
+        out: dict[str, Any] = {"widths": list(self.widths)}
+        if self.per_key != 1:
+            out["per_key"] = self.per_key
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BlockLayout:
-        return cls(tuple(int(w) for w in data["widths"]))
+        return cls(tuple(int(w) for w in data["widths"]), int(data.get("per_key", 1)))
 
     def __str__(self) -> str:
-        return "x".join(str(w) for w in self.widths)
+        plain = "x".join(str(w) for w in self.widths)
+        return plain if self.per_key == 1 else f"{plain}, {self.per_key} blocks a key"

@@ -17,6 +17,10 @@ from fingerprint_indexer.fingerprint.hamming import (
 
 u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 layouts = st.integers(min_value=1, max_value=16).map(BlockLayout.even)
+#: permuted layouts: n blocks, keys of 1..n-1 of them (max_k = n - per_key)
+permuted = st.integers(min_value=2, max_value=8).flatmap(
+    lambda n: st.integers(min_value=1, max_value=n - 1).map(
+        lambda p: BlockLayout(BlockLayout.even(n).widths, p)))
 
 
 def flip(fp: int, bits: list[int]) -> int:
@@ -63,6 +67,37 @@ def test_pigeonhole_within_max_k_shares_a_block(fp: int, layout: BlockLayout, da
     assert any(x == y for x, y in zip(layout.split(fp), layout.split(other), strict=True))
 
 
+@given(u64, permuted, st.data())
+def test_within_max_k_two_fingerprints_share_a_key(fp: int, layout: BlockLayout, data: st.DataObject) -> None:
+    bits = data.draw(st.lists(st.integers(0, 63), min_size=0, max_size=layout.max_k, unique=True))
+    other = flip(fp, bits)
+    assert any(x == y for x, y in zip(layout.keys(fp), layout.keys(other), strict=True))
+
+
+@given(u64, permuted)
+def test_a_key_is_its_blocks_side_by_side(fp: int, layout: BlockLayout) -> None:
+    blocks = layout.split(fp)
+    for key, table, width in zip(layout.keys(fp), layout.tables, layout.key_widths, strict=True):
+        value = 0
+        for b in table:
+            value = (value << layout.widths[b]) | blocks[b]
+        assert key == f"{value:0{(width + 3) // 4}x}"
+    assert layout.n_keys == len(set(layout.tables)) and BlockLayout.from_dict(layout.to_dict()) == layout
+
+
+def test_the_permuted_layout_for_k_3() -> None:
+    layout = BlockLayout.permuted(3)
+    assert layout.widths == (11, 11, 11, 11, 10, 10) and layout.per_key == 3
+    assert layout.n_keys == 20 and layout.max_k == 3 and min(layout.key_widths) == 31
+    assert layout.keys(0)[0] == "000000000" and len(layout.keys(1 << 63)) == 20
+    assert BlockLayout.permuted(1) == BlockLayout()  # keys of one block: the plain split
+    assert BlockLayout().to_dict() == {"widths": [16, 16, 16, 16]}  # as indexes of before record it
+    with pytest.raises(ValueError, match="serves k <= 3"):
+        layout.check_k(4)
+    with pytest.raises(ValueError, match="per_key"):
+        BlockLayout((32, 32), per_key=3)
+
+
 def test_block_order_is_most_significant_first() -> None:
     layout = BlockLayout()
     assert layout.split(0x0123456789ABCDEF) == (0x0123, 0x4567, 0x89AB, 0xCDEF)
@@ -73,7 +108,7 @@ def test_block_order_is_most_significant_first() -> None:
 def test_layout_validation() -> None:
     with pytest.raises(ValueError):
         BlockLayout((16, 16, 16))
-    with pytest.raises(ValueError, match="needs at least 5 blocks"):
+    with pytest.raises(ValueError, match="serves k <= 3"):
         BlockLayout().check_k(4)
     assert BlockLayout.for_k(6).n_blocks == 7
     assert BlockLayout.for_k(2) == BlockLayout()
