@@ -43,6 +43,7 @@ import numpy as np
 import fingerprint_indexer.engine.rules as rules_mod
 import fingerprint_indexer.store.exact as exact_mod
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.simhash import term_hashes
 from fingerprint_indexer.pipeline import Pipeline
@@ -284,7 +285,6 @@ def es_hot_bucket(url: str, n: int, member_page: int = 1000, seed: int = 5) -> d
     from elasticsearch import Elasticsearch
 
     from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
-    from fingerprint_indexer.fingerprint.blocks import BlockLayout
     from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
     rng = random.Random(seed)
@@ -378,17 +378,16 @@ def delete_index(client: Any, name: str) -> None:
 
 
 def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, FingerprintResult]],
-              threads: int = 2, chunk: int = 500) -> dict[str, Any]:
+              threads: int = 2, chunk: int = 500, layout: BlockLayout | None = None) -> dict[str, Any]:
     """A fresh index ``name`` (created by ``create_index``, behind an alias as ``es setup`` makes it) loaded
     with ``pairs`` through ``helpers.parallel_bulk``, refresh off during the load and restored after, then
     refreshed: load time and the index's size on disk."""
     from elasticsearch import helpers
 
-    from fingerprint_indexer.fingerprint.blocks import BlockLayout
-    from fingerprint_indexer.index.elasticsearch import create_index
+    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, create_index
 
     delete_index(client, name)
-    layout = BlockLayout()
+    layout = layout or ES_LAYOUT
     concrete = create_index(client, name, layout, alias=True)
     if concrete is None:
         raise SystemExit(f"index {name!r} was created by someone else meanwhile")
@@ -424,12 +423,15 @@ def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, Fingerprin
             "store_bytes_per_doc": round(stats["store"]["size_in_bytes"] / max(ok, 1), 1)}
 
 
-def cli_es_index(url: str, name: str, jsonl: Path, processes: int) -> dict[str, Any]:
+def cli_es_index(url: str, name: str, jsonl: Path, processes: int,
+                 blocks: int | None = None) -> dict[str, Any]:  # fmt: skip
     """``fingerprint-indexer es index`` of ``jsonl`` into ``name``, run as the command (a subprocess, start-up
-    included): wall time, docs/s and the decisions."""
+    included): wall time, docs/s and the decisions. ``blocks``: a new index of the plain layout of that
+    many blocks (else the command's default; an existing index keeps its own)."""
     out = jsonl.with_suffix(f".{name}.decisions.jsonl")
     cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "es", "index", str(jsonl), "--index", name,
            "--processes", str(processes), "--output", str(out)]
+    cmd += ["--blocks", str(blocks)] if blocks else []
     t = time.perf_counter()
     p = subprocess.run(cmd, env={**os.environ, "ES_URL": url}, capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -515,20 +517,24 @@ def node_figures(client: Any) -> dict[str, Any]:
 
 def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small: int = 10_000,
              queries: int = 500, processes: int = 2, keep: bool = False,
-             work: Path | None = None) -> dict[str, Any]:  # fmt: skip
+             work: Path | None = None, plain: bool = False) -> dict[str, Any]:  # fmt: skip
     """The Elasticsearch figures at ``n`` documents (see ``--es-scale``): bulk-load the first ``n`` cached
     generated documents and the first ``small`` into two fresh indexes, time ``es similar`` on both, then
     ``es index`` of the first ``real`` shuffled real documents into an empty index, into the ``n`` index
-    and into an empty index again (back to back), and take the real documents out of the ``n`` index."""
+    and into an empty index again (back to back), and take the real documents out of the ``n`` index.
+    Every index has the default layout of a new index (permuted keys), or with ``plain`` the 4 x 16-bit
+    blocks of the indexes of before."""
     from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-    from fingerprint_indexer.index.elasticsearch import connect
+    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect
 
     client = connect(url, request_timeout=600)
     fpr = Fingerprinter()
-    large, little = f"bench-es-scale-{n}", f"bench-es-scale-{small}-of-{n}"
-    empties = [f"bench-es-scale-empty-{i}" for i in (1, 2)]
+    layout, blocks = (BlockLayout(), 4) if plain else (ES_LAYOUT, None)
+    tag = "-plain" if plain else ""
+    large, little = f"bench-es-scale{tag}-{n}", f"bench-es-scale{tag}-{small}-of-{n}"
+    empties = [f"bench-es-scale{tag}-empty-{i}" for i in (1, 2)]
     out: dict[str, Any] = {"n": n, "small": small, "real": real, "processes": processes,
-                           "node_start": node_figures(client)}  # fmt: skip
+                           "layout": str(layout), "node_start": node_figures(client)}  # fmt: skip
     reals = load_real(seed)[:real]
     generated_ids = set()
     tmp = Path(tempfile.mkdtemp(prefix="bench-es-scale-", dir=work))
@@ -536,11 +542,11 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         if keep and concrete_indices(client, large) and client.count(index=large)["count"] == n:
             out["load"] = {"reused": large}
         else:
-            out["load"] = bulk_load(client, large, cached_pairs(n, seed, cache, fpr))
+            out["load"] = bulk_load(client, large, cached_pairs(n, seed, cache, fpr), layout=layout)
         print(f"es-scale: {json.dumps(out['load'])}", file=sys.stderr, flush=True)
         small_pairs = list(cached_pairs(small, seed, cache, fpr))
         generated_ids = {d.id for d, _ in small_pairs}
-        out["load_small"] = bulk_load(client, little, small_pairs)
+        out["load_small"] = bulk_load(client, little, small_pairs, layout=layout)
         # real ids are "<corpus>/<id>", generated ones "g<number>": the two sets cannot meet
         clash = [d.id for d in reals if d.id in generated_ids or not d.id.partition("/")[2]]
         if clash:
@@ -564,8 +570,9 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         for e in empties:
             delete_index(client, e)
-        runs = [cli_es_index(url, empties[0], jsonl, processes), cli_es_index(url, large, jsonl, processes),
-                cli_es_index(url, empties[1], jsonl, processes)]  # fmt: skip
+        runs = [cli_es_index(url, empties[0], jsonl, processes, blocks),
+                cli_es_index(url, large, jsonl, processes),
+                cli_es_index(url, empties[1], jsonl, processes, blocks)]
         empty_rate = (runs[0]["docs_per_s"] + runs[2]["docs_per_s"]) / 2
         out["es_index"] = {"empty_1": runs[0], "at_n": runs[1], "empty_2": runs[2],
                            "ratio_n_vs_empty": round(runs[1]["docs_per_s"] / empty_rate, 2)}  # fmt: skip
@@ -592,12 +599,14 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
 def es_scale_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) -> str:
     """A dated section of docs/benchmarks.md for one ``--es-scale`` run."""
     day = time.strftime("%Y-%m-%d")
-    big, small = f"bench-es-scale-{r['n']}", f"bench-es-scale-{r['small']}-of-{r['n']}"
+    tag = "-plain" if r.get("layout") == "16x16x16x16" else ""
+    big, small = f"bench-es-scale{tag}-{r['n']}", f"bench-es-scale{tag}-{r['small']}-of-{r['n']}"
     s, ix, ld = r["similar"], r["es_index"], r["load"]
     heap = r["node_start"]
     lines = [f"### Elasticsearch at {r['n']:,} documents ({day})", "", "```", command, "```", "",
              f"Load average {load[0]} at the start, {load[1]} at the end; Elasticsearch {heap['version']}, "
-             f"heap {heap['heap_max_mb']} MB (used {r['node_end']['heap_used_mb']} MB at the end).", "",
+             f"heap {heap['heap_max_mb']} MB (used {r['node_end']['heap_used_mb']} MB at the end); block "
+             f"layout {r.get('layout', '16x16x16x16')}.", "",
              "| figure | value | target |", "|---|---|---|"]
     if "load_s" in ld:
         lines.append(f"| bulk load of {ld['docs']:,} generated documents | {ld['load_s']} s "
@@ -669,6 +678,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--es-real", type=int, default=20_000, help="real documents of the --es-scale es index")
     ap.add_argument("--es-small", type=int, default=10_000, help="documents of the small --es-scale index")
     ap.add_argument("--es-queries", type=int, default=500, help="es similar queries of --es-scale")
+    ap.add_argument("--es-plain", action="store_true",
+                    help="--es-scale with the 4 x 16-bit block layout of the indexes of before (default: the "
+                         "permuted keys every new index gets)")
     ap.add_argument("--es-keep", action="store_true",
                     help="keep the --es-scale index (and reuse one of the right size)")
     ap.add_argument("--fingerprints", type=Path, default=None,
@@ -717,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = args.fingerprints / f"generated-seed{args.seed}"
             es_run = es_scale(os.environ["ES_URL"], args.es_scale, folder, args.seed, args.es_real,
                               args.es_small, args.es_queries, args.processes, args.es_keep,
-                              args.work)  # fmt: skip
+                              args.work, plain=args.es_plain)  # fmt: skip
             print(json.dumps({"es_scale": es_run}), flush=True)
     finally:
         if args.work is None:

@@ -75,7 +75,7 @@ def calibrate_cmd(
     top_k: int,
     idf_path: str | None,
     synonyms: str | None,
-    n_blocks: int,
+    n_blocks: int | None,
 ) -> None:
     """Recommend thresholds for TARGET precision on labelled PAIRS of DOCS, and show what distances mean."""
 

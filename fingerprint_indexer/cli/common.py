@@ -12,6 +12,7 @@ import click
 from fingerprint_indexer.errors import FingerprintIndexerError, one_line
 
 if TYPE_CHECKING:  # the fingerprint pipeline (NumPy and more) is imported by the commands that use it
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
     from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,8 +25,10 @@ def config_options(func: F) -> F:
     from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 
     defaults = FingerprintConfig()
-    func = click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=4, show_default=True,
-                        help="Number of blocks in the candidate index (k + 1 blocks serve distance k).")(func)
+    func = click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=None,
+                        help="Number of blocks in the candidate index (k + 1 blocks serve distance k). "
+                             "Default: 4 for a store; an Elasticsearch index keeps the layout it was "
+                             "created with (a new one gets permuted keys).")(func)
     func = click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),
                         help="Synonym map file: 'variant<TAB>canonical' per line.")(func)
     func = click.option("--idf", "idf_path", type=click.Path(exists=True, dir_okay=False),
@@ -45,12 +48,20 @@ def copy_marks_option(func: F) -> F:
              "what the store or index records, off for a new one).")(func)
 
 
-def build_config(top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> FingerprintConfig:
+def build_config(top_k: int, idf_path: str | None, synonyms: str | None,
+                 n_blocks: int | None) -> FingerprintConfig:  # fmt: skip
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
     from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 
     return FingerprintConfig(top_k=top_k, idf_path=idf_path, synonyms_path=synonyms,
-                             layout=BlockLayout.even(n_blocks))
+                             layout=chosen_layout(n_blocks) or BlockLayout())
+
+
+def chosen_layout(n_blocks: int | None) -> BlockLayout | None:
+    """The layout ``--blocks`` asks for (None: not given, so the store's or index's own)."""
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+
+    return BlockLayout.even(n_blocks) if n_blocks else None
 
 
 def emit(obj: dict[str, Any], out: Any = None) -> None:

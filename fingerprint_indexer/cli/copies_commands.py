@@ -101,7 +101,7 @@ def _text_of(value: str, as_text: bool) -> str:
 @config_options
 def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_chars: int,
                max_df: int | None, max_stories: int, show: bool, k: int, g: int, top_k: int,
-               idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+               idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Copied passages of A in B, one JSON line per passage: a_start, a_end, b_start, b_end (character
     offsets into the texts as given, end exclusive), length (characters in A) and terms.
 

@@ -89,7 +89,7 @@ def _guard_store(body: Any, store: Path | None = None) -> None:
 @config_options
 def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str, output: str,
                skip_errors: bool, processes: int, batch_size: int, copy_marks: bool | None,
-               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Deduplicate documents into a persistent store: JSONL (.gz too), folders of .txt/.html, or '-'.
 
     One JSON line per document: id, fingerprint, decision (new | exact_duplicate | near_duplicate),
@@ -154,7 +154,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                    "facts, the copied passages with character offsets in both texts) and list the "
                    "look-alike candidates the check rejected, with the reason.")
 def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
-                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int, explain: bool) -> None:
+                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None,
+                explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")

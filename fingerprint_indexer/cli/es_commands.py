@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +24,7 @@ from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import (
     build_config,
+    chosen_layout,
     config_options,
     copy_marks_option,
     emit,
@@ -38,7 +40,6 @@ from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
 from fingerprint_indexer.env import es_url as read_es_url
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
@@ -104,7 +105,8 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
 @click.command("setup")
 @es_options
 @click.option("--blocks", "n_blocks", type=click.IntRange(4, 64), default=None,
-              help="Number of block fields (default 4; k + 1 blocks serve distance k).")  # fmt: skip
+              help="Plain layout of this many blocks, one key each (k + 1 blocks serve distance k). "
+                   "Default: permuted keys, 20 of three of 6 blocks, for any index size.")  # fmt: skip
 @click.option("--update-mapping", is_flag=True,
               help="Add the missing fingerprint fields to an existing index.")  # fmt: skip
 @click.option("--shards", type=click.IntRange(1, 1024), default=None, help="Primary shards of a new index.")
@@ -121,8 +123,8 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
     """
 
     def body(client: Elasticsearch) -> None:
-        layout = BlockLayout.even(n_blocks) if n_blocks else None
-        emit(setup_index(client, index_name, layout, update_mapping, shards, replicas, copy_marks).to_dict())
+        emit(setup_index(client, index_name, chosen_layout(n_blocks), update_mapping, shards, replicas,
+                         copy_marks).to_dict())
 
     es_guarded(es_url, body)
 
@@ -149,7 +151,7 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
               keep: Keep, processes: int, batch_size: int, skip_errors: bool, output: str,
               copy_marks: bool | None, top_k: int, idf_path: str | None, synonyms: str | None,
-              n_blocks: int) -> None:  # fmt: skip
+              n_blocks: int | None) -> None:  # fmt: skip
     """Fingerprint documents, decide new / exact / near duplicate against the index, and bulk-index them.
 
     Inputs as for `dedupe` (JSONL, .gz, folders of .txt/.html, '-'). One JSON line per document (id,
@@ -162,13 +164,14 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
     """
 
     def body(client: Elasticsearch) -> None:
-        config = build_config(top_k, idf_path, synonyms, n_blocks)
+        layout = chosen_layout(n_blocks)
         if not client.indices.exists(index=index_name):
-            report = setup_index(client, index_name, config.layout, copy_marks=copy_marks)
+            report = setup_index(client, index_name, layout, copy_marks=copy_marks)
             click.echo(f"created index {report.concrete_indices[0]} behind alias {index_name}", err=True)
+        es_index = ElasticsearchIndex(client, index_name, layout)
+        config = replace(build_config(top_k, idf_path, synonyms, n_blocks), layout=es_index.layout)
         config = index_config(client, index_name, config, copy_marks)
-        decider = EsDecider(ElasticsearchIndex(client, index_name, config.layout), k=k,
-                            on_duplicate=on_duplicate, keep=keep)  # type: ignore[arg-type]  # fmt: skip
+        decider = EsDecider(es_index, k=k, on_duplicate=on_duplicate, keep=keep)  # type: ignore[arg-type]
         counts: Counter[str] = Counter()
         failures: list[tuple[str, str]] = []
         input_errors: list[InputError] = []
@@ -245,7 +248,7 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, title_field: str,
                 processes: int, batch_size: int, checkpoint: str | None, no_progress: bool,
                 copy_marks: bool | None, top_k: int,
-                idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:  # fmt: skip
+                idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:  # fmt: skip
     """Fingerprint an existing index in place: documents without a fingerprint of the current version.
 
     Needs the fingerprint fields in the mapping (`es setup --update-mapping`). Resumable: after a crash, run
@@ -261,7 +264,8 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
         path.parent.mkdir(parents=True, exist_ok=True)
         report = reindex(client, index_name, source_field=source_field, title_field=title_field, k=k,
                          config=config, processes=processes, batch_size=batch_size, checkpoint=path,
-                         progress=not no_progress and sys.stderr.isatty())  # fmt: skip
+                         progress=not no_progress and sys.stderr.isatty(),
+                         layout=chosen_layout(n_blocks))  # fmt: skip
         emit(report.to_dict())
         if report.failed:
             sys.exit(EXIT_PARTIAL)
@@ -280,7 +284,7 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
 @config_options
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
                 file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
-                n_blocks: int) -> None:  # fmt: skip
+                n_blocks: int | None) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
     A near-duplicate has a document or chunk fingerprint within k of one of ours and passes the
@@ -302,7 +306,7 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
                 raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
             ev, digest = source_evidence(stored), stored.get("content_digest")
         else:
-            config = build_config(top_k, idf_path, synonyms, index.layout.n_blocks)
+            config = replace(build_config(top_k, idf_path, synonyms, None), layout=index.layout)
             doc = read_one(file_path) if file_path else Document(id="-", content=text)
             res = Fingerprinter(config).fingerprint_document(doc)
             ev, digest = res.evidence, res.content_digest

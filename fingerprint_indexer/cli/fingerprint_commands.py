@@ -36,7 +36,7 @@ def _stdin_documents(fmt: str) -> list[str] | Document:
 @click.option("--no-terms", is_flag=True, help="Leave top terms out of the output.")
 @config_options
 def fingerprint_cmd(inputs: tuple[str, ...], fmt: str, skip_errors: bool, processes: int, no_terms: bool,
-                    top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+                    top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Fingerprint documents: JSONL files (.gz too), .txt/.html files, folders, or stdin.
 
     Prints one JSON line per document: fingerprint (hex), block keys, digests, top terms, degenerate.

@@ -94,7 +94,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
               max_batch: int,
               spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
               body_timeout: float, log_level: str, no_access_log: bool, copy_marks: bool,
-              top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int) -> None:
+              top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
     an Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds fingerprints, /healthz, /readyz
     and /metrics. Writes that Elasticsearch cannot take now are spooled on disk and replayed.

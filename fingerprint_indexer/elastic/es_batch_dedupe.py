@@ -1,8 +1,8 @@
 """Deduplicate a whole index inside Elasticsearch (``fingerprint-indexer es dedupe``).
 
 Composite aggregations page through every block field (and the content digest); a bucket holding two or
-more documents is a candidate group, whose members come back in the same response (``top_hits`` with only
-doc values; a bucket larger than that is fetched by a ``term`` query). Block fields hold the keys of every
+more documents is a candidate group, whose members are read with only doc values (the small buckets of a
+page together, a larger one by itself, a page at a time). Block fields hold the keys of every
 document and chunk fingerprint, so a pair is a candidate when the fingerprints that put both members in the
 bucket lie within Hamming ``k``; it is accepted only by the verification rule (sketch and facts,
 :func:`fingerprint_indexer.verify.check`, as every writer). Accepted pairs are joined into groups
@@ -44,13 +44,14 @@ from fingerprint_indexer.index.elasticsearch import (
     VERIFY_FIELDS,
     ElasticsearchIndex,
     ElasticsearchWriteError,
+    block_fields,
     hit_evidence,
     hit_fingerprints,
     pit_scan,
 )
 from fingerprint_indexer.verify import Evidence, check, closest, joins
 
-TOP_HITS = 100  # Elasticsearch's default index.max_inner_result_window
+TOP_HITS = 100  # a bucket of more members is read by itself, a page at a time
 MEMBER_PAGE = 1000  # members of an oversized bucket read and compared at a time
 PARTNERS = 64  # candidates of other groups verified per member and bucket, nearest first
 MEMBER_FIELDS = [
@@ -123,7 +124,7 @@ def _member(hit: dict[str, Any]) -> Member | None:
 def _bucket_pages(
     client: Elasticsearch, index: str, fname: str, key: str, page: int
 ) -> Iterator[list[Member]]:
-    """The members of a bucket too large for top_hits, a page at a time (point-in-time scan)."""
+    """The members of a bucket of more than TOP_HITS, a page at a time (point-in-time scan)."""
     hits = pit_scan(client, index, {"term": {fname: key}}, page, source=False, docvalue_fields=MEMBER_FIELDS)
     out: list[Member] = []
     for hit in hits:
@@ -149,44 +150,75 @@ def keyed_buckets(
     skip_above: int | None = None,
 ) -> Iterator[tuple[str, Iterator[list[Member]]]]:
     """(key, pages of members) of every bucket of ``fname`` that holds two or more documents (and at most
-    ``skip_above``, when given); read each bucket's pages before asking for the next bucket."""
+    ``skip_above``, when given); read each bucket's pages before asking for the next bucket.
+
+    A composite aggregation pages through the keys with their counts only: with keys of about 32 bits
+    nearly every bucket holds one document, and fetching members per bucket would read the whole index.
+    The shared buckets of a page are then read together, by one ``terms`` search of up to
+    ``MEMBER_PAGE`` documents each, and one larger than ``TOP_HITS`` a page at a time by itself."""
     after: dict[str, Any] | None = None
     while True:
         composite: dict[str, Any] = {"size": page, "sources": [{"key": {"terms": {"field": fname}}}]}
         if after:
             composite["after"] = after
-        aggs = {"buckets": {"composite": composite, "aggs": {"members": {"top_hits": {
-            "size": TOP_HITS, "_source": False, "docvalue_fields": MEMBER_FIELDS}}}}}  # fmt: skip
-        resp = client.search(index=index, size=0, aggs=aggs, track_total_hits=False)
+        resp = client.search(index=index, size=0, aggs={"buckets": {"composite": composite}},
+                             track_total_hits=False)  # fmt: skip
         agg = resp["aggregations"]["buckets"]
+        batch: list[tuple[str, int]] = []
         for b in agg["buckets"]:
-            if b["doc_count"] < 2 or (skip_above is not None and b["doc_count"] > skip_above):
+            count = int(b["doc_count"])
+            if count < 2 or (skip_above is not None and count > skip_above):
                 continue
             key = str(b["key"]["key"])
-            if b["doc_count"] > TOP_HITS:
+            if count > TOP_HITS:
+                yield from _shared_members(client, index, fname, batch)
+                batch = []
                 yield key, _bucket_pages(client, index, fname, key, member_page)
-            else:
-                members = [m for m in map(_member, b["members"]["hits"]["hits"]) if m is not None]
-                yield key, iter([members])
+                continue
+            if sum(c for _, c in batch) + count > member_page:
+                yield from _shared_members(client, index, fname, batch)
+                batch = []
+            batch.append((key, count))
+        yield from _shared_members(client, index, fname, batch)
         after = agg.get("after_key")
         if not after or not agg["buckets"]:
             return
 
 
+def _shared_members(
+    client: Elasticsearch, index: str, fname: str, batch: list[tuple[str, int]]
+) -> Iterator[tuple[str, Iterator[list[Member]]]]:
+    """(key, its members) of buckets of at most ``TOP_HITS`` documents, read by one search."""
+    if not batch:
+        return
+    wanted = {key for key, _ in batch}
+    resp = client.search(index=index, query={"terms": {fname: sorted(wanted)}}, source=False,
+                         docvalue_fields=[*MEMBER_FIELDS, {"field": fname}],
+                         size=sum(c for _, c in batch), track_total_hits=False)  # fmt: skip
+    by_key: dict[str, list[Member]] = {key: [] for key, _ in batch}
+    for hit in resp["hits"]["hits"]:
+        m = _member(hit)
+        if m is None:
+            continue
+        for key in set((hit.get("fields") or {}).get(fname) or ()) & wanted:
+            by_key[key].append(m)
+    for key, _ in batch:
+        yield key, iter([by_key[key]])
+
+
 def _bucket_fps(
     members: list[Member], layout: BlockLayout | None, block: int, key: str
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
-    """(owner position, fingerprint) of each fingerprint that puts a member into this bucket (all of a
-    member's fingerprints without ``layout``): any pair within k shares a block key, so it is found in the
-    bucket of that key."""
-    owner: list[int] = []
-    values: list[int] = []
-    for n, m in enumerate(members):
-        for fp in m.all_fingerprints():
-            if layout is None or layout.keys(fp & MASK64)[block] == key:
-                owner.append(n)
-                values.append(fp & MASK64)
-    return np.array(owner, dtype=np.int64), np.array(values, dtype=np.uint64)
+    """(owner position, fingerprint) of each fingerprint that puts a member into this bucket (key number
+    ``block`` of ``layout`` equal to ``key``; all of a member's fingerprints without ``layout``): any pair
+    within k shares a key, so it is found in the bucket of that key."""
+    owner = [n for n, m in enumerate(members) for _ in m.all_fingerprints()]
+    values = [fp & MASK64 for m in members for fp in m.all_fingerprints()]
+    own, fps = np.array(owner, dtype=np.int64), np.array(values, dtype=np.uint64)
+    if layout is None or not len(fps):
+        return own, fps
+    here = layout.key_values_many(fps)[:, block] == np.uint64(int(key, 16))
+    return own[here], fps[here]
 
 
 class _Linker:
@@ -296,7 +328,7 @@ def batch_dedupe(
     report = BatchDedupeReport(index, k)
     linker = _Linker(k, report)
     layout = es_index.layout
-    for fname in [f"block_{b}" for b in range(layout.n_blocks)] + [BANDS_FIELD, "content_digest"]:
+    for fname in [*block_fields(layout), BANDS_FIELD, "content_digest"]:
         report.fields_scanned.append(fname)
         exact, banded = fname == "content_digest", fname == BANDS_FIELD
         block = -1 if exact or banded else int(fname.removeprefix("block_"))

@@ -18,6 +18,7 @@ from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
 from fingerprint_indexer.index.elasticsearch import (
+    ES_LAYOUT,
     META_KEY,
     create_index,
     load_index_body,
@@ -84,7 +85,7 @@ def setup_index(
     on an existing index True or False must match what it records (None: no check).
     """
     if not client.indices.exists(index=name):
-        concrete = create_index(client, name, layout or BlockLayout(), alias=True, shards=shards,
+        concrete = create_index(client, name, layout or ES_LAYOUT, alias=True, shards=shards,
                                 replicas=replicas, copy_marks=WinnowParams().tag if copy_marks else None)
         if concrete is not None:  # else another setup created it at the same moment: checked below
             return SetupReport(name, "created", [concrete])
@@ -95,7 +96,7 @@ def setup_index(
             f"index {name!r} uses block layout {current}, not {layout}; reindex into a new index"
         )
     marks = index_config(client, name, FingerprintConfig(), copy_marks).winnow
-    body = load_index_body(layout or current or BlockLayout(), copy_marks=marks.tag if marks else None)
+    body = load_index_body(layout or current or ES_LAYOUT, copy_marks=marks.tag if marks else None)
     wanted = body["mappings"]["properties"]
     per_index = _existing_properties(client, name)
     missing: set[str] = set()
@@ -113,7 +114,7 @@ def setup_index(
         return SetupReport(name, "unchanged", sorted(per_index))
     if not update_mapping:
         raise MappingConflict(
-            f"index {name!r} lacks the fingerprint fields {sorted(missing) or '(_meta block layout)'}; "
+            f"index {name!r} lacks the fingerprint fields {sorted(missing) or '(_meta key layout)'}; "
             "rerun with --update-mapping to add them"
         )
     for idx, mapping in client.indices.get_mapping(index=name).body.items():

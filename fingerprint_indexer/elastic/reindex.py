@@ -20,7 +20,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, pit_scan
 
@@ -116,10 +117,12 @@ def reindex(
     batch_size: int = 500,
     checkpoint: Path | None = None,
     progress: bool = True,
+    layout: BlockLayout | None = None,
 ) -> ReindexReport:
-    """Fingerprint every pending document of ``index``; returns the (cumulative) report."""
-    fpr = Fingerprinter(config)
-    es_index = ElasticsearchIndex(client, index, fpr.config.layout, create=False)
+    """Fingerprint every pending document of ``index``; returns the (cumulative) report. ``layout``, when
+    given, must be the index's own (None: whatever it records)."""
+    es_index = ElasticsearchIndex(client, index, layout, create=False)
+    fpr = Fingerprinter(replace(config or FingerprintConfig(), layout=es_index.layout))
     decider = EsDecider(es_index, k=k)
     query = pending_query(fpr.version)
     client.indices.refresh(index=index)

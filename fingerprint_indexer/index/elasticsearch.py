@@ -3,7 +3,9 @@
 Each document carries its document fingerprint as a ``long`` (two's complement of the unsigned value) and
 its hex form, all its fingerprints (document first, then content-defined chunks) in the multi-valued long
 ``fingerprints``, its MinHash sketch as ``binary`` with doc values, and one multi-valued ``keyword`` field
-per block (``block_0`` = most significant bits) holding that block's keys of every fingerprint.
+per key of the block layout (``block_<n>``, :func:`block_fields`) holding that key of every fingerprint:
+a new index has the permuted layout (:data:`ES_LAYOUT`: 20 keys of three blocks), an index of before
+the four 16-bit blocks.
 
 :meth:`ElasticsearchIndex.query` is the plain :class:`NearDupIndex` lookup of one fingerprint against
 document fingerprints. :meth:`ElasticsearchIndex.query_verified` is the measured rule of the embedded
@@ -151,8 +153,28 @@ def connect(
 
 
 # ----------------------------------------------------------------------------------------- mapping
+#: The layout of a new index: permuted keys of about 32 bits (:meth:`BlockLayout.permuted`), so that a
+#: key matches almost no random document however large the index grows. An existing index keeps the
+#: layout recorded in its mapping (``_meta``), whatever a writer's default.
+ES_LAYOUT = BlockLayout.permuted(3)
+
+#: Where a mapping's ``_meta`` records the layout. ``key_layout`` since keys of several blocks: a writer
+#: of before, which reads only ``block_layout``, finds no layout in a new index and refuses it instead
+#: of writing keys of another layout; ``block_layout`` is still read from the indexes it created.
+LAYOUT_META = "key_layout"
+OLD_LAYOUT_META = "block_layout"
+
+
 def block_fields(layout: BlockLayout) -> list[str]:
-    return [f"block_{i}" for i in range(layout.n_blocks)]
+    """The keyword field of each key of ``layout`` (``block_<n>``, in key order)."""
+    return [f"block_{i}" for i in range(layout.n_keys)]
+
+
+def mapping_layout(mapping: dict[str, Any]) -> BlockLayout | None:
+    """The layout one index's mapping records (None: none, so not a fingerprint index yet)."""
+    meta = ((mapping.get("mappings") or {}).get("_meta") or {}).get(META_KEY) or {}
+    raw = meta.get(LAYOUT_META) or meta.get(OLD_LAYOUT_META)
+    return BlockLayout.from_dict(raw) if raw else None
 
 
 def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
@@ -166,7 +188,7 @@ def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
         for field in [f for f in props if f.startswith("block_")]:
             del props[field]
         props.update({f: {"type": "keyword"} for f in block_fields(layout)})
-        body["mappings"]["_meta"][META_KEY]["block_layout"] = layout.to_dict()
+        body["mappings"]["_meta"][META_KEY][LAYOUT_META] = layout.to_dict()
     if copy_marks is not None:
         body["mappings"]["_meta"][META_KEY]["copy_marks"] = copy_marks
     return body
@@ -274,34 +296,31 @@ def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
 
 def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:
     """The block layout recorded in the mapping of ``index`` (or of every index behind the alias)."""
-    layouts = set()
-    for mapping in client.indices.get_mapping(index=index).body.values():
-        meta = (mapping.get("mappings") or {}).get("_meta") or {}
-        raw = (meta.get(META_KEY) or {}).get("block_layout")
-        layouts.add(BlockLayout.from_dict(raw) if raw else None)
+    layouts = {mapping_layout(m) for m in client.indices.get_mapping(index=index).body.values()}
     if len(layouts) > 1:
         names = sorted(map(str, layouts))
         raise ValueError(f"indices behind {index!r} disagree on the block layout: {names}")
     return layouts.pop() if layouts else None
 
 
-#: Per block, one stored key per fingerprint (see :func:`block_keys`).
+#: Per key of the layout, one stored key per fingerprint (see :func:`block_keys`).
 BlockKeys = list[list[str]]
 
 
 @functools.cache
 def _hex_table(width: int) -> tuple[str, ...]:
-    """Every key of a block of ``width`` bits (<= 16) in its stored form, by value."""
+    """Every key of ``width`` bits (<= 16) in its stored form, by value."""
     return tuple(f"{v:0{(width + 3) // 4}x}" for v in range(1 << width))
 
 
 def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
-    """Per block, the stored key of each fingerprint (as :meth:`BlockLayout.keys`, column-wise): one
-    NumPy split for all of them and a table look-up per key instead of string formatting."""
+    """Per key of the layout, the stored key of each fingerprint (as :meth:`BlockLayout.keys`,
+    column-wise): one NumPy pass for all of them, and a table look-up per key of up to 16 bits instead
+    of string formatting."""
     fps = np.fromiter((f & MASK64 for f in fingerprints), dtype=np.uint64, count=len(fingerprints))
-    cols = layout.split_many(fps).T.tolist()
+    cols = layout.key_values_many(fps).T.tolist()
     out = []
-    for w, col in zip(layout.widths, cols, strict=True):
+    for w, col in zip(layout.key_widths, cols, strict=True):
         if w <= 16:
             table = _hex_table(w)
             out.append([table[v] for v in col])
@@ -515,9 +534,9 @@ class ElasticsearchIndex(NearDupIndex):
         self._pit_keep_alive = "10m"
         created = False
         if create and not client.indices.exists(index=index):
-            created = create_index(client, index, layout or BlockLayout(), copy_marks=copy_marks) is not None
+            created = create_index(client, index, layout or ES_LAYOUT, copy_marks=copy_marks) is not None
         if created:
-            self.layout = layout or BlockLayout()
+            self.layout = layout or ES_LAYOUT
         elif client.indices.exists(index=index):  # also one another writer created at the same moment
             stored = stored_layout(client, index)
             if stored is None:

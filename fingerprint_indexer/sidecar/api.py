@@ -72,7 +72,7 @@ async def fingerprint(body: FingerprintRequest, request: Request) -> dict[str, A
     res = await state.pool.raw(body.text, body.html)
     out = res.to_dict(with_terms=body.with_terms)
     out.pop("id", None)
-    out["fields"] = result_fields(res, state.layout)
+    out["fields"] = result_fields(res, await state.es_layout(state.settings.default_index))
     return out
 
 
@@ -99,9 +99,10 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     ops: list[BulkOp] = []
     op_of: dict[int, int] = {}
+    layout = await state.es_layout(index)
     for i, (doc_in, d) in enumerate(zip(docs, decided, strict=True)):
         state.metrics.documents.labels(d.decision.decision).inc()
-        fields = es_fields(d.result, d.decision, state.layout, d.doc.length)
+        fields = es_fields(d.result, d.decision, layout, d.doc.length)
         res = d.decision.to_dict()
         res.update(degenerate=d.result.degenerate, fields=fields, index=None)
         results.append(res)

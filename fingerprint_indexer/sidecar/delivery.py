@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.sidecar.es import BulkRejected, EsClient, EsUnavailable
 from fingerprint_indexer.sidecar.spool import Position, Spool, SpoolFull, SpoolUnavailable
 from fingerprint_indexer.sidecar.worker import valid_index_name
@@ -216,9 +215,8 @@ def log_relinks(relinks: Sequence[tuple[bool, dict[str, Any]]]) -> list[int]:
 class Delivery:
     """Direct writes while healthy, the spool otherwise; see the module docstring."""
 
-    def __init__(self, es: EsClient, spool: Spool, layout: BlockLayout,
-                 on_spooled: Callable[[int], None] | None = None) -> None:
-        self.es, self.spool, self.layout = es, spool, layout
+    def __init__(self, es: EsClient, spool: Spool, on_spooled: Callable[[int], None] | None = None) -> None:
+        self.es, self.spool = es, spool
         self.es_down = False
         self.wake = asyncio.Event()
         self._spool_thread = ThreadPoolExecutor(1, thread_name_prefix="spool")
@@ -250,7 +248,7 @@ class Delivery:
             return await self._to_spool(ops, params)
         try:
             for index in ensure_indices(ops):
-                await self.es.ensure_index(index, self.layout)
+                await self.es.ensure_index(index)
             data = await self.es.bulk(encode_ops(ops), params)
         except EsUnavailable as exc:
             log.warning("Elasticsearch unavailable (%s): spooling %d operation(s)", exc, len(ops))
@@ -357,7 +355,7 @@ class Replayer:
         heads, bodies = zip(*(_split(p) for _, p in recs), strict=True)
         try:
             for index in sorted({i for h in heads for i in h.get("ensure", [])}):
-                await self.d.es.ensure_index(index, self.d.layout)
+                await self.d.es.ensure_index(index)
             data = await self.d.es.bulk(b"".join(bodies), heads[0].get("params") or {})
         except EsUnavailable as exc:
             self.d.es_down = True

@@ -25,7 +25,7 @@ import httpx
 
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import index_creation
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, index_creation, mapping_layout
 from fingerprint_indexer.servers import (
     NODES_PATH,
     ROOT_PATH,
@@ -121,6 +121,7 @@ class EsClient:
             self.http.headers.pop(name, None)
         # writes wait as long as ``--es-timeout`` says (a slow bulk is spooled, not cut short early)
         self.write_timeout = httpx.Timeout(settings.timeout_s, connect=3.0)
+        self._layouts: dict[str, BlockLayout] = {}  # index -> the key layout its mapping records
         #: The server, once it has answered (see :meth:`detect`).
         self.server: Server | None = None
 
@@ -207,22 +208,23 @@ class EsClient:
         self.last_error = reason
         return EsUnavailable(reason)
 
-    async def ensure_index(self, index: str, layout: BlockLayout) -> None:
+    async def ensure_index(self, index: str) -> None:
         """Create ``index`` with the fingerprint mapping when it does not exist.
 
         Asked before every write request (one ``HEAD``), not once per process: an index deleted while the
         service runs is created again with this mapping by the next write, never by Elasticsearch's
         dynamic mapping. The index is what :func:`index_creation` says (the name itself, no alias; the
-        copy-marks tag of :attr:`copy_marks`; one replica when ``GET /_cluster/health``, asked once per
-        creation, counts more than one data node). The mapping is made dynamic, so an indexer's own extra
-        fields stay searchable as they would be without the proxy; the fingerprint fields keep their
-        declared types. A 401/403 (the service's credentials) raises :class:`EsUnavailable` like an
-        outage: the writes are spooled.
+        key layout :data:`ES_LAYOUT`; the copy-marks tag of :attr:`copy_marks`; one replica when ``GET
+        /_cluster/health``, asked once per creation, counts more than one data node). The mapping is made
+        dynamic, so an indexer's own extra fields stay searchable as they would be without the proxy; the
+        fingerprint fields keep their declared types. A 401/403 (the service's credentials) raises
+        :class:`EsUnavailable` like an outage: the writes are spooled.
         """
         try:
             r = await self.http.head(f"/{index}", timeout=self.write_timeout)
             if r.status_code == 404:
-                concrete, body = index_creation(index, layout, copy_marks=self.copy_marks,
+                self._layouts.pop(index, None)
+                concrete, body = index_creation(index, ES_LAYOUT, copy_marks=self.copy_marks,
                                                 data_nodes=await self._data_nodes(), dynamic=True)
                 r = await self.http.put(f"/{concrete}", json=body, timeout=self.write_timeout)
                 if not_now(r.status_code):
@@ -232,6 +234,33 @@ class EsClient:
                 raise self._unavailable(f"HEAD {index}: {status_reason(r.status_code)}")
         except httpx.HTTPError as exc:
             raise self._unavailable(failure_reason(exc)) from exc
+
+    async def index_layout(self, index: str) -> BlockLayout:
+        """The key layout the block fields of ``index`` are written in: the one its mapping records (asked
+        once per index and remembered), else :data:`ES_LAYOUT`, the layout :meth:`ensure_index` creates a
+        missing index with. When Elasticsearch cannot be asked, :data:`ES_LAYOUT` too, not remembered
+        (the writes are being spooled then): only an index of another layout, first written to by this
+        process during an outage, gets documents whose keys it cannot look up."""
+        known = self._layouts.get(index)
+        if known is not None:
+            return known
+        try:
+            r = await self.http.get(f"/{index}/_mapping", headers={"accept": "application/json"},
+                                    timeout=self.write_timeout)  # fmt: skip
+        except httpx.HTTPError:
+            return ES_LAYOUT
+        if r.status_code != 200:
+            return ES_LAYOUT
+        try:
+            layouts = {mapping_layout(m) for m in r.json().values()} - {None}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return ES_LAYOUT
+        if len(layouts) != 1:  # no fingerprint mapping, or indices behind an alias that disagree
+            return ES_LAYOUT
+        layout = layouts.pop()
+        assert layout is not None
+        self._layouts[index] = layout
+        return layout
 
     async def _data_nodes(self) -> int:
         """The cluster's number of data nodes (``GET /_cluster/health``); an answer without it raises

@@ -84,8 +84,7 @@ class EsStateOwner(OneThread):
             if not create and not self.client.indices.exists(index=index):
                 return None
             marks = self.config.winnow.tag if self.config.winnow is not None else None
-            es_index = ElasticsearchIndex(self.client, index, self.config.layout, create=create,
-                                          copy_marks=marks)
+            es_index = ElasticsearchIndex(self.client, index, create=create, copy_marks=marks)  # its layout
             wait_for_primaries(self.client, index)  # another sidecar may have just created it
             claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
         except (TransportError, ApiError) as exc:

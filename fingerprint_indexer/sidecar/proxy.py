@@ -501,10 +501,11 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        fields = es_fields(d.result, d.decision, state.layout, d.doc.length)
+        layout = await state.es_layout(op.index)
+        fields = es_fields(d.result, d.decision, layout, d.doc.length)
         plan = plans.get(pos)
         if plan is not None:  # an update: the fields go into the part of the body that gets applied
-            extra = _fingerprint_nulls(state.layout) if plan.target == "doc" else {}
+            extra = _fingerprint_nulls(layout) if plan.target == "doc" else {}
             op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **fields}}
             op.raw = None  # re-encoded with the fields inside doc/upsert
         elif policy == "skip" and d.is_duplicate:
@@ -753,7 +754,7 @@ async def write_through(request: Request, index: str | None) -> Response:
     state = svc(request)
     if index is not None and valid_index_name(index) and state.es is not None:
         with contextlib.suppress(EsUnavailable):  # then the pass-through says what is wrong
-            await state.es.ensure_index(index, state.layout)
+            await state.es.ensure_index(index)
     return await passthrough(request)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT
 from fingerprint_indexer.sidecar.delivery import Delivery, Replayer
 from fingerprint_indexer.sidecar.es import EsClient
 from fingerprint_indexer.sidecar.es_state import EsStateOwner, Stores
@@ -28,7 +29,7 @@ class ServiceState:
     def __init__(self, settings: ServiceSettings, stores: Stores, spool: Spool,
                  metrics: Metrics | None = None) -> None:
         self.settings, self.stores, self.spool = settings, stores, spool
-        self.layout: BlockLayout = settings.fingerprint.layout
+        self.layout: BlockLayout = settings.fingerprint.layout  # the embedded stores'
         self.metrics = metrics or Metrics()
         self.pool: FingerprintPool | None = None
         self.es: EsClient | None = None
@@ -72,7 +73,7 @@ class ServiceState:
         self.es = EsClient(s.es)
         self.es.copy_marks = s.fingerprint.winnow.tag if s.fingerprint.winnow is not None else None
         m = self.metrics
-        self.delivery = Delivery(self.es, self.spool, self.layout, on_spooled=m.spooled.inc)
+        self.delivery = Delivery(self.es, self.spool, on_spooled=m.spooled.inc)
         self.replayer = Replayer(self.delivery, s.replay_backoff_max_s, on_replayed=m.replayed.inc,
                                  on_rejected=m.rejected.inc, on_parked=m.parked.inc,
                                  max_tries=s.replay_max_tries)
@@ -81,6 +82,11 @@ class ServiceState:
                largest_bucket=lambda: self.stores.largest_bucket,
                es_up=lambda: 0.0 if delivery.es_down else 1.0)
         self.replayer.start()
+
+    async def es_layout(self, index: str) -> BlockLayout:
+        """The key layout of the block fields written to ``index``: its own (an Elasticsearch index
+        keeps the layout it was created with, whoever created it), :data:`ES_LAYOUT` for a new one."""
+        return ES_LAYOUT if self.es is None else await self.es.index_layout(index)
 
     async def stop(self) -> None:
         """After uvicorn has finished in-flight requests: stop replaying (the spool keeps the rest for

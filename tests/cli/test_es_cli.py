@@ -219,3 +219,36 @@ def test_parse_time_reads_durations_iso_times_and_epoch_milliseconds():
     assert parse_time("1700000000000", now) == 1_700_000_000_000
     assert parse_time("2026-11-23T20:00:00Z", now) == parse_time("2026-11-23T20:00:00", now)
     assert parse_time("2026-11-23T21:00:00+01:00", now) == parse_time("2026-11-23T20:00:00Z", now)
+
+
+def test_an_index_of_the_plain_layout_keeps_it_for_every_command(es_url, es_client, es_index, news_file):
+    """An index made before permuted keys (4 x 16-bit blocks, recorded as ``block_layout``) is written,
+    looked up and deduplicated with its own layout; a new index gets the permuted keys."""
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, load_index_body, stored_layout
+
+    body = load_index_body(BlockLayout())
+    meta = body["mappings"]["_meta"]["fingerprint_indexer"]
+    meta["block_layout"] = meta.pop("key_layout")  # as the indexes of before recorded it
+    es_client.indices.create(index=es_index, **body)
+    indexed = run("index", str(news_file), "--index", es_index, "--batch-size", "64", url=es_url)
+    assert indexed.returncode == 3, indexed.stderr  # the one bad date, as in a new index
+    decisions = {d["id"]: d for d in lines(indexed.stdout)}
+    assert decisions["copy-near"]["decision"] == "near_duplicate"
+    es_client.indices.refresh(index=es_index)
+    src = es_client.get(index=es_index, id="copy-near")["_source"]
+    first_key = src["block_0"] if isinstance(src["block_0"], str) else src["block_0"][0]  # the document's
+    assert first_key == BlockLayout().keys(int(src["fingerprint_hex"], 16))[0] and "block_4" not in src
+    similar = run("similar", "--index", es_index, "--id", "copy-near", url=es_url)
+    found = {d["id"] for d in lines(similar.stdout)}
+    assert decisions["copy-near"]["duplicate_of"] in found
+    refused = run("index", str(news_file), "--index", es_index, "--blocks", "5", url=es_url)
+    assert refused.returncode != 0 and "block layout 16x16x16x16" in refused.stderr
+    assert stored_layout(es_client, es_index) == BlockLayout()
+
+    fresh = es_index + "-new"
+    try:
+        assert run("setup", "--index", fresh, url=es_url).returncode == 0
+        assert stored_layout(es_client, fresh) == ES_LAYOUT
+    finally:
+        es_client.indices.delete(index=fresh + "-000001", ignore_unavailable=True)

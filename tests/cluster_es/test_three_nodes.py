@@ -25,7 +25,6 @@ from support.ingest_driver import IngestDriver, assert_exactly_once, wait_spool_
 from support.service import ServiceProcess
 
 from fingerprint_indexer.env import EsSettings
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.sidecar.es import EsClient
 
@@ -89,12 +88,12 @@ def test_three_nodes_form_one_green_cluster_and_new_indices_get_a_replica(
     async def sidecar_creates() -> None:
         es = EsClient(EsSettings.from_env(es_cluster.urls[0]))
         try:
-            await es.ensure_index(sidecar_index, BlockLayout())
+            await es.ensure_index(sidecar_index)
         finally:
             await es.close()
 
     asyncio.run(sidecar_creates())
-    ElasticsearchIndex(cluster_client, class_index, BlockLayout())
+    ElasticsearchIndex(cluster_client, class_index)
     settings = cluster_client.indices.get_settings(index=f"{sidecar_index},{class_index}",
                                                    name="index.number_of_replicas")  # fmt: skip
     assert {i: s["settings"]["index"]["number_of_replicas"] for i, s in settings.items()} == \

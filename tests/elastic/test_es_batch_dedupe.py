@@ -10,7 +10,7 @@ from elasticsearch import helpers
 from fingerprint_indexer.elastic.es_batch_dedupe import TOP_HITS, batch_dedupe, shared_buckets
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, ElasticsearchIndex
 
 pytestmark = pytest.mark.elasticsearch
 K = 3
@@ -38,9 +38,9 @@ def _corpus(seed: int) -> list[tuple[str, int, dict]]:
                     {"published_at": f"2024-01-{10 + (m * 7 + g) % 17:02d}", "content_digest": f"g{g}m{m}"},
                 )
             )
-    shared_top = rng.getrandbits(16) << 48
-    for i in range(TOP_HITS + 30):  # one block_0 bucket bigger than top_hits: fetched by a scan
-        docs.append((f"big-{i:03d}", shared_top | rng.getrandbits(48), {"content_digest": f"big{i}"}))
+    shared_top = rng.getrandbits(33) << 31  # block_0 of both layouts: 16 bits, or blocks 0-2 (33 bits)
+    for i in range(TOP_HITS + 30):  # one block_0 bucket bigger than TOP_HITS: read page by page
+        docs.append((f"big-{i:03d}", shared_top | rng.getrandbits(31), {"content_digest": f"big{i}"}))
     for i in range(3):
         docs.append((f"tiny-{i}", rng.getrandbits(64), {"degenerate": True, "content_digest": "same-text"}))
     for i in range(200):
@@ -67,10 +67,13 @@ def _brute_groups(docs: list[tuple[str, int, dict]]) -> list[set[str]]:
     return sorted((g for g in groups.values() if len(g) > 1), key=min)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_groups_equal_brute_force_and_are_written_back(es_client, es_index, seed):
+LAYOUTS = {"plain": BlockLayout(), "permuted": ES_LAYOUT}
+
+
+@pytest.mark.parametrize(("seed", "layout"), [(1, "plain"), (2, "plain"), (1, "permuted"), (2, "permuted")])
+def test_groups_equal_brute_force_and_are_written_back(es_client, es_index, seed, layout):
     docs = _corpus(seed)
-    index = ElasticsearchIndex(es_client, es_index, BlockLayout())
+    index = ElasticsearchIndex(es_client, es_index, LAYOUTS[layout])
     index.add_many(docs)
     index.refresh()
     report = batch_dedupe(es_client, es_index, k=K)
@@ -98,9 +101,10 @@ def test_groups_equal_brute_force_and_are_written_back(es_client, es_index, seed
     assert all("cluster_id" not in s for i, s in stored.items() if i not in grouped)
 
 
-def test_a_bucket_larger_than_top_hits_comes_back_whole(es_client, es_index):
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_bucket_larger_than_top_hits_comes_back_whole(es_client, es_index, layout):
     docs = _corpus(3)
-    index = ElasticsearchIndex(es_client, es_index)
+    index = ElasticsearchIndex(es_client, es_index, LAYOUTS[layout])
     index.add_many(docs)
     index.refresh()
     sizes = sorted(len(members) for members in shared_buckets(es_client, es_index, "block_0", page=7))
@@ -114,7 +118,7 @@ def test_dry_run_writes_nothing_and_large_k_is_refused(es_client, es_index):
     report = batch_dedupe(es_client, es_index, k=K, write=False)
     assert (report.groups, report.written) == (1, 0)
     assert "cluster_id" not in es_client.get(index=es_index, id="b")["_source"]
-    with pytest.raises(ValueError, match="needs at least 5 blocks"):
+    with pytest.raises(ValueError, match="serves k <= 3"):
         batch_dedupe(es_client, es_index, k=4)
 
 

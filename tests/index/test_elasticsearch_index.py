@@ -15,6 +15,7 @@ from support.index_contract import Scenario, brute_force, check_scenario, index_
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_signed, to_unsigned
 from fingerprint_indexer.index.elasticsearch import (
+    ES_LAYOUT,
     ElasticsearchIndex,
     ElasticsearchWriteError,
     load_index_body,
@@ -82,7 +83,8 @@ def test_extreme_fingerprints_round_trip_through_elasticsearch(es_client, es_ind
     stored = es_client.get(index=es_index, id="e3")["_source"]
     assert stored["fingerprint"] == -(1 << 63)
     assert stored["fingerprint_hex"] == "8000000000000000"
-    assert [stored[f"block_{b}"] for b in range(4)] == ["8000", "0000", "0000", "0000"]
+    keys = [stored[f"block_{b}"] for b in range(20)]  # the top bit is the first of blocks 0, 1 and 2
+    assert keys == ES_LAYOUT.keys(1 << 63) and keys[0] == "100000000" and keys[-1] == "00000000"
 
 
 def test_degenerate_documents_stay_out_of_the_buckets(es_client, es_index):
@@ -148,4 +150,5 @@ def test_mapping_uses_only_core_features():
     analyzers = {p.get("analyzer") for p in props.values()} - {None}
     assert analyzers <= {"standard", "whitespace"}
     assert "analysis" not in body.get("settings", {}).get("index", {})
-    assert body["mappings"]["_meta"]["fingerprint_indexer"]["block_layout"] == {"widths": [16, 16, 16, 16]}
+    assert BlockLayout.from_dict(body["mappings"]["_meta"]["fingerprint_indexer"]["key_layout"]) == ES_LAYOUT
+    assert load_index_body(ES_LAYOUT) == body  # the shipped mapping is the default layout's

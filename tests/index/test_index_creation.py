@@ -19,6 +19,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import (
     DECIDED_FIELD,
+    ES_LAYOUT,
     META_KEY,
     ElasticsearchIndex,
     decision_fields,
@@ -30,7 +31,7 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 from fingerprint_indexer.sidecar.es import EsClient
 
-LAYOUT = BlockLayout()
+LAYOUT = ES_LAYOUT  # what every path gives a new index by default
 TAG = WinnowParams().tag
 
 
@@ -62,7 +63,7 @@ def test_alias_copy_marks_dynamic_and_layout() -> None:
     concrete, body = index_creation("news", layout, copy_marks=TAG, data_nodes=1, alias=True, dynamic=True)
     assert concrete == "news-000001" and body["aliases"] == {"news": {"is_write_index": True}}
     meta = body["mappings"]["_meta"][META_KEY]
-    assert meta["copy_marks"] == TAG and BlockLayout.from_dict(meta["block_layout"]) == layout
+    assert meta["copy_marks"] == TAG and BlockLayout.from_dict(meta["key_layout"]) == layout
     assert body["mappings"]["dynamic"] is True
     blocks = sorted(f for f in body["mappings"]["properties"] if f.startswith("block_"))
     assert blocks == [f"block_{i}" for i in range(layout.n_blocks)]
@@ -89,11 +90,11 @@ def test_the_mapping_declares_every_field_a_writer_writes(zh_articles: list[dict
 
 # ------------------------------------------------------------------------------- each path, real node
 def _es_setup(client: Elasticsearch, url: str, name: str) -> None:
-    setup_index(client, name, LAYOUT, copy_marks=True)
+    setup_index(client, name, copy_marks=True)
 
 
 def _index_class(client: Elasticsearch, url: str, name: str) -> None:
-    ElasticsearchIndex(client, name, LAYOUT, copy_marks=TAG).close()
+    ElasticsearchIndex(client, name, copy_marks=TAG).close()
 
 
 def _sidecar(client: Elasticsearch, url: str, name: str) -> None:
@@ -101,7 +102,7 @@ def _sidecar(client: Elasticsearch, url: str, name: str) -> None:
         es = EsClient(EsSettings.from_env(url))
         es.copy_marks = TAG
         try:
-            await es.ensure_index(name, LAYOUT)
+            await es.ensure_index(name)
         finally:
             await es.close()
 

@@ -14,8 +14,7 @@ from elasticsearch import Elasticsearch
 from support.differential import JSON, NDJSON, Differential, ndjson
 from support.service import ServiceProcess
 
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
-from fingerprint_indexer.index.elasticsearch import load_index_body
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, load_index_body
 
 pytestmark = [pytest.mark.elasticsearch]
 
@@ -150,7 +149,7 @@ def test_first_write_without_text_gets_the_fingerprint_mapping(
     """#16.3: an index first written with no text field is created by the proxy with its mapping, so
     the fingerprint fields written later keep their types."""
     diff.same("POST", "/{index}/_bulk", ndjson({"index": {"_id": "c"}}, {"category": "sport"}), NDJSON)
-    want = load_index_body(FingerprintConfig().layout)["mappings"]["properties"]
+    want = load_index_body(ES_LAYOUT)["mappings"]["properties"]
     got = es_client.indices.get_mapping(index=diff.proxy_index)[diff.proxy_index]["mappings"]["properties"]
     for name in ("sketch", "block_0", "published_at", "fingerprint"):
         assert got[name]["type"] == want[name]["type"], name

@@ -19,8 +19,8 @@ from support.service import ServiceProcess
 from support.tcp_forwarder import TcpForwarder
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
-from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields, result_fields
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, SKETCH_FIELD, block_fields, result_fields
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.proxy import Unknown, merge_source, plan_updates
@@ -59,6 +59,25 @@ def test_index_and_create_through_the_proxy(
     assert es_client.get(index=svc_index, id=auto_id)["_source"]["tags"] == ["x"]
 
 
+def test_an_index_of_another_layout_is_written_in_its_own(
+    proxied: Elasticsearch, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], svc_index: str
+) -> None:
+    """The proxy writes the block keys of the layout an existing index records (here the plain 4 x 16-bit
+    blocks of an index made before permuted keys), not the layout it gives a new index."""
+    from fingerprint_indexer.fingerprint.blocks import BlockLayout
+    from fingerprint_indexer.index.elasticsearch import create_index
+
+    create_index(es_client, svc_index, BlockLayout(), replicas=0)
+    a = zh_articles[12]
+    proxied.index(index=svc_index, id="old-1", document={"title": a["title"], "content": a["content"]})
+    es_client.indices.refresh(index=svc_index)
+    src = es_client.get(index=svc_index, id="old-1")["_source"]
+    res = Fingerprinter().fingerprint_document(Document(id="old-1", title=a["title"], content=a["content"]))
+    want, plain = result_fields(res, BlockLayout()), block_fields(BlockLayout())
+    assert {f: src.get(f) for f in plain} == {f: want[f] for f in plain}
+    assert "block_4" not in src
+
+
 def test_helpers_bulk_through_the_proxy(
     proxied: Elasticsearch, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], svc_index: str,
     tmp_path: Path,
@@ -77,7 +96,7 @@ def test_helpers_bulk_through_the_proxy(
     docs = {k: Document.from_mapping({**a, "id": k}) for k, a in zip(keys, actions, strict=True)}
     with Pipeline(tmp_path / "ref") as pipe:  # the same documents decided in-process
         ref = {d.id: d for d in pipe.process_many(docs.values())}
-    fpr, layout = Fingerprinter(), FingerprintConfig().layout
+    fpr, layout = Fingerprinter(), ES_LAYOUT
     hits = es_client.search(index=svc_index, size=200, query={"match_all": {}})["hits"]["hits"]
     assert any(r.decision == "near_duplicate" for r in ref.values())
     for h in hits:
@@ -197,7 +216,7 @@ def test_deletes_through_the_proxy_reach_the_embedded_store(
 
 # ------------------------------------------------------------------------------------------ updates
 FP_KEYS = ("fingerprint", "fingerprint_hex", "fingerprints", "content_digest", "fp_version", "decision",
-           "duplicate_of", "cluster_id", SKETCH_FIELD, *block_fields(FingerprintConfig().layout))
+           "duplicate_of", "cluster_id", SKETCH_FIELD, *block_fields(ES_LAYOUT))
 
 
 def _fp_fields(src: dict[str, Any]) -> dict[str, Any]:
@@ -207,9 +226,9 @@ def _fp_fields(src: dict[str, Any]) -> dict[str, Any]:
 def _expected(title: str, content: str) -> dict[str, Any]:
     """The fingerprint fields of a document with this title and content (absent ones as None)."""
     res = Fingerprinter().fingerprint_document(Document(id="x", title=title, content=content))
-    fields = result_fields(res, FingerprintConfig().layout)
+    fields = result_fields(res, ES_LAYOUT)
     return {k: fields.get(k) for k in ("fingerprint", "fingerprint_hex", "fingerprints", SKETCH_FIELD,
-                                       *block_fields(FingerprintConfig().layout))}
+                                       *block_fields(ES_LAYOUT))}
 
 
 def _metric(service: ServiceProcess, outcome: str) -> float:
