@@ -121,7 +121,10 @@ class BlockLayout:
 
     def keys(self, fingerprint: int) -> list[str]:
         """Key values as fixed-width lowercase hex strings (the keyword form stored in indexes)."""
-        values = self.key_values_many(np.array([fingerprint], dtype=np.uint64))[0].tolist()
+        if self.per_key == 1:  # the blocks themselves: no array for one fingerprint
+            values: list[int] = list(self.split(fingerprint))
+        else:
+            values = self.key_values_many(np.array([fingerprint], dtype=np.uint64))[0].tolist()
         return [f"{v:0{(w + 3) // 4}x}" for v, w in zip(values, self.key_widths, strict=True)]
 
     def check_k(self, k: int) -> None:
