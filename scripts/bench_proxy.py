@@ -9,10 +9,13 @@ Side by side in one run, on the same ``--docs`` zh_news documents:
 2. ``proxy``: ``fingerprint-indexer serve`` (same worker count, fresh data directory) on loopback, fed by
    ``@elastic/elasticsearch``'s ``helpers.bulk`` with its default settings (5 MB flushes, concurrency 5),
    exactly as an existing indexer would be pointed at it;
-3. ``direct``: the same helper straight into Elasticsearch (no fingerprints): the ceiling.
+3. ``direct``: the same helper straight into Elasticsearch (no fingerprints): the ceiling;
+4. ``fingerprint_alone``: ``fingerprint_many`` with the same workers, nothing decided or written: the floor
+   of every path that fingerprints.
 
-Reports documents/s of each and ``proxy / in_process_es`` (target >= 0.8). The Node.js client is
-installed as for the client suite (tests/support/clients.py, cached). Reads ../shared/data/zh_news.jsonl.gz.
+Reports documents/s of each, ``proxy / in_process_es`` and ``proxy / fingerprint_alone`` (target >= 0.8).
+The Node.js client is installed as for the client suite (tests/support/clients.py, cached). Reads
+../shared/data/zh_news.jsonl.gz.
 
 Usage:
     python scripts/bench_proxy.py [--docs 3000] [--processes 2] [--es URL]
@@ -36,7 +39,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_service import baseline_es, es_url_default, free_port, load_records, stop_service, wait_healthy  # noqa: E402
+from bench_service import (  # noqa: E402
+    baseline_es,
+    es_url_default,
+    fingerprint_alone,
+    free_port,
+    load_records,
+    stop_service,
+    wait_healthy,
+)
 from support.clients import node_driver  # noqa: E402
 
 
@@ -64,6 +75,7 @@ def main() -> None:
     docs_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     out: dict[str, Any] = {"documents": len(records), "processes": args.processes,
                            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
+    out["fingerprint_alone"] = fingerprint_alone(records, args.processes)
     out["in_process_es"] = baseline_es(records, args.processes, es, f"bench-proxy-baseline-{os.getpid()}")
     direct_index = f"bench-proxy-direct-{os.getpid()}"
     out["direct"] = node_bulk(es, direct_index, docs_file)
@@ -87,6 +99,8 @@ def main() -> None:
         httpx.delete(f"{es}/{index}", timeout=60)
         shutil.rmtree(tmp, ignore_errors=True)
     out["proxy_vs_in_process_es"] = round(out["proxy"]["docs_per_s"] / out["in_process_es"]["docs_per_s"], 2)
+    alone = out["fingerprint_alone"]["docs_per_s"]
+    out["proxy_vs_fingerprint_alone"] = round(out["proxy"]["docs_per_s"] / alone, 2)
     out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 

@@ -49,9 +49,8 @@ import numpy as np
 from elasticsearch import helpers
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import fingerprint_many
-from fingerprint_indexer.index.elasticsearch import connect, data_nodes_of, index_creation
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect, data_nodes_of, index_creation
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.sidecar.ingest import es_fields
 
@@ -94,6 +93,17 @@ def load_records(limit: int) -> list[dict[str, Any]]:
     return out
 
 
+def fingerprint_alone(records: list[dict[str, Any]], processes: int) -> dict[str, float]:
+    """Fingerprinting alone (``fingerprint_many``, pool start-up counted, nothing decided or written):
+    the floor of every path that fingerprints."""
+    fpr = Fingerprinter().warm()
+    t0 = time.perf_counter()
+    n = sum(1 for _ in fingerprint_many((Document.from_mapping(r) for r in records), processes=processes,
+                                        fingerprinter=fpr))  # fmt: skip
+    dt = time.perf_counter() - t0
+    return {"docs": n, "seconds": round(dt, 2), "docs_per_s": round(n / dt, 1)}
+
+
 def baseline(records: list[dict[str, Any]], processes: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, Pipeline(Path(tmp) / "store", processes=processes) as pipe:
         t0 = time.perf_counter()  # dictionaries are loaded; worker start-up (processes > 1) is counted
@@ -107,7 +117,7 @@ def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: s
     (one ``_bulk`` per committed batch, on a writer thread), into a fresh ``index`` created as the service
     creates its indices."""
     client = connect(es)
-    concrete, body = index_creation(index, BlockLayout(), copy_marks=None, data_nodes=data_nodes_of(client),
+    concrete, body = index_creation(index, ES_LAYOUT, copy_marks=None, data_nodes=data_nodes_of(client),
                                     dynamic=True)  # fmt: skip
     client.indices.create(index=concrete, **body)
     pending: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)
@@ -138,7 +148,7 @@ def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: s
                 decisions = pipe.decide_batch([(doc, res) for _, doc, res in chunk])
                 pending.put([{"_index": index, "_id": doc.id,
                               "_source": {**{k: v for k, v in rec.items() if k != "id"},
-                                          **es_fields(res, dec, pipe.config.layout, doc.length)}}
+                                          **es_fields(res, dec, ES_LAYOUT, doc.length)}}
                              for (rec, doc, res), dec in zip(chunk, decisions, strict=True)])
                 n += len(chunk)
             pending.put(None)
