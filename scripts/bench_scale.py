@@ -448,6 +448,17 @@ def cli_es_index(url: str, name: str, jsonl: Path, processes: int,
             "command_says": says}
 
 
+def shard_work(client: Any, index: str) -> dict[str, int]:
+    """Milliseconds the index's shards have spent so far per kind of work (search query and fetch phases,
+    indexing, refreshes, merges): their difference over an ``es index`` run says where its time went."""
+    t = client.indices.stats(index=index, metric="search,indexing,refresh,merge").body["_all"]["total"]
+    return {"query": int(t["search"]["query_time_in_millis"]),
+            "fetch": int(t["search"]["fetch_time_in_millis"]),
+            "indexing": int(t["indexing"]["index_time_in_millis"]),
+            "refresh": int(t["refresh"]["total_time_in_millis"]),
+            "merge": int(t["merges"]["total_time_in_millis"])}
+
+
 def search_stats(client: Any, index: str) -> tuple[int, int, int]:
     """(queries, query milliseconds, fetch milliseconds) the index's shards have served so far."""
     s = client.indices.stats(index=index, metric="search").body["_all"]["total"]["search"]
@@ -515,6 +526,21 @@ def node_figures(client: Any) -> dict[str, Any]:
             round(jvm["heap_used_in_bytes"] / 2**20), "version": info["version"]}
 
 
+def settle(client: Any, index: str, timeout_s: float = 1800.0) -> dict[str, Any]:
+    """Wait until ``index`` has no merge running (twice in a row, 5 s apart), as an index that has been
+    serving for a while: right after a bulk load its merges still take CPU from every request. The wait
+    and the segments left, afterwards; no forced merge."""
+    t = time.perf_counter()
+    quiet = 0
+    while quiet < 2 and time.perf_counter() - t < timeout_s:
+        merges = client.indices.stats(index=index, metric="merge").body["_all"]["total"]["merges"]
+        quiet = quiet + 1 if int(merges["current"]) == 0 else 0
+        time.sleep(5)
+    segs = client.indices.stats(index=index, metric="segments").body["_all"]["primaries"]["segments"]
+    return {"waited_s": round(time.perf_counter() - t, 1), "segments": int(segs["count"]),
+            "merging": quiet < 2}
+
+
 def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small: int = 10_000,
              queries: int = 500, processes: int = 2, keep: bool = False,
              work: Path | None = None, plain: bool = False) -> dict[str, Any]:  # fmt: skip
@@ -547,6 +573,8 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         small_pairs = list(cached_pairs(small, seed, cache, fpr))
         generated_ids = {d.id for d, _ in small_pairs}
         out["load_small"] = bulk_load(client, little, small_pairs, layout=layout)
+        out["settled"] = {name: settle(client, name) for name in (large, little)}
+        print(f"es-scale: settled {json.dumps(out['settled'])}", file=sys.stderr, flush=True)
         # real ids are "<corpus>/<id>", generated ones "g<number>": the two sets cannot meet
         clash = [d.id for d in reals if d.id in generated_ids or not d.id.partition("/")[2]]
         if clash:
@@ -570,9 +598,12 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         for e in empties:
             delete_index(client, e)
-        runs = [cli_es_index(url, empties[0], jsonl, processes, blocks),
-                cli_es_index(url, large, jsonl, processes),
-                cli_es_index(url, empties[1], jsonl, processes, blocks)]
+        runs = []
+        for name, given in ((empties[0], blocks), (large, None), (empties[1], blocks)):
+            before = shard_work(client, name) if concrete_indices(client, name) else {}
+            runs.append(cli_es_index(url, name, jsonl, processes, given))
+            after = shard_work(client, name)
+            runs[-1]["shards_ms"] = {k: v - before.get(k, 0) for k, v in after.items()}
         empty_rate = (runs[0]["docs_per_s"] + runs[2]["docs_per_s"]) / 2
         out["es_index"] = {"empty_1": runs[0], "at_n": runs[1], "empty_2": runs[2],
                            "ratio_n_vs_empty": round(runs[1]["docs_per_s"] / empty_rate, 2)}  # fmt: skip
