@@ -23,6 +23,8 @@ _HEAD = struct.Struct("<Qdqb B HHHH")
 _BINARY = 0x01  # first byte of a binary record; a JSON one (written before) starts with "{"
 _F_DEGENERATE, _F_OWN_CLUSTER, _F_STORE_VERSION = 1, 2, 4
 _F_DUPLICATE_OF, _F_PUBLISHED, _F_REPLACES = 8, 16, 32
+_CLUSTER = struct.Struct("<BQI")  # form, centre, size; then the founder when it is not the cluster's id
+_CLUSTER_OWN, _CLUSTER_NAMED = 0x01, 0x02
 
 
 def _pack_strings(items: list[str]) -> bytes:
@@ -181,6 +183,29 @@ class Cluster:
     def from_json(cls, cid: str, raw: bytes) -> Cluster:
         data = json.loads(raw)
         return cls(cid, int(data["centre"], 16), data["founder"], int(data["size"]))
+
+    def to_bytes(self) -> bytes:
+        """The compact form the embedded store keeps: centre and size fixed-width, the founder only when
+        it is not the cluster's id (a cluster is named after its founder unless it was renamed)."""
+        own = self.founder == self.id
+        return _CLUSTER.pack(_CLUSTER_OWN if own else _CLUSTER_NAMED, self.centre, self.size) + (
+            b"" if own else self.founder.encode())
+
+    @classmethod
+    def from_bytes(cls, cid: str, raw: bytes) -> Cluster:
+        """The inverse of :meth:`to_bytes` (JSON, as earlier stores wrote, is read too); a damaged record
+        raises ValueError."""
+        if raw[:1] == b"{":
+            return cls.from_json(cid, raw)
+        try:
+            form, centre, size = _CLUSTER.unpack_from(raw)
+            if form not in (_CLUSTER_OWN, _CLUSTER_NAMED) or (form == _CLUSTER_OWN) != (
+                    len(raw) == _CLUSTER.size):
+                raise ValueError(f"cluster record of unknown form {raw[:1]!r}")
+            founder = cid if form == _CLUSTER_OWN else raw[_CLUSTER.size :].decode()
+        except (struct.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"damaged cluster record: {exc}") from None
+        return cls(cid, centre, founder, size)
 
 
 def record_now(**values: Any) -> DocRecord:

@@ -23,15 +23,19 @@ from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
 from fingerprint_indexer.store.exact import (
     BAND_PREFIX,
+    DIGEST_PREFIX,
     FORMAT,
+    FP_PREFIX,
     Cluster,
     DocRecord,
     ExactStore,
     band_key,
+    digest_key,
     entry_id,
+    fp_key,
 )
 
-_DERIVED = (b"s/f/", b"s/c/", BAND_PREFIX)
+_DERIVED = (FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX)
 
 
 @dataclass
@@ -151,14 +155,14 @@ def check(directory: str | Path) -> Report:
         clusters = {k[4:].decode(): v for k, v in db.iterator(prefix=b"s/k/")}
         if store.n_clusters != len(clusters):
             rep.problems.append(f"cluster counter says {store.n_clusters}, records hold {len(clusters)}")
-        digests = {k[4:].decode(): v.decode() for k, v in db.iterator(prefix=b"s/c/")}
+        digests = {k[4:].decode(): v.decode() for k, v in db.iterator(prefix=DIGEST_PREFIX)}
         wrong = [dg for dg, i in digests.items() if i not in records or records[i].content_digest != dg]
         unkeyed = {r.content_digest for r in records.values()} - digests.keys()
         if wrong or unkeyed:
             rep.problems.append(f"content digest keys: {len(wrong)} point at no such document, "
                                 f"{len(unkeyed)} digests have no key")
-        fp_keys = {k for k in db.iterator(prefix=b"s/f/", include_value=False)}
-        want_fp = {b"s/f/%016x/" % r.fingerprint + r.id.encode() for r in records.values()}
+        fp_keys = set(db.iterator(prefix=FP_PREFIX, include_value=False))
+        want_fp = {fp_key(r.fingerprint, r.id) for r in records.values()}
         if fp_keys != want_fp:
             rep.problems.append(f"fingerprint keys: {len(want_fp - fp_keys)} missing, "
                                 f"{len(fp_keys - want_fp)} of no record")
@@ -168,7 +172,7 @@ def check(directory: str | Path) -> Report:
             rep.problems.append(f"sketch band keys: {len(want_bands - band_keys)} missing, "
                                 f"{len(band_keys - want_bands)} of no record")
         rep.problems += _index_problems(store.index, _expected_index(records), "block index")
-        centres = {cid: Cluster.from_json(cid, raw).centre for cid, raw in clusters.items()}
+        centres = {cid: Cluster.from_bytes(cid, raw).centre for cid, raw in clusters.items()}
         rep.problems += _index_problems(store.centres, centres, "cluster centre index")
     finally:
         store.close()
@@ -237,7 +241,7 @@ def repair(directory: str | Path) -> Report:
         kept = _salvage(d, ldb)
         rep.facts.append("LevelDB rebuilt its manifest from the table files and logs it could read; the "
                          f"folder as it was is kept as {kept.name} (remove it once the store checks healthy)")
-    with ExactStore(d, accept_lost_writes=True) as store:
+    with ExactStore(d, accept_lost_writes=True, upgrade=True) as store:
         db = store.db
         records, bad = _records(db, store.algorithm)
         before = store.n_docs
@@ -250,15 +254,17 @@ def repair(directory: str | Path) -> Report:
         for ix in (store.index, store.centres):
             _drop_prefix(db, ix._p, keep=(ix._p + b"meta/layout", ix._p + b"meta/algorithm",
                                          ix._p + b"meta/format"))
-        clusters = {c.id: c for c in (Cluster.from_json(k[4:].decode(), v)
+        clusters = {c.id: c for c in (Cluster.from_bytes(k[4:].decode(), v)
                                       for k, v in db.iterator(prefix=b"s/k/"))}
         with db.write_batch(transaction=True, sync=True) as wb:
             for r in records.values():
-                wb.put(b"s/f/%016x/" % r.fingerprint + r.id.encode(), b"")
+                wb.put(fp_key(r.fingerprint, r.id), b"")
             for key in _expected_bands(records):
                 wb.put(key, b"")
             for dg, i in _first_with_digest(records).items():
-                wb.put(b"s/c/" + dg.encode(), i.encode())
+                wb.put(digest_key(dg), i.encode())
+            for c in clusters.values():  # in the current form (a store of an earlier format kept JSON)
+                wb.put(b"s/k/" + c.id.encode(), c.to_bytes())
             wb.put(b"s/meta/docs", str(len(records)).encode())
             wb.put(b"s/meta/clusters", str(len(clusters)).encode())
         store.index = LevelDBIndex(db=db, prefix=b"x/", algorithm=store.algorithm)

@@ -4,9 +4,10 @@ Everything about a document is written in one LevelDB write batch (exact keys, b
 record, generation counter), so a batch is all-or-nothing even under SIGKILL. Key prefixes::
 
     s/d/<doc id>              -> record (DocRecord.to_bytes: fingerprints, digests, sketch, decision, time)
-    s/f/<fingerprint hex>/<id> -> b""             (fingerprint -> doc ids)
-    s/c/<content digest>      -> doc id           (first document with that content)
-    s/k/<cluster id>          -> cluster JSON     (centre fingerprint, founder, size)
+    s/f/<fingerprint: 8 bytes><doc id>  -> b""    (fingerprint -> doc ids; :func:`fp_key`)
+    s/c/<content digest>                -> doc id (first document with that content; :func:`digest_key`)
+    s/b/<band: 9 bytes><doc id>         -> b""    (sketch band -> doc ids; :func:`band_key`)
+    s/k/<cluster id>          -> cluster record (Cluster.to_bytes: centre fingerprint, size, founder)
     s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off")
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
@@ -40,6 +41,7 @@ from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.records import record_now as record_now  # re-exported: stores make records
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -55,7 +57,10 @@ from fingerprint_indexer.store.errors import (
 )
 from fingerprint_indexer.verify import Verdict, check_many
 
-FORMAT = b"4"  # 4: block tables in memory (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
+# 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
+# (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
+FORMAT = b"5"
+UPGRADABLE = (b"4",)  # formats that `store repair` brings to FORMAT in place (their derived keys rebuilt)
 MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
@@ -131,18 +136,26 @@ def verified_near(
     return [Match(r.id, v.distance) for r, v in judged if v.accepted]
 
 
-def _fp_key(fp: int, doc_id: str) -> bytes:
-    return b"s/f/%016x/" % fp + doc_id.encode()
+#: Prefixes of the keys derived from the document records (``store repair`` rebuilds them).
+FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX = b"s/f/", b"s/c/", b"s/b/"
 
 
-#: Prefix of the sketch band keys of the embedded store.
-BAND_PREFIX = b"s/b/"
+def fp_key(fp: int, doc_id: str = "") -> bytes:
+    """LevelDB key of one document under its fingerprint (8 bytes, big-endian), or with no ``doc_id`` the
+    prefix of all the documents with that fingerprint."""
+    return FP_PREFIX + (fp & MASK64).to_bytes(8, "big") + doc_id.encode()
+
+
+def digest_key(digest: str) -> bytes:
+    """LevelDB key of a content digest (as text: a store's digests are whatever its writer computed)."""
+    return DIGEST_PREFIX + digest.encode()
 
 
 def band_key(band: str, doc_id: str = "") -> bytes:
-    """LevelDB key of one document under one sketch band key, or with no ``doc_id`` the prefix of all the
-    documents under it (one key each: an insert never rewrites what other documents share)."""
-    return BAND_PREFIX + band.encode() + b"/" + doc_id.encode()
+    """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
+    :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
+    the documents under it (one key each: an insert never rewrites what other documents share)."""
+    return BAND_PREFIX + int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:]) + doc_id.encode()
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -158,7 +171,8 @@ class ExactStore:
 
     The folder must be writable, checked before any work; ``readonly`` opens a store that cannot be
     written for reading only, through a private copy of LevelDB's small files (nothing is ever saved).
-    ``accept_lost_writes`` opens a store whose Bloom filter is newer than LevelDB (``store repair``).
+    ``accept_lost_writes`` opens a store whose Bloom filter is newer than LevelDB, and ``upgrade`` one of
+    an :data:`UPGRADABLE` format, whose derived keys the caller rebuilds (both for ``store repair``).
     """
 
     def __init__(
@@ -169,6 +183,7 @@ class ExactStore:
         cache_bytes: int = CACHE_BYTES,
         readonly: bool = False,
         accept_lost_writes: bool = False,
+        upgrade: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.readonly = readonly
@@ -194,7 +209,7 @@ class ExactStore:
                 raise describe(self.directory, exc) from None
             self.db = open_db(ldb, cache_bytes=cache_bytes, store=self.directory)
         try:
-            self._open(layout, algorithm, accept_lost_writes)
+            self._open(layout, algorithm, accept_lost_writes, upgrade)
         except plyvel.Error as exc:
             self._release()
             raise describe(ldb, exc, self.directory) from None
@@ -202,9 +217,15 @@ class ExactStore:
             self._release()
             raise
 
-    def _open(self, layout: BlockLayout | None, algorithm: str | None, accept_lost_writes: bool) -> None:
+    def _open(self, layout: BlockLayout | None, algorithm: str | None, accept_lost_writes: bool,
+              upgrade: bool) -> None:  # fmt: skip
         fmt = self.db.get(b"s/meta/format")
-        if fmt is not None and fmt != FORMAT:
+        if fmt in UPGRADABLE and not upgrade:
+            raise StoreMismatchError(
+                f"store {self.directory} holds data of store format {fmt.decode()!r}, not "
+                f"{FORMAT.decode()!r}; upgrade it in place: "
+                f"'fingerprint-indexer store repair {self.directory}'")
+        if fmt is not None and fmt != FORMAT and fmt not in UPGRADABLE:
             raise rebuild_error(f"store {self.directory}",
                                 f"data of store format {fmt.decode()!r}, not {FORMAT.decode()!r}")
         saved_id = self.db.get(b"s/meta/store_id")
@@ -241,8 +262,8 @@ class ExactStore:
 
     # ----------------------------------------------------------------- Bloom
     def _bloom_items(self) -> list[str]:
-        items = [f"c:{k[4:].decode()}" for k in self.db.iterator(prefix=b"s/c/", include_value=False)]
-        items += [f"f:{k[4:20].decode()}" for k in self.db.iterator(prefix=b"s/f/", include_value=False)]
+        items = [f"c:{k[4:].decode()}" for k in self.db.iterator(prefix=DIGEST_PREFIX, include_value=False)]
+        items += [f"f:{k[4:12].hex()}" for k in self.db.iterator(prefix=FP_PREFIX, include_value=False)]
         return items
 
     def _rebuild_bloom(self) -> Any:
@@ -283,18 +304,18 @@ class ExactStore:
         """The first stored document with this content digest (Bloom filter first, LevelDB decides)."""
         if f"c:{digest}" not in self.bloom:
             return None
-        raw = self.db.get(b"s/c/" + digest.encode())
+        raw = self.db.get(digest_key(digest))
         return None if raw is None else raw.decode()
 
     def ids_with_fingerprint(self, fp: int) -> list[str]:
         if f"f:{fp:016x}" not in self.bloom:
             return []
-        pfx = b"s/f/%016x/" % fp
+        pfx = fp_key(fp)
         return [k[len(pfx) :].decode() for k in self.db.iterator(prefix=pfx, include_value=False)]
 
     def cluster(self, cluster_id: str) -> Cluster | None:
         raw = self.db.get(b"s/k/" + cluster_id.encode())
-        return None if raw is None else Cluster.from_json(cluster_id, raw)
+        return None if raw is None else Cluster.from_bytes(cluster_id, raw)
 
     def marks(self, doc_id: str) -> bytes | None:
         """A document's winnowed copy marks (None when it has none stored)."""
@@ -475,9 +496,9 @@ class StoreBatch:
         if marks and marks_tag is not None:
             self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
         self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
-        self.wb.put(_fp_key(rec.fingerprint, rec.id), b"")
+        self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
-            self.wb.put(b"s/c/" + rec.content_digest.encode(), key)
+            self.wb.put(digest_key(rec.content_digest), key)
             self._digests[rec.content_digest] = rec.id
         self._records[rec.id] = rec
         self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
@@ -521,14 +542,14 @@ class StoreBatch:
         if rec is None:
             return False
         self.wb.delete(b"s/d/" + doc_id.encode())
-        self.wb.delete(_fp_key(rec.fingerprint, doc_id))
+        self.wb.delete(fp_key(rec.fingerprint, doc_id))
         self._drop_marks(doc_id)
         if self.doc_with_digest(rec.content_digest) == doc_id:
             heir = self._other_with_digest(rec, doc_id)
             if heir is None:
-                self.wb.delete(b"s/c/" + rec.content_digest.encode())
+                self.wb.delete(digest_key(rec.content_digest))
             else:  # later exact copies still find the text through the documents that keep it
-                self.wb.put(b"s/c/" + rec.content_digest.encode(), heir.encode())
+                self.wb.put(digest_key(rec.content_digest), heir.encode())
             self._digests[rec.content_digest] = heir
         for n in range(len(rec.fingerprints)):
             self.ix.remove(entry_id(doc_id, n))
@@ -564,7 +585,7 @@ class StoreBatch:
         return c
 
     def put_cluster(self, c: Cluster) -> None:
-        self.wb.put(b"s/k/" + c.id.encode(), c.to_json())
+        self.wb.put(b"s/k/" + c.id.encode(), c.to_bytes())
         self._clusters[c.id] = c
 
     def commit(self) -> None:

@@ -46,3 +46,19 @@ def test_a_truncated_record_is_a_value_error(rec: DocRecord, cut: int) -> None:
         DocRecord.from_bytes(rec.id, raw[: max(len(raw) - cut, 1)], STORE_VERSION)
     with pytest.raises(ValueError):
         DocRecord.from_bytes(rec.id, raw + b"x", STORE_VERSION)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cid=st.text(min_size=1, max_size=30), centre=U64, founder=st.none() | st.text(min_size=1, max_size=30),
+       size=st.integers(1, 2**32 - 1))
+def test_cluster_records_round_trip_and_json_still_reads(cid: str, centre: int, founder: str | None,
+                                                         size: int) -> None:  # fmt: skip
+    from fingerprint_indexer.engine.records import Cluster
+
+    c = Cluster(cid, centre, founder or cid, size)
+    raw = c.to_bytes()
+    assert Cluster.from_bytes(cid, raw) == c
+    assert Cluster.from_bytes(cid, c.to_json()) == c  # cluster records of earlier stores
+    assert len(raw) == 13 + (0 if founder in (None, cid) else len(founder.encode()))
+    with pytest.raises(ValueError):
+        Cluster.from_bytes(cid, raw[:-1] if founder in (None, cid) else raw[:5])

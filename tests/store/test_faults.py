@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fingerprint_indexer.store.bloom import BloomState
 from fingerprint_indexer.store.check import check, repair
 from fingerprint_indexer.store.errors import StoreDamagedError
-from fingerprint_indexer.store.exact import ExactStore, record_now
+from fingerprint_indexer.store.exact import ExactStore, band_key, fp_key, record_now
 
 ALGO = "test-algo/1"
 
@@ -121,3 +123,63 @@ def test_sketch_band_keys_are_checked_and_rebuilt(tmp_path: Path) -> None:
     assert check(tmp_path).ok
     with ExactStore(tmp_path, algorithm=None) as store:
         assert set(store.db.iterator(prefix=b"s/b/", include_value=False)) == set(keys)
+
+
+@given(band=st.tuples(st.integers(0, 15), st.integers(0, 2**64 - 1)),
+       doc_ids=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=5))
+def test_band_keys_are_fixed_width_prefixes_of_their_documents(band: tuple[int, int],
+                                                               doc_ids: list[str]) -> None:  # fmt: skip
+    text = f"{band[0]:x}{band[1]:016x}"  # as fingerprint.sketch.band_keys writes one
+    pfx = band_key(text)
+    assert len(pfx) == 4 + 9
+    for doc_id in doc_ids:
+        key = band_key(text, doc_id)
+        assert key.startswith(pfx) and key[len(pfx):].decode() == doc_id
+    assert fp_key(band[1], doc_ids[0])[4:12] == band[1].to_bytes(8, "big")
+
+
+def _as_format_4(path: Path) -> None:
+    """Rewrite a store's derived keys and cluster records as store format 4 wrote them (fingerprints, bands
+    and digests as hex text, clusters as JSON), and record format 4."""
+    import plyvel
+
+    from fingerprint_indexer.store.exact import Cluster
+
+    db = plyvel.DB(str(path / "leveldb"))
+    try:
+        with db.write_batch() as wb:
+            for key in db.iterator(prefix=b"s/f/", include_value=False):
+                wb.delete(key)
+                wb.put(b"s/f/%016x/" % int.from_bytes(key[4:12], "big") + key[12:], b"")
+            for key in db.iterator(prefix=b"s/b/", include_value=False):
+                wb.delete(key)
+                wb.put(b"s/b/%x%s/" % (key[4], key[5:13].hex().encode()) + key[13:], b"")
+            for key, raw in db.iterator(prefix=b"s/k/"):
+                wb.put(key, Cluster.from_bytes(key[4:].decode(), raw).to_json())
+            wb.put(b"s/meta/format", b"4")
+    finally:
+        db.close()
+
+
+def test_a_store_of_format_4_is_refused_and_store_repair_upgrades_it_in_place(tmp_path: Path) -> None:
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.store.errors import StoreMismatchError
+
+    texts = [f"第{i}届国际会议在北京召开，来自{i % 7 + 3}个国家的代表出席会议并讲话。" for i in range(12)]
+    texts += ["楼市政策大调整！又一炒房之路被堵死了", "楼市政策大调整！又一炒房之路被堵死了。"]
+    with Pipeline(tmp_path) as p:
+        list(p.process_many(Document(id=str(i), content=t) for i, t in enumerate(texts)))
+        keys = {k: v for k, v in p.store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")}
+    _as_format_4(tmp_path)
+    with pytest.raises(StoreMismatchError, match=r"store format '4', not '5'; upgrade it in place: "
+                                                 r"'fingerprint-indexer store repair"):
+        ExactStore(tmp_path)
+    report = repair(tmp_path)
+    assert not report.lost and check(tmp_path).ok
+    with ExactStore(tmp_path) as store:  # the records, keys and clusters a store of format 5 writes
+        assert store.db.get(b"s/meta/format") == b"5"
+        assert {k: v for k, v in store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")} == keys
+    with Pipeline(tmp_path) as p:  # and it decides as before: every document is found again
+        again = list(p.process_many(Document(id=f"x{i}", content=t) for i, t in enumerate(texts)))
+    assert all(r.decision == "exact_duplicate" for r in again)
