@@ -10,6 +10,7 @@ Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import time
 from dataclasses import dataclass, field, fields
@@ -23,12 +24,14 @@ _HEAD = struct.Struct("<Qdqb B HHHH")
 _BINARY = 0x01  # first byte of a binary record; a JSON one (written before) starts with "{"
 _F_DEGENERATE, _F_OWN_CLUSTER, _F_STORE_VERSION = 1, 2, 4
 _F_DUPLICATE_OF, _F_PUBLISHED, _F_REPLACES = 8, 16, 32
+_F_RAW_DIGESTS = 64  # the two digests kept as their bytes, not their lowercase hex digits
+_HEX = re.compile("(?:[0-9a-f]{2})*")
 _CLUSTER = struct.Struct("<BQI")  # form, centre, size; then the founder when it is not the cluster's id
 _CLUSTER_OWN, _CLUSTER_NAMED = 0x01, 0x02
 
 
-def _pack_strings(items: list[str]) -> bytes:
-    raw = [i.encode() for i in items]
+def _pack_strings(items: list[str | bytes]) -> bytes:
+    raw = [i if isinstance(i, bytes) else i.encode() for i in items]
     if any(len(r) > 0xFFFF for r in raw):
         raise ValueError("a record string is longer than 65,535 bytes")
     return struct.pack(f"<{len(raw)}H", *map(len, raw)) + b"".join(raw)
@@ -109,9 +112,14 @@ class DocRecord:
                  | (_F_STORE_VERSION if self.version == store_version else 0)
                  | (_F_DUPLICATE_OF if self.duplicate_of is not None else 0)
                  | (_F_PUBLISHED if self.published_at is not None else 0)
-                 | (_F_REPLACES if self.replaces is not None else 0))
+                 | (_F_REPLACES if self.replaces is not None else 0)
+                 | (_F_RAW_DIGESTS if _HEX.fullmatch(self.content_digest + self.keyword_digest)
+                    and len(self.content_digest) % 2 == 0 else 0))
         sketch = bytes.fromhex(self.sketch)
-        strings = [self.content_digest, self.keyword_digest, self.decision]
+        digests: list[str | bytes] = [self.content_digest, self.keyword_digest]
+        if flags & _F_RAW_DIGESTS:  # as the fingerprinter writes them: half the bytes
+            digests = [bytes.fromhex(d) for d in (self.content_digest, self.keyword_digest)]
+        strings: list[str | bytes] = [*digests, self.decision]
         strings += [] if flags & _F_OWN_CLUSTER else [self.cluster_id]
         strings += [] if flags & _F_STORE_VERSION else [self.version]
         strings += [s for s in (self.duplicate_of, self.published_at, self.replaces) if s is not None]
@@ -143,8 +151,9 @@ class DocRecord:
             lengths = struct.unpack_from(f"<{n_str}H", raw, pos)
             pos += 2 * n_str
             strings = []
-            for n in lengths:
-                strings.append(raw[pos : pos + n].decode())
+            for i, n in enumerate(lengths):
+                part = raw[pos : pos + n]
+                strings.append(part.hex() if i < 2 and flags & _F_RAW_DIGESTS else part.decode())
                 pos += n
             if pos != len(raw) or len(sketch) != n_sketch:
                 raise ValueError("record length does not match its contents")

@@ -36,12 +36,16 @@ BLOOM_BITS = 10
 #: cut the compaction work per document, which runs beside the decisions on the same cores.
 WRITE_BUFFER = 64 << 20
 TABLE_FILE = 16 << 20
+#: Table blocks of 16 KB with a full key every 32 keys (LevelDB: 4 KB, 16): a store's keys share long
+#: prefixes and its records compress better in larger blocks (docs/benchmarks.md, scale: store size).
+BLOCK_SIZE = 16 << 10
+RESTART_INTERVAL = 32
 
 
 def _options(cache_bytes: int) -> dict[str, int]:
     """The LevelDB options every store is opened with, for writing or through a read-only snapshot."""
     return {"lru_cache_size": cache_bytes, "bloom_filter_bits": BLOOM_BITS, "write_buffer_size": WRITE_BUFFER,
-            "max_file_size": TABLE_FILE}
+            "max_file_size": TABLE_FILE, "block_size": BLOCK_SIZE, "block_restart_interval": RESTART_INTERVAL}
 TABLE_SUFFIXES = (".ldb", ".sst")
 
 

@@ -105,7 +105,9 @@ def test_damaged_table_file_is_one_line_and_named_by_check(tmp_path: Path) -> No
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith(f"error: store {store} is damaged") and p.stderr.count("\n") == 1
     p = run("store", "check", str(store))
-    assert p.returncode == 1 and "damaged: table data is damaged" in p.stdout, p.stdout
+    # the damage is met opening the store or reading its records, depending on where the zeros fell
+    assert p.returncode == 1 and ("damaged: table data is damaged" in p.stdout
+                                  or f"damaged: store {store} is damaged (Corruption" in p.stdout), p.stdout
     p = run("store", "repair", str(store))  # salvages what LevelDB can read and says what is lost
     assert p.returncode == 0 and "not recoverable: " in p.stdout and "run their input again" in p.stdout
     assert run("store", "check", str(store)).returncode == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +12,7 @@ from fingerprint_indexer.engine.records import DocRecord
 
 U64 = st.integers(0, 2**64 - 1)
 TEXT = st.text(max_size=40)
+HEX = st.binary(max_size=16).map(bytes.hex)  # digests as the fingerprinter writes them
 STORE_VERSION = "simhash64-tfidf/5;topall"
 
 
@@ -17,7 +20,7 @@ STORE_VERSION = "simhash64-tfidf/5;topall"
 def records(draw: st.DrawFn) -> DocRecord:
     doc_id = draw(st.text(min_size=1, max_size=30))
     return DocRecord(
-        id=doc_id, fingerprint=draw(U64), content_digest=draw(TEXT), keyword_digest=draw(TEXT),
+        id=doc_id, fingerprint=draw(U64), content_digest=draw(HEX | TEXT), keyword_digest=draw(HEX | TEXT),
         cluster_id=draw(st.sampled_from([doc_id, doc_id + "~2"]) | TEXT),
         decision=draw(st.sampled_from(["new", "exact_duplicate", "near_duplicate"])),
         duplicate_of=draw(st.none() | TEXT), distance=draw(st.none() | st.integers(0, 64)),
@@ -36,6 +39,10 @@ def test_binary_form_round_trips(rec: DocRecord, known: bool) -> None:
     raw = rec.to_bytes(version)
     assert DocRecord.from_bytes(rec.id, raw, version) == rec
     assert DocRecord.from_bytes(rec.id, rec.to_json(), version) == rec  # records of earlier stores
+    hexes = [d for d in (rec.content_digest, rec.keyword_digest) if set(d) <= set("0123456789abcdef")]
+    if len(hexes) == 2 and all(len(d) % 2 == 0 for d in hexes):  # kept as their bytes: half the length
+        as_text = replace(rec, content_digest="x" + rec.content_digest).to_bytes(version)
+        assert len(as_text) == len(raw) + 1 + (len(rec.content_digest) + len(rec.keyword_digest)) // 2
 
 
 @settings(max_examples=200, deadline=None)
