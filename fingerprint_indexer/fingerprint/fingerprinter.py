@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing as mp
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -354,8 +355,13 @@ def fingerprint_many(
     processes: int = 1,
     chunksize: int = 32,
     fingerprinter: Fingerprinter | None = None,
+    in_flight: int | None = None,
 ) -> Iterator[FingerprintResult]:
-    """Fingerprints in input order; ``processes > 1`` spreads the CPU work over a process pool."""
+    """Fingerprints in input order; ``processes > 1`` spreads the CPU work over a process pool.
+
+    The pool reads at most ``in_flight`` documents (default: 8 chunks per worker) ahead of the results
+    taken from this iterator: a consumer slower than the workers (the decision step, a network write)
+    holds a bounded backlog instead of the rest of the input and its fingerprints."""
     if processes <= 1:
         fpr = fingerprinter or Fingerprinter(config)
         for doc in docs:
@@ -364,9 +370,25 @@ def fingerprint_many(
     global _WORKER
     _WORKER = (fingerprinter or Fingerprinter(config)).warm()  # forked workers start from it
     cfg = _WORKER.config
+    # at least one chunk per worker and one more must be able to go out, or the pool would wait forever
+    slots = threading.Semaphore(max(in_flight or 8 * processes * chunksize, (processes + 1) * chunksize))
+    stop = threading.Event()
+
+    def bounded() -> Iterator[Document]:  # runs in the pool's task thread
+        for doc in docs:
+            while not slots.acquire(timeout=0.1):
+                if stop.is_set():
+                    return
+            yield doc
+
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     with ctx.Pool(processes, initializer=_init_worker, initargs=(cfg,)) as pool:
-        yield from pool.imap(_work, docs, chunksize=chunksize)
+        try:
+            for res in pool.imap(_work, bounded(), chunksize=chunksize):
+                slots.release()
+                yield res
+        finally:
+            stop.set()  # the task thread must not wait for a slot while the pool shuts down
 
 
 def config_summary(config: FingerprintConfig) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,30 @@ def test_fingerprint_many_same_in_processes_as_inline() -> None:
     pooled = list(fingerprint_many(docs, processes=2, chunksize=4))
     assert [r.fingerprint for r in pooled] == inline
     assert [r.id for r in pooled] == [d.id for d in docs]
+
+
+def test_fingerprint_many_reads_a_bounded_window_ahead_of_a_slow_consumer() -> None:
+    taken = 0
+
+    def source() -> Iterator[Document]:
+        nonlocal taken
+        for i in range(3000):
+            taken += 1
+            yield Document(id=str(i), content=f"短文 {i}")
+
+    results = fingerprint_many(source(), processes=2, chunksize=4, in_flight=16)
+    assert next(results).id == "0"
+    time.sleep(1.0)  # the workers would read the whole input meanwhile if nothing held them back
+    assert taken <= 16 + 4
+    assert [r.id for r in results] == [str(i) for i in range(1, 3000)]  # and nothing is lost
+    assert taken == 3000
+
+
+def test_fingerprint_many_stops_cleanly_when_the_consumer_leaves() -> None:
+    docs = (Document(id=str(i), content=f"短文 {i}") for i in range(10_000))
+    results = fingerprint_many(docs, processes=2, chunksize=4, in_flight=16)
+    assert next(results).id == "0"
+    results.close()  # would hang if the pool's task thread were left waiting for a slot
 
 
 def test_deterministic_across_hash_seeds() -> None:
