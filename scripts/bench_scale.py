@@ -20,7 +20,9 @@ similar`` there against a 10k index.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
+import itertools
 import json
 import os
 import pickle
@@ -423,6 +425,112 @@ def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, Fingerprin
             "store_bytes_per_doc": round(stats["store"]["size_in_bytes"] / max(ok, 1), 1)}
 
 
+def _rss_kb(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KB, (0, 0) once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0, 0
+    got = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", text, re.M))
+    return int(got.get("VmRSS", 0)), int(got.get("VmHWM", 0))
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # the task may end between the listing and the read
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def generated_jsonl(n: int, seed: int, folder: Path) -> Path:
+    """The generated corpus of ``n`` documents as JSON lines in ``folder`` (written once, then reused)."""
+    path = folder / f"generated-{n}-seed{seed}.jsonl"
+    if not path.exists():
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from gen_scale_corpus import generate
+
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".partial")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for doc in generate(n, seed=seed):
+                fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        tmp.rename(path)
+    return path
+
+
+def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: float = 1.0) -> dict[str, Any]:
+    """``fingerprint-indexer dedupe`` of ``jsonl`` run as the command (a subprocess, start-up included):
+    its resident memory (the command's process, and with its fingerprinting workers) sampled every
+    ``every_s`` against the documents decided so far (lines of its output), throughput per ``window``
+    documents, the decisions and the store's bytes per document."""
+    out = store.with_suffix(".decisions.jsonl")
+    cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "dedupe", str(jsonl), "--store", str(store),
+           "--processes", str(processes), "--output", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    samples: list[tuple[float, int, int, int]] = []  # (s, decided, main RSS KB, tree RSS KB)
+    decided, pos, marks = 0, 0, [(0.0, 0)]
+    peak_main = peak_tree = 0
+    while proc.poll() is None:
+        time.sleep(every_s)
+        if out.exists():
+            with out.open("rb") as fh:  # count the lines written since the last sample
+                fh.seek(pos)
+                chunk = fh.read()
+                cut = chunk.rfind(b"\n") + 1
+                decided += chunk[:cut].count(b"\n")
+                pos += cut
+        main_kb = _rss_kb(proc.pid)[0]
+        if not main_kb:  # exited between poll() and the read
+            continue
+        tree_kb = main_kb + sum(_rss_kb(c)[0] for c in _children(proc.pid))
+        peak_main, peak_tree = max(peak_main, main_kb), max(peak_tree, tree_kb)
+        now = time.perf_counter() - t0
+        samples.append((now, decided, main_kb, tree_kb))
+        while decided >= marks[-1][1] + window:
+            marks.append((now, marks[-1][1] + window))
+    err = proc.stderr.read() if proc.stderr else ""
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"dedupe failed ({proc.returncode}): {err.strip()[-2000:]}")
+    decisions = Counter(json.loads(line)["decision"] for line in out.open(encoding="utf-8"))
+    n = sum(decisions.values())
+    marks.append((wall, n))
+    pairs = itertools.pairwise(marks)
+    rates = [round((b[1] - a[1]) / max(b[0] - a[0], 1e-9)) for a, b in pairs if b[1] > a[1]]
+
+    def rss_at(frac: float) -> dict[str, Any]:
+        s = next((x for x in samples if x[1] >= frac * n), samples[-1])
+        return {"decided": s[1], "main_mb": round(s[2] / 1024), "tree_mb": round(s[3] / 1024)}
+
+    out.unlink()
+    return {"name": f"dedupe command, {n:,} generated documents", "docs": n, "wall_s": round(wall, 1),
+            "docs_per_s": round(n / wall, 1), "window": window, "window_docs_per_s": rates,
+            "last_vs_second_window": round(rates[-1] / rates[1], 2) if len(rates) >= 3 else None,
+            "peak_rss_mb": round(peak_main / 1024), "peak_tree_rss_mb": round(peak_tree / 1024),
+            "rss_by_progress": [rss_at(f / 10) for f in range(1, 11)], "decisions": dict(decisions),
+            "store_bytes_per_doc": round(dir_bytes(store) / max(n, 1), 1),
+            "command_says": err.strip().splitlines()[-1] if err.strip() else ""}
+
+
+def cli_dedupe_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) -> str:
+    day = time.strftime("%Y-%m-%d")
+    rss = "; ".join(f"{x['decided']:,}: {x['main_mb']} / {x['tree_mb']} MB" for x in r["rss_by_progress"])
+    return "\n".join([
+        f"### `dedupe` command over generated documents ({day})", "", "```", command, "```", "",
+        f"Load average {load[0]} at the start, {load[1]} at the end.", "",
+        "| figure | value |", "|---|---|",
+        f"| documents, wall | {r['docs']:,} in {r['wall_s']} s ({r['docs_per_s']} docs/s) |",
+        f"| decisions | {r['decisions']} |",
+        f"| peak RSS: the command's process / with its workers | {r['peak_rss_mb']} / "
+        f"{r['peak_tree_rss_mb']} MB |",
+        f"| docs/s per {r['window']:,} window | {', '.join(map(str, r['window_docs_per_s']))} |",
+        f"| last window vs second | {r['last_vs_second_window']} |",
+        f"| store on disk per document | {r['store_bytes_per_doc']:.0f} B |", "",
+        f"RSS as documents are decided (decided: the process / with its workers): {rss}", ""])
+
+
 def cli_es_index(url: str, name: str, jsonl: Path, processes: int,
                  blocks: int | None = None) -> dict[str, Any]:  # fmt: skip
     """``fingerprint-indexer es index`` of ``jsonl`` into ``name``, run as the command (a subprocess, start-up
@@ -714,6 +822,9 @@ def main(argv: list[str] | None = None) -> int:
                          "permuted keys every new index gets)")
     ap.add_argument("--es-keep", action="store_true",
                     help="keep the --es-scale index (and reuse one of the right size)")
+    ap.add_argument("--cli-dedupe", type=int, default=0,
+                    help="run the dedupe command itself over this many generated documents (JSON lines "
+                         "written once into --fingerprints or --work), sampling its memory as it goes")
     ap.add_argument("--fingerprints", type=Path, default=None,
                     help="folder caching the corpora's fingerprints between runs (fingerprint once)")
     ap.add_argument("--fingerprint-only", action="store_true",
@@ -729,6 +840,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.es_scale and args.es_small > args.es_scale:
         ap.error("--es-small must not exceed --es-scale")
     es_run: dict[str, Any] | None = None
+    cli_run: dict[str, Any] | None = None
 
     def cache(corpus: str) -> Path | None:
         return args.fingerprints / f"{corpus}-seed{args.seed}" if args.fingerprints else None
@@ -753,6 +865,11 @@ def main(argv: list[str] | None = None) -> int:
                                               window, args.processes, cache=cache("generated"),
                                               decide_docs=not args.fingerprint_only)))
             print(json.dumps(results[-1]), flush=True)
+        if args.cli_dedupe:
+            jsonl = generated_jsonl(args.cli_dedupe, args.seed, args.fingerprints or work)
+            cli_run = cli_dedupe(jsonl, work / "cli-store", args.processes,
+                                 args.gen_window or max(args.cli_dedupe // 10, 1))
+            print(json.dumps({"cli_dedupe": cli_run}), flush=True)
         if args.es_hot:
             hot = es_hot_bucket(os.environ["ES_URL"], args.es_hot)
             print(json.dumps({"es_hot_bucket": hot}), flush=True)
@@ -768,11 +885,14 @@ def main(argv: list[str] | None = None) -> int:
     load1 = f"{os.getloadavg()[0]:.2f}"
     command = "python3 scripts/bench_scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = markdown(results, command.strip(), (load0, load1)) if results else ""
+    if cli_run is not None:
+        text += ("\n" if text else "") + cli_dedupe_markdown(cli_run, command.strip(), (load0, load1))
     if es_run is not None:
         text += ("\n" if text else "") + es_scale_markdown(es_run, command.strip(), (load0, load1))
     print(text)
     if args.json:
-        args.json.write_text(json.dumps(results + ([{"es_scale": es_run}] if es_run else []), indent=1))
+        extra = ([{"cli_dedupe": cli_run}] if cli_run else []) + ([{"es_scale": es_run}] if es_run else [])
+        args.json.write_text(json.dumps(results + extra, indent=1))
     if args.append:
         with (ROOT / "docs" / "benchmarks.md").open("a", encoding="utf-8") as fh:
             fh.write("\n" + text)
