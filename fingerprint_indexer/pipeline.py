@@ -11,7 +11,6 @@ Elasticsearch); the pipeline runs them over a :class:`~fingerprint_indexer.store
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     FingerprintConfig,
     Fingerprinter,
     FingerprintResult,
-    fingerprint_many,
+    fingerprint_stream,
 )
 from fingerprint_indexer.store.db import CACHE_BYTES
 from fingerprint_indexer.store.exact import ExactStore
@@ -78,18 +77,9 @@ class Pipeline:
         return next(iter(self.process_many([doc])))
 
     def process_many(self, docs: Iterable[Document]) -> Iterator[Decision]:
-        """Decisions in input order, each batch yielded only after it is committed."""
-        # a worker pool reads the input from a feeder thread: hand documents over through a deque
-        # (thread-safe append/popleft) rather than itertools.tee, which is not thread-safe
-        seen: deque[Document] = deque()
-
-        def feed() -> Iterator[Document]:
-            for doc in docs:
-                seen.append(doc)
-                yield doc
-
-        results = fingerprint_many(feed(), processes=self.processes, fingerprinter=self.fingerprinter)
-        pairs = ((seen.popleft(), res) for res in results)
+        """Decisions in input order, each batch yielded only after it is committed; the workers read a
+        bounded window ahead of the decisions (:func:`fingerprint_stream`)."""
+        pairs = fingerprint_stream(docs, self.fingerprinter, self.processes, window=self.batch_size * 8)
         while batch := list(itertools.islice(pairs, self.batch_size)):
             yield from self.decide_batch(batch)
 

@@ -21,6 +21,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -33,10 +34,10 @@ import numpy as np
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.elastic.es_ingest import EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many, fingerprint_stream
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, load_index_body
 
@@ -116,18 +117,37 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, batch: in
     return elapsed
 
 
+def cpu_clocks(client: Elasticsearch) -> dict[str, float]:
+    """CPU seconds so far of this process, of its ended children (the fingerprinting workers, counted once
+    their pool is joined) and of the Elasticsearch nodes (every node's JVM, merges and GC included)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    stats = client.nodes.stats(metric="process")["nodes"].values()
+    return {"this_process": time.process_time(), "workers": ru.ru_utime + ru.ru_stime,
+            "elasticsearch": sum(n["process"]["cpu"]["total_in_millis"] for n in stats) / 1000}
+
+
 def bench_ingest(
     client: Elasticsearch, docs: list[Document], processes: int, batch: int, repeat: int
 ) -> dict[str, Any]:
-    """The three runs interleaved ``repeat`` times; medians (the machine may be shared)."""
+    """The three runs interleaved ``repeat`` times; medians (the machine may be shared). Each run's CPU
+    seconds are split between this process, the fingerprinting workers and Elasticsearch: on a machine
+    whose cores they share, that split says where the time beyond fingerprinting goes."""
     fpr = Fingerprinter()
     counts: dict[str, int] = {}
     runs: dict[str, list[float]] = {"fingerprint_only": [], "plain_bulk": [], "ours": []}
+    cpu: dict[str, list[dict[str, float]]] = {k: [] for k in runs}
     ours_cpu: list[float] = []
+
+    def timed(name: str, run: Any) -> None:
+        before = cpu_clocks(client)
+        runs[name].append(run())
+        after = cpu_clocks(client)
+        cpu[name].append({k: after[k] - before[k] for k in before})
+
     for _ in range(repeat):
-        runs["fingerprint_only"].append(_fingerprint_only(docs, processes, fpr))
-        runs["ours"].append(_ours(client, docs, processes, batch, fpr, counts, ours_cpu))
-        runs["plain_bulk"].append(_plain_bulk(client, docs, batch))
+        timed("fingerprint_only", lambda: _fingerprint_only(docs, processes, fpr))
+        timed("ours", lambda: _ours(client, docs, processes, batch, fpr, counts, ours_cpu))
+        timed("plain_bulk", lambda: _plain_bulk(client, docs, batch))
     n = len(docs)
     rate = {k: n / statistics.median(v) for k, v in runs.items()}
     return {
@@ -144,6 +164,8 @@ def bench_ingest(
             round(f / o, 3) for f, o in zip(runs["fingerprint_only"], runs["ours"], strict=True)
         ],
         "ours_main_process_cpu_s": round(statistics.median(ours_cpu), 1),
+        "cpu_s": {name: {part: round(statistics.median(r[part] for r in rows), 1) for part in rows[0]}
+                  for name, rows in cpu.items()},
         "decisions": counts,
     }
 

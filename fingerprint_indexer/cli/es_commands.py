@@ -33,14 +33,14 @@ from fingerprint_indexer.cli.common import (
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
-from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import MappingConflict, index_config, setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
 from fingerprint_indexer.env import es_url as read_es_url
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     ElasticsearchUnavailable,

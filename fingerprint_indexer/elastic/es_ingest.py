@@ -14,9 +14,7 @@ Degenerate documents (too few features) are matched exactly only and get no bloc
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -31,7 +29,7 @@ from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.facts import publication_time
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_many
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Match
@@ -718,30 +716,3 @@ def pipelined(
     decider.refresh()
 
 
-def fingerprint_stream(
-    docs: Iterable[Document], fingerprinter: Fingerprinter, processes: int = 1, window: int = 4096
-) -> Iterator[tuple[Document, FingerprintResult]]:
-    """(document, fingerprint) pairs in input order, reading at most ``window`` documents ahead.
-
-    A process pool pulls its input as fast as it can; without the window a reindex of a large index would
-    hold the whole scan in memory (and outlive its point-in-time keep-alive) before the first write.
-    """
-    seen: deque[Document] = deque()
-    slots = threading.Semaphore(window)
-    stop = threading.Event()
-
-    def feed() -> Iterator[Document]:
-        for doc in docs:
-            while not slots.acquire(timeout=0.5):
-                if stop.is_set():
-                    return
-            seen.append(doc)
-            yield doc
-
-    try:
-        for res in fingerprint_many(feed(), processes=processes, fingerprinter=fingerprinter):
-            doc = seen.popleft()
-            slots.release()
-            yield doc, res
-    finally:
-        stop.set()

@@ -26,10 +26,10 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
-from fingerprint_indexer.elastic.es_ingest import EsDecider, fingerprint_stream, pipelined
+from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import index_config
 from fingerprint_indexer.engine.rules import Keep
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import (
     DECIDED_FIELD,
     ElasticsearchIndex,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing as mp
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -389,6 +389,23 @@ def fingerprint_many(
                 yield res
         finally:
             stop.set()  # the task thread must not wait for a slot while the pool shuts down
+
+
+def fingerprint_stream(
+    docs: Iterable[Document], fingerprinter: Fingerprinter, processes: int = 1, window: int | None = None
+) -> Iterator[tuple[Document, FingerprintResult]]:
+    """(document, fingerprint) pairs in input order, reading at most ``window`` documents ahead of the
+    pairs taken (:func:`fingerprint_many`'s bound): a reindex of a large index or a long dedupe holds a
+    window of the input, not the scan, and a slow writer does not outlive its point-in-time keep-alive."""
+    seen: deque[Document] = deque()  # thread-safe append/popleft: the pool reads the input from a thread
+
+    def feed() -> Iterator[Document]:
+        for doc in docs:
+            seen.append(doc)
+            yield doc
+
+    for res in fingerprint_many(feed(), processes=processes, fingerprinter=fingerprinter, in_flight=window):
+        yield seen.popleft(), res
 
 
 def config_summary(config: FingerprintConfig) -> dict[str, Any]:
