@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,33 @@ def node_bulk(url: str, index: str, docs_file: Path) -> dict[str, Any]:
     return out
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a live process and its live descendants (the service and its workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError):  # ended meanwhile
+            continue
+    return total
+
+
+def es_cpu_s(es: str) -> float:
+    """CPU seconds so far of the Elasticsearch nodes' JVMs."""
+    nodes = httpx.get(f"{es}/_nodes/stats/process", timeout=60).json()["nodes"].values()
+    return sum(n["process"]["cpu"]["total_in_millis"] for n in nodes) / 1000
+
+
+def children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=3000)
@@ -90,7 +118,14 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, tmp / "service.log")
+        before = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s())
         out["proxy"] = node_bulk(url, index, docs_file)
+        after = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s())
+        out["proxy"]["cpu_s"] = {  # where the time goes: the cores are shared by all three
+            "service_and_workers": round(after[0] - before[0], 1),
+            "elasticsearch": round(after[1] - before[1], 1),
+            "node_client": round(after[2] - before[2], 1),
+        }
         httpx.post(f"{es}/{index}/_refresh", timeout=60)
         count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
         out["proxy"]["documents_in_elasticsearch"] = count
