@@ -425,14 +425,14 @@ def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, Fingerprin
             "store_bytes_per_doc": round(stats["store"]["size_in_bytes"] / max(ok, 1), 1)}
 
 
-def _rss_kb(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process in KB, (0, 0) once it is gone."""
+def _rss_kb(pid: int) -> dict[str, int]:
+    """Resident memory of a process in KB: VmRSS, and of it RssAnon (allocated memory) and RssFile (pages
+    of mapped files, such as LevelDB's tables: the kernel drops them under pressure); {} once it is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0, 0
-    got = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", text, re.M))
-    return int(got.get("VmRSS", 0)), int(got.get("VmHWM", 0))
+        return {}
+    return {k: int(v) for k, v in re.findall(r"^(VmRSS|RssAnon|RssFile):\s+(\d+) kB", text, re.M)}
 
 
 def _children(pid: int) -> list[int]:
@@ -469,9 +469,10 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
            "--processes", str(processes), "--output", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    samples: list[tuple[float, int, int, int]] = []  # (s, decided, main RSS KB, tree RSS KB)
+    samples: list[tuple[float, int, dict[str, int], int]] = []  # (s, decided, main RSS KB, tree RSS KB)
     decided, pos, marks = 0, 0, [(0.0, 0)]
-    peak_main = peak_tree = 0
+    peak: dict[str, int] = {}
+    peak_tree = 0
     while proc.poll() is None:
         time.sleep(every_s)
         if out.exists():
@@ -481,13 +482,14 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
                 cut = chunk.rfind(b"\n") + 1
                 decided += chunk[:cut].count(b"\n")
                 pos += cut
-        main_kb = _rss_kb(proc.pid)[0]
-        if not main_kb:  # exited between poll() and the read
+        main = _rss_kb(proc.pid)
+        if not main:  # exited between poll() and the read
             continue
-        tree_kb = main_kb + sum(_rss_kb(c)[0] for c in _children(proc.pid))
-        peak_main, peak_tree = max(peak_main, main_kb), max(peak_tree, tree_kb)
+        tree_kb = main["VmRSS"] + sum(_rss_kb(c).get("VmRSS", 0) for c in _children(proc.pid))
+        peak = {k: max(v, peak.get(k, 0)) for k, v in main.items()}
+        peak_tree = max(peak_tree, tree_kb)
         now = time.perf_counter() - t0
-        samples.append((now, decided, main_kb, tree_kb))
+        samples.append((now, decided, main, tree_kb))
         while decided >= marks[-1][1] + window:
             marks.append((now, marks[-1][1] + window))
     err = proc.stderr.read() if proc.stderr else ""
@@ -502,13 +504,17 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
 
     def rss_at(frac: float) -> dict[str, Any]:
         s = next((x for x in samples if x[1] >= frac * n), samples[-1])
-        return {"decided": s[1], "main_mb": round(s[2] / 1024), "tree_mb": round(s[3] / 1024)}
+        mb = {k: round(v / 1024) for k, v in s[2].items()}
+        return {"decided": s[1], "main_mb": mb["VmRSS"], "anon_mb": mb["RssAnon"], "file_mb": mb["RssFile"],
+                "tree_mb": round(s[3] / 1024)}
 
     out.unlink()
     return {"name": f"dedupe command, {n:,} generated documents", "docs": n, "wall_s": round(wall, 1),
             "docs_per_s": round(n / wall, 1), "window": window, "window_docs_per_s": rates,
             "last_vs_second_window": round(rates[-1] / rates[1], 2) if len(rates) >= 3 else None,
-            "peak_rss_mb": round(peak_main / 1024), "peak_tree_rss_mb": round(peak_tree / 1024),
+            "peak_rss_mb": round(peak.get("VmRSS", 0) / 1024),
+            "peak_anon_mb": round(peak.get("RssAnon", 0) / 1024),
+            "peak_file_mb": round(peak.get("RssFile", 0) / 1024), "peak_tree_rss_mb": round(peak_tree / 1024),
             "rss_by_progress": [rss_at(f / 10) for f in range(1, 11)], "decisions": dict(decisions),
             "store_bytes_per_doc": round(dir_bytes(store) / max(n, 1), 1),
             "command_says": err.strip().splitlines()[-1] if err.strip() else ""}
@@ -516,7 +522,8 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
 
 def cli_dedupe_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) -> str:
     day = time.strftime("%Y-%m-%d")
-    rss = "; ".join(f"{x['decided']:,}: {x['main_mb']} / {x['tree_mb']} MB" for x in r["rss_by_progress"])
+    rss = "; ".join(f"{x['decided']:,}: {x['main_mb']} ({x['anon_mb']} + {x['file_mb']}) / {x['tree_mb']} MB"
+                    for x in r["rss_by_progress"])
     return "\n".join([
         f"### `dedupe` command over generated documents ({day})", "", "```", command, "```", "",
         f"Load average {load[0]} at the start, {load[1]} at the end.", "",
@@ -525,10 +532,13 @@ def cli_dedupe_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) 
         f"| decisions | {r['decisions']} |",
         f"| peak RSS: the command's process / with its workers | {r['peak_rss_mb']} / "
         f"{r['peak_tree_rss_mb']} MB |",
+        "| peak of the process's allocated memory (RssAnon) / mapped files (RssFile) | "
+        f"{r['peak_anon_mb']} / {r['peak_file_mb']} MB |",
         f"| docs/s per {r['window']:,} window | {', '.join(map(str, r['window_docs_per_s']))} |",
         f"| last window vs second | {r['last_vs_second_window']} |",
         f"| store on disk per document | {r['store_bytes_per_doc']:.0f} B |", "",
-        f"RSS as documents are decided (decided: the process / with its workers): {rss}", ""])
+        f"RSS as documents are decided (decided: the process (allocated + mapped files) / with its workers): "
+        f"{rss}", ""])
 
 
 def cli_es_index(url: str, name: str, jsonl: Path, processes: int,
