@@ -108,7 +108,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 
         started = time.perf_counter()
         counts: Counter[str] = Counter()
-        clusters: set[str] = set()
+        founded = 0  # clusters this run founded (a set of every cluster id would grow with the input)
         with Pipeline(store, config, k=k, keep=keep, processes=processes,  # type: ignore[arg-type]
                       batch_size=batch_size, copy_marks=copy_marks) as pipe:
             out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
@@ -120,7 +120,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                     emit(decision.to_dict(), out)
                     out.flush()
                     counts[decision.decision] += 1
-                    clusters.add(decision.cluster_id)
+                    cid = decision.cluster_id  # a founder's id, suffixed ~N when that id was taken
+                    founded += cid == decision.id or cid.startswith(decision.id + "~")
             finally:
                 if out is not sys.stdout:
                     out.close()
@@ -130,7 +131,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
             click.echo(
                 f"{total} documents: {counts['new']} new, {counts['exact_duplicate']} exact duplicates, "
                 f"{counts['near_duplicate']} near duplicates ({(dups / total if total else 0):.1%} duplicate "
-                f"rate); {len(clusters)} clusters; {len(errors)} input errors; {elapsed:.1f} s "
+                f"rate); {founded} new clusters; {len(errors)} input errors; {elapsed:.1f} s "
                 f"({total / elapsed if elapsed else 0:.0f} docs/s); store {store}: "
                 f"{pipe.store.n_docs} documents, {pipe.store.n_clusters} clusters with a centre (degenerate "
                 f"documents without a copy stand alone)",

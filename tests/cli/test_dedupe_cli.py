@@ -50,6 +50,7 @@ def test_dedupe_writes_one_line_per_document_and_a_summary(tmp_path):
     assert set(out[0]) >= {"id", "fingerprint", "decision", "duplicate_of", "distance", "cluster_id"}
     assert out[2]["decision"] == "exact_duplicate" and out[2]["duplicate_of"] == "a"
     assert "4 documents" in p.stderr and "duplicate rate" in p.stderr and "\r" not in p.stderr
+    assert "3 new clusters" in p.stderr  # a, b and the empty e found one each; a2 joins a
     sim = run("similar", "--store", str(tmp_path / "s"), "--id", "a")
     assert sim.returncode == 0, sim.stderr
     assert lines(sim.stdout)[0] == {"id": "a2", "distance": 0, "cluster_id": "a", "duplicate_of": "a"}
@@ -60,6 +61,7 @@ def test_dedupe_writes_one_line_per_document_and_a_summary(tmp_path):
             stdin=json.dumps({"id": "c", "content": B + "。"}, ensure_ascii=False))
     assert p.returncode == 0 and p.stdout == ""
     assert lines(out_file.read_text())[0]["duplicate_of"] == "b"
+    assert "0 new clusters" in p.stderr  # c joins the cluster b founded in the first run
 
 
 def test_bad_input_and_bad_arguments_fail_cleanly(tmp_path):
