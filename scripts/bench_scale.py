@@ -661,13 +661,14 @@ def settle(client: Any, index: str, timeout_s: float = 1800.0) -> dict[str, Any]
 
 def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small: int = 10_000,
              queries: int = 500, processes: int = 2, keep: bool = False,
-             work: Path | None = None, plain: bool = False) -> dict[str, Any]:  # fmt: skip
+             work: Path | None = None, plain: bool = False, merge_to: int = 0) -> dict[str, Any]:  # fmt: skip
     """The Elasticsearch figures at ``n`` documents (see ``--es-scale``): bulk-load the first ``n`` cached
     generated documents and the first ``small`` into two fresh indexes, time ``es similar`` on both, then
     ``es index`` of the first ``real`` shuffled real documents into an empty index, into the ``n`` index
     and into an empty index again (back to back), and take the real documents out of the ``n`` index.
     Every index has the default layout of a new index (permuted keys), or with ``plain`` the 4 x 16-bit
-    blocks of the indexes of before."""
+    blocks of the indexes of before. ``merge_to``: then force-merge the ``n`` index to that many segments
+    (what a rolled-over, read-only index gets) and time ``es index`` into it once more."""
     from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
     from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect
 
@@ -736,6 +737,19 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         removed, _ = helpers.bulk(client, deletes, chunk_size=1000, raise_on_error=False, stats_only=True)
         client.indices.refresh(index=large)
         out["es_index"]["real_removed_from_n"] = removed
+        if merge_to:
+            t = time.perf_counter()
+            client.options(request_timeout=7200).indices.forcemerge(index=large, max_num_segments=merge_to)
+            merged = {"seconds": round(time.perf_counter() - t, 1), **settle(client, large)}
+            print(f"es-scale: force-merged {json.dumps(merged)}", file=sys.stderr, flush=True)
+            before = shard_work(client, large)
+            run = cli_es_index(url, large, jsonl, processes)
+            run["shards_ms"] = {k: v - before.get(k, 0) for k, v in shard_work(client, large).items()}
+            deletes = ({"_op_type": "delete", "_index": large, "_id": d.id} for d in reals)
+            helpers.bulk(client, deletes, chunk_size=1000, raise_on_error=False, stats_only=True)
+            client.indices.refresh(index=large)
+            out["es_index"]["merged"] = {"merge": merged, "at_n": run,
+                                         "ratio_n_vs_empty": round(run["docs_per_s"] / empty_rate, 2)}
         out["node_end"] = node_figures(client)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -778,6 +792,12 @@ def es_scale_markdown(r: dict[str, Any], command: str, load: tuple[str, str]) ->
                      f"{q['shard_query_ms_per_similar']} ms, fetch {q['shard_fetch_ms_per_similar']} ms per "
                      "look-up) | |")
     lines.append(f"| p99 at {r['n']:,} vs at {r['small']:,} | **{s['p99_ratio']}** | <= 2 |")
+    if "merged" in ix:
+        m = ix["merged"]
+        merge = m["merge"]
+        lines.append(f"| force-merged to {merge['segments']} segments ({merge['seconds']} s): `es index` at "
+                     f"{r['n']:,} | {m['at_n']['docs_per_s']} docs/s, **{m['ratio_n_vs_empty']}** of the "
+                     "empty runs | |")
     lines.append("")
     return "\n".join(lines)
 
@@ -830,6 +850,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--es-plain", action="store_true",
                     help="--es-scale with the 4 x 16-bit block layout of the indexes of before (default: the "
                          "permuted keys every new index gets)")
+    ap.add_argument("--es-merge-to", type=int, default=0,
+                    help="--es-scale: then force-merge the large index to this many segments and time es "
+                         "index into it again")
     ap.add_argument("--es-keep", action="store_true",
                     help="keep the --es-scale index (and reuse one of the right size)")
     ap.add_argument("--cli-dedupe", type=int, default=0,
@@ -887,7 +910,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = args.fingerprints / f"generated-seed{args.seed}"
             es_run = es_scale(os.environ["ES_URL"], args.es_scale, folder, args.seed, args.es_real,
                               args.es_small, args.es_queries, args.processes, args.es_keep,
-                              args.work, plain=args.es_plain)  # fmt: skip
+                              args.work, plain=args.es_plain, merge_to=args.es_merge_to)  # fmt: skip
             print(json.dumps({"es_scale": es_run}), flush=True)
     finally:
         if args.work is None:
