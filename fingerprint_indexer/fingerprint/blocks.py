@@ -16,6 +16,7 @@ at most ``k`` blocks, so they share every block of some choice of ``n - k`` of t
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -107,25 +108,43 @@ class BlockLayout:
         masks = np.array([(1 << w) - 1 for w in self.widths], dtype=np.uint64)
         return (fps[:, None] >> shifts[None, :]) & masks[None, :]
 
+    @functools.cached_property
+    def _key_plan(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
+        """Per key, its blocks and the left shift of each (the first block of a key most significant)."""
+        blocks = np.array(self.tables, dtype=np.intp).reshape(self.n_keys, self.per_key)
+        widths = np.array(self.widths, dtype=np.uint64)[blocks]
+        shifts = np.cumsum(widths[:, ::-1], axis=1)[:, ::-1] - widths  # bits of the blocks after each
+        return blocks, shifts.astype(np.uint64)
+
     def key_values_many(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         """Key values of many fingerprints: shape (n, n_keys); a key is its blocks' bits side by side,
         the first block of its choice most significant (with ``per_key = 1``, :meth:`split_many`)."""
         blocks = self.split_many(fingerprints)
         if self.per_key == 1:
             return blocks
-        out = np.zeros((blocks.shape[0], self.n_keys), dtype=np.uint64)
-        for j, table in enumerate(self.tables):
-            for b in table:
-                out[:, j] = (out[:, j] << np.uint64(self.widths[b])) | blocks[:, b]
-        return out
+        which, shifts = self._key_plan
+        return np.bitwise_or.reduce(blocks[:, which] << shifts[None, :, :], axis=2)
+
+    @functools.cached_property
+    def key_digits(self) -> tuple[int, ...]:
+        """Hex digits of each key's stored form."""
+        return tuple((w + 3) // 4 for w in self.key_widths)
 
     def keys(self, fingerprint: int) -> list[str]:
         """Key values as fixed-width lowercase hex strings (the keyword form stored in indexes)."""
         if self.per_key == 1:  # the blocks themselves: no array for one fingerprint
             values: list[int] = list(self.split(fingerprint))
-        else:
-            values = self.key_values_many(np.array([fingerprint], dtype=np.uint64))[0].tolist()
-        return [f"{v:0{(w + 3) // 4}x}" for v, w in zip(values, self.key_widths, strict=True)]
+            return [f"{v:0{d}x}" for v, d in zip(values, self.key_digits, strict=True)]
+        return [col[0] for col in self.keys_many(np.array([fingerprint], dtype=np.uint64))]
+
+    def keys_many(self, fingerprints: npt.NDArray[np.uint64]) -> list[list[str]]:
+        """:meth:`keys` of many fingerprints, column-wise (per key, the key of each fingerprint): one
+        NumPy pass and one hex conversion for all of them, then a string slice per key."""
+        values = self.key_values_many(fingerprints)
+        n, m = values.shape
+        text = values.astype(">u8").tobytes().hex()  # 16 digits per value, row by row
+        return [[text[(i * m + j) * 16 + 16 - d : (i * m + j + 1) * 16] for i in range(n)]
+                for j, d in enumerate(self.key_digits)]  # fmt: skip
 
     def check_k(self, k: int) -> None:
         """Refuse a distance that this layout cannot serve with full recall."""

@@ -14,6 +14,7 @@ processes and machines (no use of Python's ``hash``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -153,12 +154,17 @@ def band_keys(data: bytes) -> list[str]:
     """Exact-match lookup keys of a sketch (MinHash LSH, one per band: its number and the xxh3 of its
     minima), so that edited short texts, whose SimHash moves by more than the block index's ``k``, are
     still found. None for a sketch too small to band, or of a text without shingles."""
+    return list(_band_keys(bytes(data)))
+
+
+@functools.lru_cache(maxsize=4096)  # a document's keys are asked for by its look-up, its write and its batch
+def _band_keys(data: bytes) -> tuple[str, ...]:
     if len(data) < 4 * BANDS * BAND_ROWS:
-        return []
+        return ()
     if np.all(from_bytes(data[: 4 * BANDS * BAND_ROWS]) == _EMPTY):
-        return []
+        return ()
     width = 4 * BAND_ROWS
-    return [f"{i:x}{xxhash.xxh3_64_hexdigest(data[i * width : (i + 1) * width])}" for i in range(BANDS)]
+    return tuple(f"{i:x}{xxhash.xxh3_64_hexdigest(data[i * width : (i + 1) * width])}" for i in range(BANDS))
 
 
 def shares_band_many(q: npt.NDArray[np.uint32], rows: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import itertools
 import json
 import time
@@ -307,26 +306,10 @@ def stored_layout(client: Elasticsearch, index: str) -> BlockLayout | None:
 BlockKeys = list[list[str]]
 
 
-@functools.cache
-def _hex_table(width: int) -> tuple[str, ...]:
-    """Every key of ``width`` bits (<= 16) in its stored form, by value."""
-    return tuple(f"{v:0{(width + 3) // 4}x}" for v in range(1 << width))
-
-
 def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
-    """Per key of the layout, the stored key of each fingerprint (as :meth:`BlockLayout.keys`,
-    column-wise): one NumPy pass for all of them, and a table look-up per key of up to 16 bits instead
-    of string formatting."""
+    """Per key of the layout, the stored key of each fingerprint (:meth:`BlockLayout.keys_many`)."""
     fps = np.fromiter((f & MASK64 for f in fingerprints), dtype=np.uint64, count=len(fingerprints))
-    cols = layout.key_values_many(fps).T.tolist()
-    out = []
-    for w, col in zip(layout.key_widths, cols, strict=True):
-        if w <= 16:
-            table = _hex_table(w)
-            out.append([table[v] for v in col])
-        else:
-            out.append([f"{v:0{(w + 3) // 4}x}" for v in col])
-    return out
+    return layout.keys_many(fps)
 
 
 def fingerprint_fields(

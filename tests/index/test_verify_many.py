@@ -61,15 +61,15 @@ def test_closest_many_rejects_empty_sides_and_wrong_lengths() -> None:
     assert closest_many([1], np.zeros(0, dtype=np.uint64), []).tolist() == []
 
 
-LAYOUTS = [(16, 16, 16, 16), (13, 13, 13, 13, 12), (20, 22, 22), (8,) * 8]
+LAYOUTS = [BlockLayout((16, 16, 16, 16)), BlockLayout((13, 13, 13, 13, 12)), BlockLayout((20, 22, 22)),
+           BlockLayout((8,) * 8), BlockLayout.permuted(3), BlockLayout((20, 22, 22), per_key=2)]
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(U64, max_size=40), st.sampled_from(LAYOUTS))
-def test_block_keys_equal_layout_keys_per_fingerprint(fps: list[int], widths: tuple[int, ...]) -> None:
-    layout = BlockLayout(widths)
+def test_block_keys_equal_layout_keys_per_fingerprint(fps: list[int], layout: BlockLayout) -> None:
     got = block_keys(layout, fps)
-    assert len(got) == len(widths)
+    assert len(got) == layout.n_keys
     for b, col in enumerate(got):
         assert col == [layout.keys(f)[b] for f in fps]
 
