@@ -497,11 +497,14 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
     policy = state.settings.on_duplicate
     relinks: dict[int, BulkOp] = {}  # updates of replaced canonicals, sent right after their operation
+    # once per index and request: an index that does not exist yet has no layout to remember, and asking
+    # per document would send one GET per document of the request that creates it
+    layouts = {ix: await state.es_layout(ix) for ix in dict.fromkeys(ops[pos].index for pos, _, _ in todo)}
     for (pos, _, _), d in zip(todo, decided, strict=True):
         op = ops[pos]
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        layout = await state.es_layout(op.index)
+        layout = layouts[op.index]
         fields = es_fields(d.result, d.decision, layout, d.doc.length)
         plan = plans.get(pos)
         if plan is not None:  # an update: the fields go into the part of the body that gets applied

@@ -177,6 +177,59 @@ def test_service_key_is_never_forwarded(tmp_path: Path, monkeypatch: pytest.Monk
         assert headers.get("authorization") == "ApiKey cluster-credential"
 
 
+class _Relay(BaseHTTPRequestHandler):
+    """A real HTTP relay to the real cluster that counts what the proxy asks of it."""
+
+    upstream: ClassVar[str] = ""
+    asked: ClassVar[list[tuple[str, str]]] = []
+
+    def _relay(self) -> None:
+        n = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(n) if n else None
+        type(self).asked.append((self.command, self.path))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+        r = httpx.request(self.command, self.upstream + self.path, headers=headers, content=body, timeout=60)
+        self.send_response(r.status_code)
+        for k in ("content-type", "x-elastic-product"):
+            if k in r.headers:
+                self.send_header(k, r.headers[k])
+        self.send_header("content-length", str(len(r.content)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(r.content)
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _relay
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_bulk_into_a_new_index_asks_for_its_layout_once(
+    es_url: str, es_client: Elasticsearch, zh_articles: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """The proxy reads an index's key layout from its mapping once per request, not once per document:
+    an index that does not exist yet has no layout to remember until the request creates it."""
+    _Relay.upstream, _Relay.asked = es_url, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Relay)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    index = f"layout-once-{uuid.uuid4().hex[:8]}"
+    try:
+        with ServiceProcess(f"http://127.0.0.1:{server.server_port}", tmp_path / "data") as svc:
+            client = Elasticsearch(svc.url, api_key=svc.api_key, request_timeout=60)
+            actions = [{"_index": index, "_id": f"n{i}", "content": a["content"]}
+                       for i, a in enumerate(zh_articles[100:130])]  # fmt: skip
+            ok, errors = helpers.bulk(client, actions, chunk_size=len(actions))
+            client.close()
+        assert ok == len(actions) and not errors
+        mappings = [p for m, p in _Relay.asked if m == "GET" and p.split("?")[0].endswith("/_mapping")]
+        assert 1 <= len(mappings) <= 2, mappings
+        es_client.indices.refresh(index=index)
+        assert es_client.count(index=index)["count"] == len(actions)
+    finally:
+        server.shutdown()
+        es_client.options(ignore_status=404).indices.delete(index=index)
+
+
 def test_skip_policy_through_the_proxy(
     es_url: str, es_client: Elasticsearch, tmp_path: Path, zh_articles: list[dict[str, Any]], svc_index: str
 ) -> None:
