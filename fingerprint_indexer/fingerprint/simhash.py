@@ -34,9 +34,30 @@ def fold_signs(signs: npt.NDArray[np.float64], weights: npt.NDArray[np.float64])
     """The fingerprint from each term's bits as +1.0 / -1.0 votes (``n x 64``, most significant first)."""
     if not len(signs):
         return 0
-    votes = weights @ signs
-    packed = np.packbits(votes > 0)  # big-endian: MSB first
+    packed = np.packbits(vote_sums(signs, weights) > 0)  # big-endian: MSB first
     return int.from_bytes(packed.tobytes(), "big")
+
+
+def vote_sums(signs: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each bit's weighted vote, summed in one fixed order: terms four at a time, ``((a + b) + c) + d``,
+    the groups added in turn, then the last ``n mod 4`` terms one by one.
+
+    Equal weights make exact ties common (two terms of the same count and IDF on opposite sides of a
+    bit), and then the bit is decided by rounding, that is by the order of the additions. A BLAS
+    matrix-vector product sums in the order of the kernel it picks for the CPU, so ``weights @ signs``
+    gave two machines two fingerprints for one text. This is the order of the generic kernel the
+    reference vectors were made with, written with NumPy's element-wise additions, which round the same
+    everywhere."""
+    prod = np.asarray(weights, dtype=np.float64)[:, None] * signs  # exact: signs are +1.0 / -1.0
+    n = len(prod) - len(prod) % 4
+    votes = np.zeros(prod.shape[1], dtype=np.float64)
+    if n:
+        quads = prod[:n].reshape(-1, 4, prod.shape[1])
+        grouped = ((quads[:, 0] + quads[:, 1]) + quads[:, 2]) + quads[:, 3]
+        votes = np.add.accumulate(grouped, axis=0)[-1]  # sequential, unlike a pairwise reduction
+    for row in prod[n:]:
+        votes = votes + row
+    return votes
 
 
 def simhash(terms: Sequence[str], weights: Sequence[float]) -> int:

@@ -36,6 +36,7 @@ from fingerprint_indexer.fingerprint.facts import (
     title_facts,
 )
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
+from fingerprint_indexer.fingerprint.simhash import vote_sums
 from fingerprint_indexer.fingerprint.sketch import _SEEDS, _WS, SHINGLE, to_bytes
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean, html_to_text, normalize
@@ -80,13 +81,13 @@ def _slow_share_cap(w: list[float], share: float) -> float:
 
 
 def slow_simhash(terms: list[tuple[str, float]]) -> int:
-    """Charikar's SimHash with the package's xxh3 term hashes; the votes summed as the package sums them
-    (one matrix product: a different order of float additions could flip a vote that is nearly 0)."""
+    """Charikar's SimHash with the package's xxh3 term hashes; the votes summed in the order the package
+    fixes (:func:`vote_sums`: a different order of float additions could flip a vote that is nearly 0)."""
     if not terms:
         return 0
     hashes = [xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t, _ in terms]
     signs = np.array([[1.0 if (h >> (63 - b)) & 1 else -1.0 for b in range(64)] for h in hashes])
-    votes = np.array([w for _, w in terms], dtype=np.float64) @ signs
+    votes = vote_sums(signs, np.array([w for _, w in terms], dtype=np.float64))
     return sum(1 << (63 - b) for b in range(64) if votes[b] > 0)
 
 
