@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from bench_service import (  # noqa: E402
     baseline_es,
+    children,
     es_url_default,
     fingerprint_alone,
     free_port,
@@ -70,8 +71,7 @@ def tree_cpu_s(pid: int) -> float:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
+            todo += children(p)
         except (OSError, IndexError):  # ended meanwhile
             continue
     return total

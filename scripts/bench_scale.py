@@ -20,7 +20,6 @@ similar`` there against a 10k index.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import itertools
 import json
@@ -425,24 +424,6 @@ def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, Fingerprin
             "store_bytes_per_doc": round(stats["store"]["size_in_bytes"] / max(ok, 1), 1)}
 
 
-def _rss_kb(pid: int) -> dict[str, int]:
-    """Resident memory of a process in KB: VmRSS, and of it RssAnon (allocated memory) and RssFile (pages
-    of mapped files, such as LevelDB's tables: the kernel drops them under pressure); {} once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return {}
-    return {k: int(v) for k, v in re.findall(r"^(VmRSS|RssAnon|RssFile):\s+(\d+) kB", text, re.M)}
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):  # the task may end between the listing and the read
-            out += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
 def generated_jsonl(n: int, seed: int, folder: Path) -> Path:
     """The generated corpus of ``n`` documents as JSON lines in ``folder`` (written once, then reused)."""
     path = folder / f"generated-{n}-seed{seed}.jsonl"
@@ -464,6 +445,9 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
     its resident memory (the command's process, and with its fingerprinting workers) sampled every
     ``every_s`` against the documents decided so far (lines of its output), throughput per ``window``
     documents, the decisions and the store's bytes per document."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_service import children, rss_kb
+
     out = store.with_suffix(".decisions.jsonl")
     cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "dedupe", str(jsonl), "--store", str(store),
            "--processes", str(processes), "--output", str(out)]
@@ -482,10 +466,13 @@ def cli_dedupe(jsonl: Path, store: Path, processes: int, window: int, every_s: f
                 cut = chunk.rfind(b"\n") + 1
                 decided += chunk[:cut].count(b"\n")
                 pos += cut
-        main = _rss_kb(proc.pid)
-        if not main:  # exited between poll() and the read
+        try:
+            main = {f: rss_kb(proc.pid, f) for f in ("VmRSS", "RssAnon", "RssFile")}
+            tree_kb = main["VmRSS"] + sum(rss_kb(c) for c in children(proc.pid))
+        except OSError:  # it (or a worker) exited between poll() and the read
             continue
-        tree_kb = main["VmRSS"] + sum(_rss_kb(c).get("VmRSS", 0) for c in _children(proc.pid))
+        if not main["VmRSS"]:  # exited, not yet reaped: no memory left to read
+            continue
         peak = {k: max(v, peak.get(k, 0)) for k, v in main.items()}
         peak_tree = max(peak_tree, tree_kb)
         now = time.perf_counter() - t0
