@@ -24,6 +24,7 @@ from fingerprint_indexer.cli.common import (
 from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
 from fingerprint_indexer.copies.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.rules import founded_by
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
@@ -120,8 +121,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                     emit(decision.to_dict(), out)
                     out.flush()
                     counts[decision.decision] += 1
-                    cid = decision.cluster_id  # a founder's id, suffixed ~N when that id was taken
-                    founded += cid == decision.id or cid.startswith(decision.id + "~")
+                    founded += founded_by(decision.cluster_id, decision.id)
             finally:
                 if out is not sys.stdout:
                     out.close()

@@ -196,6 +196,12 @@ def verified_centres(store: RecordStore, ev: Evidence, fp: int, k: int) -> list[
     return out
 
 
+def founded_by(cluster_id: str, doc_id: str) -> bool:
+    """Whether ``cluster_id`` is a cluster that document ``doc_id`` founded: a founder's id, suffixed
+    ``~N`` when that id was taken (:func:`singleton`, :meth:`RecordStore.found_cluster`)."""
+    return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
+
+
 def singleton(store: RecordStore, doc_id: str) -> str:
     """A degenerate document's own cluster id (not a searchable centre: it would be a giant bucket)."""
     cid, n = doc_id, 1
