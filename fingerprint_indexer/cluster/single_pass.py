@@ -29,6 +29,21 @@ class Assignment:
     founded: bool
 
 
+def new_cluster_id(founder: str, taken: Callable[[str], bool]) -> str:
+    """The id of a cluster ``founder`` founds: its doc id, suffixed ``~2``, ``~3`` ... while ``taken``
+    says that id names a cluster already (a document re-sent under an id that founded one before)."""
+    cid, n = founder, 1
+    while taken(cid):
+        n += 1
+        cid = f"{founder}~{n}"
+    return cid
+
+
+def founded_by(cluster_id: str, doc_id: str) -> bool:
+    """Whether ``cluster_id`` is a cluster that document ``doc_id`` founded (:func:`new_cluster_id`)."""
+    return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
+
+
 def assign(fp: int, k: int, centres_near: CentreLookup, new_cluster_id: str) -> Assignment:
     """The Single-Pass step: nearest centre within ``k``, else a new cluster ``new_cluster_id``."""
     hits = centres_near(fp, k)
@@ -48,12 +63,7 @@ class SinglePassClusterer:
         self.sizes: dict[str, int] = {}
 
     def add(self, doc_id: str, fp: int) -> Assignment:
-        cid = doc_id
-        n = 1
-        while cid in self.sizes:  # a founder id seen before: keep cluster ids unique
-            n += 1
-            cid = f"{doc_id}~{n}"
-        a = assign(fp, self.k, self.centres.query, cid)
+        a = assign(fp, self.k, self.centres.query, new_cluster_id(doc_id, self.sizes.__contains__))
         if a.founded:
             self.centres.add(a.cluster_id, fp)
             self.sizes[a.cluster_id] = 0

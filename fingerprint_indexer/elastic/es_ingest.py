@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.cluster.single_pass import new_cluster_id
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.records import Cluster, DocRecord
@@ -672,10 +673,7 @@ class _EsBatch:
         return True
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
-        cid, n = founder, 1
-        while self.cluster(cid) is not None:
-            n += 1
-            cid = f"{founder}~{n}"
+        cid = new_cluster_id(founder, lambda taken: self.cluster(taken) is not None)
         return Cluster(cid, centre, founder, 1)
 
     def put_cluster(self, c: Cluster) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from fingerprint_indexer.cluster.single_pass import assign
+from fingerprint_indexer.cluster.single_pass import assign, new_cluster_id
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.engine.records import Cluster, DocRecord, record_now
 from fingerprint_indexer.fingerprint.evidence import Evidence
@@ -196,19 +196,9 @@ def verified_centres(store: RecordStore, ev: Evidence, fp: int, k: int) -> list[
     return out
 
 
-def founded_by(cluster_id: str, doc_id: str) -> bool:
-    """Whether ``cluster_id`` is a cluster that document ``doc_id`` founded: a founder's id, suffixed
-    ``~N`` when that id was taken (:func:`singleton`, :meth:`RecordStore.found_cluster`)."""
-    return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
-
-
 def singleton(store: RecordStore, doc_id: str) -> str:
     """A degenerate document's own cluster id (not a searchable centre: it would be a giant bucket)."""
-    cid, n = doc_id, 1
-    while store.cluster(cid) is not None:
-        n += 1
-        cid = f"{doc_id}~{n}"
-    return cid
+    return new_cluster_id(doc_id, lambda cid: store.cluster(cid) is not None)
 
 
 def _grow(store: RecordStore, cluster_id: str) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 
 import plyvel
 
+from fingerprint_indexer.cluster.single_pass import new_cluster_id
 from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.records import record_now as record_now  # re-exported: stores make records
@@ -573,10 +574,7 @@ class StoreBatch:
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
         """A new cluster whose id is its founder's doc id (suffixed if that id is taken)."""
-        cid, n = founder, 1
-        while self.cluster(cid) is not None:
-            n += 1
-            cid = f"{founder}~{n}"
+        cid = new_cluster_id(founder, lambda taken: self.cluster(taken) is not None)
         c = Cluster(cid, centre, founder, 1)
         self.put_cluster(c)
         self.cx.add(cid, centre)
