@@ -83,7 +83,8 @@ MAX_DAYS_APART = 3
 #: repurchase forecast, a port's ships loading) far more often than a copy.
 MAX_BAND_DAYS_APART = 1
 #: Lines of one skeleton filled with other facts: different occurrences once at least this many and
-#: this share of the shared skeletons are refilled (one refilled line is a correction).
+#: this share of the aligned lines are refilled (one refilled line is a correction; the rows of a table
+#: count one by one, :func:`~fingerprint_indexer.fingerprint.facts.compare_frames`).
 MIN_REFILLED, MAX_REFILLED_SHARE = 2, 0.3
 
 __all__ = ["MAX_BAND_DAYS_APART", "MAX_DAYS_APART", "MAX_FACT_CHANGE", "MAX_REFILLED_SHARE",

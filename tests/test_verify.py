@@ -228,3 +228,31 @@ def test_an_edited_copy_found_through_a_band_is_published_within_a_day() -> None
     assert v.band and not v.accepted and v.reason.startswith("edited copy published 2 days apart")
     assert MAX_BAND_DAYS_APART == 1
     assert check(replace(a, fingerprints=[0]), replace(a, fingerprints=[0xFFFF]), 3).accepted
+
+
+# A rate notice written for these tests: a table whose rows a later notice of the same day refills.
+RATES = ("The Home Loan Board set the rates on its discount notes as follows:\n"
+         "    TERM   NEW RATE  OLD RATE\n{rows} Reuter\n")
+
+
+def _rates(rows: list[tuple[str, str, str]]) -> str:
+    return RATES.format(rows="".join(f"  {term} days  {new} pct  {old} pct\n" for term, new, old in rows))
+
+
+def test_a_rate_table_with_other_rows_is_another_notice() -> None:
+    """The later notice states no figure the first lacks (its old rates are the first's new ones): only
+    its rows, compared one by one, show two rates changed again."""
+    first = [("30-174", "5.00", "5.00"), ("175-190", "5.85", "5.82"), ("191-270", "5.00", "5.00"),
+             ("271-288", "5.92", "5.85"), ("289-360", "5.00", "5.00")]  # fmt: skip
+    later = [("30-174", "5.00", "5.00"), ("175-190", "5.92", "5.85"), ("191-270", "5.00", "5.00"),
+             ("271-288", "5.92", "5.92"), ("289-360", "5.00", "5.00")]  # fmt: skip
+    a = _wire("DISCOUNT NOTE RATES", _rates(first), "9-APR-1987 10:21:12.37")
+    b = _wire("DISCOUNT NOTE RATES", _rates(later), "9-APR-1987 11:00:08.03")
+    v = check(a, b, 3)
+    assert v.similarity >= 0.3 and not (v.facts and v.facts.two_sided), "looks alike, no figure of its own"
+    assert not v.accepted and v.reason.startswith("same template, other facts in 2 of 5"), v
+    # one rate corrected, or a row added, is the same notice
+    corrected = [*first[:4], ("289-360", "5.01", "5.00")]
+    assert check(a, _wire("DISCOUNT NOTE RATES", _rates(corrected), "9-APR-1987 11:00:00.00"), 3).accepted
+    longer = [*first, ("361-400", "5.00", "5.00")]
+    assert check(a, _wire("DISCOUNT NOTE RATES", _rates(longer), "9-APR-1987 11:00:00.00"), 3).accepted

@@ -294,7 +294,7 @@ def analyse(
 
 @dataclass(frozen=True)
 class FrameDiff:
-    """Shared skeletons of two texts, and how many of them hold other facts on each side."""
+    """Lines of the skeletons two texts share, and how many of them hold other facts on each side."""
 
     aligned: int
     refilled: int
@@ -305,16 +305,26 @@ class FrameDiff:
 
 
 def compare_frames(a: Sequence[int], b: Sequence[int], limit: int = MAX_FRAMES) -> FrameDiff:
-    """Skeletons both texts have (below the smaller bottom-k cut-off) and how many are filled differently."""
+    """Skeletons both texts have (below the smaller bottom-k cut-off), compared line by line.
+
+    A skeleton can fill several lines of one text: the rows of a rate table, a results list. Of a shared
+    skeleton filled ``n_a`` and ``n_b`` times, ``min(n_a, n_b)`` lines align, and a line filled on each
+    side with facts the other side never puts there is refilled: ``min`` of the two one-sided fillings.
+    So a row added or dropped is an edit, and a table whose rows all carry other figures is another
+    occurrence. At the cut-off skeleton itself a full sample may hold only some of its fillings, so the
+    comparison stops below it.
+    """
     cut = min((max(f >> 32 for f in s) if len(s) >= limit else 1 << 32) for s in (a, b))
     fa: dict[int, set[int]] = {}
     fb: dict[int, set[int]] = {}
     for src, dst in ((a, fa), (b, fb)):
         for f in src:
-            if f >> 32 <= cut:
+            if f >> 32 < cut:
                 dst.setdefault(f >> 32, set()).add(f & 0xFFFFFFFF)
     shared = fa.keys() & fb.keys()
-    return FrameDiff(len(shared), sum(fa[k] != fb[k] for k in shared))
+    aligned = sum(min(len(fa[k]), len(fb[k])) for k in shared)
+    refilled = sum(min(len(fa[k] - fb[k]), len(fb[k] - fa[k])) for k in shared)
+    return FrameDiff(aligned, refilled)
 
 
 ORDINAL_UNITS = "届次号期批轮"

@@ -102,6 +102,35 @@ def test_frames_align_template_lines_and_see_other_fillings() -> None:
     assert (same.aligned, same.refilled) == (1, 0)
 
 
+def _table(rows: list[tuple[int, int, str]]) -> str:
+    return "Rates as follows:\n" + "".join(f"  {lo}-{hi} days  {rate} pct\n" for lo, hi, rate in rows)
+
+
+def test_frames_compare_the_rows_of_a_table_one_by_one() -> None:
+    """Rows of one skeleton: every row other is another table; one row other is a correction; a row
+    added or dropped is an edit."""
+    rows = [(30, 69, "5.00"), (70, 88, "5.92"), (89, 123, "5.00"), (124, 150, "5.93")]
+    base = frames(_table(rows))
+    other = compare_frames(base, frames(_table([(lo + 1, hi + 2, r) for lo, hi, r in rows])))
+    assert (other.aligned, other.refilled) == (4, 4)
+    corrected = compare_frames(base, frames(_table([*rows[:3], (124, 150, "5.95")])))
+    assert (corrected.aligned, corrected.refilled) == (4, 1)
+    longer = compare_frames(base, frames(_table([*rows, (151, 360, "5.00")])))
+    assert (longer.aligned, longer.refilled) == (4, 0)
+    shorter = compare_frames(base, frames(_table(rows[1:])))
+    assert (shorter.aligned, shorter.refilled) == (3, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=70, max_size=120, unique=True))
+def test_frames_at_the_sample_cut_off_compare_equal_to_themselves(days: list[int]) -> None:
+    """A full frame sample may hold only some fillings of its last skeleton: a text against itself with
+    one row dropped (far more rows than :data:`MAX_FRAMES`) shows no refilled line."""
+    rows = [(d, d + 7, f"5.{d % 97:02d}") for d in days]
+    diff = compare_frames(frames(_table(rows)), frames(_table(rows[1:])))
+    assert diff.refilled == 0
+
+
 def test_publication_day_reads_the_usual_formats() -> None:
     assert publication_day("2024-09-29") == "%2024-09-29"
     assert publication_day("2024-09-29T23:30:00+08:00") == "%2024-09-29"  # the day as written
