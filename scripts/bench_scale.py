@@ -555,13 +555,17 @@ def cli_es_index(url: str, name: str, jsonl: Path, processes: int,
 
 def shard_work(client: Any, index: str) -> dict[str, int]:
     """Milliseconds the index's shards have spent so far per kind of work (search query and fetch phases,
-    indexing, refreshes, merges): their difference over an ``es index`` run says where its time went."""
-    t = client.indices.stats(index=index, metric="search,indexing,refresh,merge").body["_all"]["total"]
+    indexing, refreshes, merges, and building global ordinals, which servers from Elasticsearch 8.8 on
+    report): their difference over an ``es index`` run says where its time went."""
+    metrics = "search,indexing,refresh,merge,fielddata"
+    t = client.indices.stats(index=index, metric=metrics).body["_all"]["total"]
+    ordinals = t.get("fielddata", {}).get("global_ordinals") or {}
     return {"query": int(t["search"]["query_time_in_millis"]),
             "fetch": int(t["search"]["fetch_time_in_millis"]),
             "indexing": int(t["indexing"]["index_time_in_millis"]),
             "refresh": int(t["refresh"]["total_time_in_millis"]),
-            "merge": int(t["merges"]["total_time_in_millis"])}
+            "merge": int(t["merges"]["total_time_in_millis"]),
+            "global_ordinals": int(ordinals.get("build_time_in_millis", 0))}
 
 
 def search_stats(client: Any, index: str) -> tuple[int, int, int]:

@@ -106,12 +106,15 @@ def fold_hits(response: Mapping[str, Any], size: int) -> list[RelatedEntry]:
 
 
 def cluster_sizes_query(entries: list[RelatedEntry]) -> dict[str, Any] | None:
-    """The search body that counts the reports of each entry's cluster; None when no entry has one."""
+    """The search body that counts the reports of each entry's cluster; None when no entry has one. The
+    counts come from the matching documents' values (``execution_hint: map``), not from global ordinals
+    of ``cluster_id``, which has about one value per story and would be rebuilt after every refresh
+    (:meth:`~fingerprint_indexer.index.elasticsearch.ElasticsearchIndex.hot_bands` says more)."""
     clusters = sorted({e.cluster_id for e in entries if e.cluster_id})
     if not clusters:
         return None
     return {"size": 0, "query": {"terms": {"cluster_id": clusters}},
-            "aggs": {"c": {"terms": {"field": "cluster_id", "size": len(clusters)}}}}  # fmt: skip
+            "aggs": {"c": {"terms": {"field": "cluster_id", "size": len(clusters), "execution_hint": "map"}}}}
 
 
 def with_cluster_sizes(entries: list[RelatedEntry], response: Mapping[str, Any] | None) -> list[RelatedEntry]:

@@ -692,14 +692,19 @@ class ElasticsearchIndex(NearDupIndex):
     def hot_bands(self, bands: Iterable[str]) -> set[str]:
         """The band keys among ``bands`` that more than :data:`MAX_BAND_READ` documents hold: a stock
         phrase, not a copy, passed over as the embedded store passes it over (one aggregation, on the
-        pinned snapshot while there is one)."""
+        pinned snapshot while there is one).
+
+        The aggregation counts the values of the matching documents (``execution_hint: map``). By default
+        a ``terms`` aggregation first maps every distinct value of the field in the shard to a global
+        ordinal, and rebuilds that map after each refresh: for the band field, nearly one value per band
+        of every document, a cost that grows with the index while the answer only needs a few keys."""
         keys = sorted(set(bands))
         if not keys:
             return set()
         body = {
             "size": 0, "track_total_hits": False, "query": {"terms": {BANDS_FIELD: keys}},
             "aggs": {"hot": {"terms": {"field": BANDS_FIELD, "include": keys, "size": len(keys),
-                                       "min_doc_count": MAX_BAND_READ + 1}}},
+                                       "min_doc_count": MAX_BAND_READ + 1, "execution_hint": "map"}}},
         }  # fmt: skip
         resp = self._msearch([body])[0]
         return {b["key"] for b in ((resp.get("aggregations") or {}).get("hot") or {}).get("buckets", [])}
