@@ -44,13 +44,13 @@ def founded_by(cluster_id: str, doc_id: str) -> bool:
     return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
 
 
-def assign(fp: int, k: int, centres_near: CentreLookup, new_cluster_id: str) -> Assignment:
-    """The Single-Pass step: nearest centre within ``k``, else a new cluster ``new_cluster_id``."""
+def assign(fp: int, k: int, centres_near: CentreLookup, founding_id: str) -> Assignment:
+    """The Single-Pass step: nearest centre within ``k``, else a new cluster ``founding_id``."""
     hits = centres_near(fp, k)
     if hits:
         best = min(hits, key=lambda m: (m.distance, m.doc_id))
         return Assignment(best.doc_id, best.distance, False)
-    return Assignment(new_cluster_id, 0, True)
+    return Assignment(founding_id, 0, True)
 
 
 class SinglePassClusterer:
