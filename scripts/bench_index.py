@@ -15,6 +15,12 @@ spread evenly. A size larger than the cache holds is cut to what it holds.
 Quick run:  python scripts/bench_index.py --sizes 100000 --pairs-size 100000 --simhash-size 10000
 Full run:   python scripts/bench_index.py            (1M and 10M; several minutes, ~6 GB RAM)
 Generated:  python scripts/bench_index.py --generated FOLDER/generated-seed11 --sizes 1000000,4000000
+
+With ``--ingest M`` each size also times steady ingest into the embedded store's in-memory tables
+(``NumberedTables``, which the store fills as documents arrive): starting from the first N fingerprints,
+the next M are each looked up and then appended, as the decision step does, so appends, merges and the
+queries' scan of the unmerged appends are all paid. CPU time per fingerprint; ``PYTHONPATH=<export of
+another tree>`` runs the same on the code before.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.index.memory import MemoryIndex, NumberedTables
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.store.block_index import LevelDBIndex
 
@@ -155,9 +162,29 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator, workd
                           "disk_bytes_per_fp": dir_size(path) / n}
         shutil.rmtree(path)
 
+    if args.ingest:
+        more = args.gen[n : n + args.ingest] if args.gen is not None else make_fingerprints(
+            args.ingest, k, args.planted, rng)
+        row["ingest"] = bench_ingest(fps, more, k)
+
     if n == args.sizes[0] and args.simhash_size:
         row["simhash_pkg"] = bench_simhash(fps[: args.simhash_size], queries, k)
     return row
+
+
+def bench_ingest(stored: U64, more: U64, k: int, per_doc: int = 4) -> dict[str, Any]:
+    """Steady ingest into NumberedTables holding ``stored``: each fingerprint of ``more`` is looked up,
+    then appended, ``per_doc`` at a time (one document's fingerprints); CPU microseconds per fingerprint."""
+    tables = NumberedTables(BlockLayout(), stored)
+    nxt, values = len(stored), more.tolist()
+    t = time.process_time()
+    for start in range(0, len(values), per_doc):
+        group = values[start : start + per_doc]
+        for v in group:
+            tables.query(v, k, 4096)
+        tables.put(np.arange(nxt, nxt + len(group)), more[start : start + len(group)])
+        nxt += len(group)
+    return {"fingerprints": len(values), "us_per_fp": (time.process_time() - t) / max(len(values), 1) * 1e6}
 
 
 def bench_simhash(fps: U64, queries: list[int], k: int) -> dict[str, Any]:
@@ -197,9 +224,12 @@ def main() -> None:
     ap.add_argument("--workdir", help="where LevelDB stores go (default: a temporary directory)")
     ap.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
     ap.add_argument("--generated", type=Path, help="fingerprints of a cached generated corpus (see above)")
+    ap.add_argument("--ingest", type=int, default=0,
+                    help="also time steady ingest of this many more fingerprints at each size (see above)")
     args = ap.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
-    args.gen = load_generated(args.generated, max([*args.sizes, args.pairs_size])) if args.generated else None
+    wanted = max([*args.sizes, args.pairs_size]) + args.ingest
+    args.gen = load_generated(args.generated, wanted) if args.generated else None
     rng = np.random.default_rng(args.seed)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-index-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -238,6 +268,10 @@ def print_table(results: dict[str, Any]) -> None:
             lv = row["leveldb"]
             print(f"| {n} | leveldb | {lv['build_s']:.1f} | {lv['p50_us']:.0f} | {lv['p99_us']:.0f} | "
                   f"{lv['disk_bytes_per_fp']:.0f} B/fp on disk |")
+        if "ingest" in row:
+            g = row["ingest"]
+            print(f"| {n} | embedded tables, steady ingest | - | - | - | {g['us_per_fp']:.1f} µs CPU per "
+                  f"fingerprint (look-up + append) over the next {g['fingerprints']:,} |")
         if "simhash_pkg" in row:
             s = row["simhash_pkg"]
             print(f"| {s['n']:,} | simhash SimhashIndex | {s['build_s']:.1f} | {s['p50_us']:.0f} | "

@@ -26,6 +26,9 @@ IntArray = npt.NDArray[np.int64]
 
 #: Buffered appends are merged into the sorted tables once there are this many.
 MERGE_THRESHOLD = 4096
+#: NumberedTables: appends that every query scans unsorted before they are sorted into the recent tables
+#: (below ``MERGE_THRESHOLD * 256`` entries the main merge comes first, and the recent level stays empty).
+BUFFER_MAX = MERGE_THRESHOLD
 #: Tables are rebuilt without tombstoned rows when this fraction of rows is dead.
 COMPACT_FRACTION = 0.25
 
@@ -331,14 +334,18 @@ class NumberedTables:
     in-memory half of an index whose entries live elsewhere (the embedded store keeps them in LevelDB).
 
     ``put`` appends entries under numbers above every number seen (holes stay dead), ``kill`` tombstones
-    one; appends are buffered and merged into the sorted tables when the buffer reaches
-    ``max(merge_min, live rows / 256)``, so a merge's linear cost is spread over many inserts however large
-    the index grows. ``fps`` and ``alive`` (by number) are everything needed to rebuild the tables.
+    one. Everything above the main tables is merged into them when it reaches ``max(merge_min, live rows
+    / 256)``, so a merge's linear cost is spread over many inserts however large the index grows; before
+    that, every ``buffer_max`` appends are sorted into small *recent* tables. A query reads bucket slices
+    of both levels and scans at most ``buffer_max`` unsorted appends (a buffer of ``live rows / 256``
+    would make every query's scan grow with the index). ``fps`` and ``alive`` (by number) are everything
+    needed to rebuild the tables.
     """
 
     def __init__(self, layout: BlockLayout, fps: U64 | None = None,
-                 alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD) -> None:
-        self.layout, self.merge_min = layout, merge_min
+                 alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
+                 buffer_max: int = BUFFER_MAX) -> None:  # fmt: skip
+        self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
         n = 0 if fps is None else len(fps)
         self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
         self._alive = np.zeros(max(n, 1024), dtype=bool)
@@ -373,6 +380,8 @@ class NumberedTables:
         self._n = top
         if self._n - self._n_sorted >= max(self.merge_min, self._in_tables // 256):
             self._merge()
+        elif self._n - self._n_recent >= self.buffer_max:
+            self._sort_buffer()
 
     def kill(self, num: int) -> None:
         """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""
@@ -391,20 +400,37 @@ class NumberedTables:
         self._n_sorted: int = self._n
         self._in_tables: int = len(rows)
         self._dead_in_tables: int = 0
+        self._clear_recent()
+
+    def _clear_recent(self) -> None:
+        self._recent = _Tables(self.layout)  # rows _n_sorted .. _n_recent - 1 (those alive when sorted)
+        self._n_recent: int = self._n_sorted
+        self._in_recent: int = 0
 
     def _merge(self) -> None:
+        """Everything above the main tables (recent tables and buffer) into the main tables."""
         if self._n == self._n_sorted:
             return
         rows = self._n_sorted + np.flatnonzero(self._alive[self._n_sorted : self._n]).astype(np.uint32)
         self._tables.merge(self._fps[rows], rows)
         self._n_sorted, self._in_tables = self._n, self._in_tables + len(rows)
+        self._clear_recent()
+
+    def _sort_buffer(self) -> None:
+        """The buffer into the recent tables (a merge into tables of at most ``live rows / 256``)."""
+        rows = self._n_recent + np.flatnonzero(self._alive[self._n_recent : self._n]).astype(np.uint32)
+        self._recent.merge(self._fps[rows], rows)
+        self._n_recent, self._in_recent = self._n, self._in_recent + len(rows)
 
     def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
         """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once; at most
-        ``budget`` entries of each bucket are read (the newest), plus the unmerged appends."""
+        ``budget`` entries of each main bucket are read (the newest), and every entry newer than the main
+        tables (the recent tables' buckets whole, the buffer)."""
         parts = [x for x in self._tables.bucket_slices(fp, budget) if len(x)] if self._in_tables else []
-        if self._n > self._n_sorted:
-            parts.append(np.arange(self._n_sorted, self._n, dtype=np.uint32))
+        if self._in_recent:
+            parts += [x for x in self._recent.bucket_slices(fp) if len(x)]
+        if self._n > self._n_recent:
+            parts.append(np.arange(self._n_recent, self._n, dtype=np.uint32))
         if not parts:
             return np.empty(0, np.int64), np.empty(0, np.uint8)
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -439,4 +465,4 @@ class NumberedTables:
         return self._tables.bucket_sizes()
 
     def nbytes(self) -> int:
-        return int(self._fps.nbytes + self._alive.nbytes + self._tables.nbytes())
+        return int(self._fps.nbytes + self._alive.nbytes + self._tables.nbytes() + self._recent.nbytes())

@@ -58,10 +58,12 @@ def test_footprint_is_within_40_bytes_per_fingerprint():
 
 @settings(max_examples=150, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 2**64 - 1), st.integers(0, 30)), max_size=80),
-       merge=st.sampled_from([1, 3, 4096]), probe=st.integers(0, 2**64 - 1), k=st.integers(0, 3))
-def test_numbered_tables_match_brute_force(ops, merge, probe, k):
-    """Puts (some near the probe), tombstones, merges and rebuilds: every live entry within k, once."""
-    tables = NumberedTables(BlockLayout(), merge_min=merge)
+       merge=st.sampled_from([1, 3, 8, 4096]), buffer=st.sampled_from([1, 2, 512]),
+       probe=st.integers(0, 2**64 - 1), k=st.integers(0, 3))
+def test_numbered_tables_match_brute_force(ops, merge, buffer, probe, k):
+    """Puts (some near the probe), tombstones, sorts into the recent tables, merges and rebuilds: every
+    live entry within k, once."""
+    tables = NumberedTables(BlockLayout(), merge_min=merge, buffer_max=buffer)
     live: dict[int, int] = {}
     for is_put, value, pick in ops:
         if is_put or not live:
