@@ -39,7 +39,7 @@ from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many, fingerprint_stream
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, load_index_body
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, force_merge, load_index_body
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -182,7 +182,7 @@ def bench_query(client: Elasticsearch, n: int, queries: int, seed: int = 7) -> d
     index.add_many((f"d{i}", int(fp), None) for i, fp in enumerate(fps.tolist()))
     client.indices.put_settings(index=name, settings={"refresh_interval": "1s"})
     index.refresh()
-    client.indices.forcemerge(index=name, max_num_segments=1)
+    force_merge(client, name, 1)
     load_s = time.perf_counter() - t
     picks = rng.choice(n, size=queries, replace=False)
     flips = rng.integers(0, 4, size=queries)

@@ -661,7 +661,7 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
     blocks of the indexes of before. ``merge_to``: then force-merge the ``n`` index to that many segments
     (what a rolled-over, read-only index gets) and time ``es index`` into it once more."""
     from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect
+    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect, force_merge
 
     client = connect(url, request_timeout=600)
     fpr = Fingerprinter()
@@ -729,9 +729,8 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
         client.indices.refresh(index=large)
         out["es_index"]["real_removed_from_n"] = removed
         if merge_to:
-            t = time.perf_counter()
-            client.options(request_timeout=7200).indices.forcemerge(index=large, max_num_segments=merge_to)
-            merged = {"seconds": round(time.perf_counter() - t, 1), **settle(client, large)}
+            seconds = force_merge(client, large, merge_to)["seconds"]
+            merged = {"seconds": seconds, **settle(client, large)}
             print(f"es-scale: force-merged {json.dumps(merged)}", file=sys.stderr, flush=True)
             before = shard_work(client, large)
             run = cli_es_index(url, large, jsonl, processes)

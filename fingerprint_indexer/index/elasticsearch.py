@@ -282,6 +282,23 @@ def wait_for_primaries(client: Elasticsearch, index: str, timeout_s: float = 30.
         time.sleep(0.05)
 
 
+def force_merge(client: Elasticsearch, index: str, segments: int = 1,
+                timeout_s: float = 7200.0) -> dict[str, float]:  # fmt: skip
+    """Force-merge ``index`` (or an alias's indexes) to at most ``segments`` per shard and wait for it.
+
+    A look-up pays for every key in every segment, so an index loaded in bulk serves look-ups at the rate
+    of an empty one only once merged (docs/architecture.md, "Block layout"). Returns the seconds taken and
+    the primaries' segments afterwards."""
+    if segments < 1:
+        raise ValueError("segments must be at least 1")
+    t = time.perf_counter()
+    client.options(request_timeout=timeout_s).indices.forcemerge(index=index, max_num_segments=segments)
+    client.indices.refresh(index=index)
+    stats = client.indices.stats(index=index, metric="segments").body
+    return {"seconds": round(time.perf_counter() - t, 1),
+            "segments": int(stats["_all"]["primaries"]["segments"]["count"])}
+
+
 def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:
     """The copy-marks setting recorded in the mapping of ``index`` (None: its writers add none)."""
     tags = set()

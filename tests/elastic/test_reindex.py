@@ -132,3 +132,28 @@ def test_killed_reindex_resumes_and_reports_the_whole_job(es_client, es_index, e
     assert final["new"] + final["duplicates"] == len(records)
     assert final["missing_source"] == 2
     _check_fields(es_client, es_index, records)
+
+
+def test_reindex_can_force_merge_what_it_loaded(es_client, es_index, es_url, tmp_path):
+    """A bulk-loaded index is merged once every document is done (look-ups pay per segment)."""
+    records = [r for r in iter_records(ZH_NEWS) if len(r["content"]) > 200][:90]
+    es_client.indices.create(index=es_index, mappings={"properties": {"content": {"type": "text"}}})
+    for part in range(3):  # three refreshed bulks: three segments at least
+        helpers.bulk(es_client, ({"_index": es_index, "_id": r["id"], "_source": {"content": r["content"]}}
+                                 for r in records[part * 30 : (part + 1) * 30]), refresh=True)
+    setup_index(es_client, es_index, update_mapping=True)
+
+    def segments() -> int:
+        stats = es_client.indices.stats(index=es_index, metric="segments").body
+        return int(stats["_all"]["primaries"]["segments"]["count"])
+
+    assert segments() > 1
+    cmd = [sys.executable, "-c", ES_CLI, "reindex", "--es", es_url, "--index", es_index, "--batch-size",
+           "20", "--processes", "1", "--checkpoint", str(tmp_path / "ck.json"), "--no-progress",
+           "--force-merge", "1"]
+    env = {**os.environ, "ES_URL": es_url}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["documents"] == len(records) and report["done"]
+    assert report["force_merged"]["segments"] == 1 == segments()
