@@ -645,8 +645,9 @@ def settle(client: Any, index: str, timeout_s: float = 1800.0) -> dict[str, Any]
         merges = client.indices.stats(index=index, metric="merge").body["_all"]["total"]["merges"]
         quiet = quiet + 1 if int(merges["current"]) == 0 else 0
         time.sleep(5)
-    segs = client.indices.stats(index=index, metric="segments").body["_all"]["primaries"]["segments"]
-    return {"waited_s": round(time.perf_counter() - t, 1), "segments": int(segs["count"]),
+    from fingerprint_indexer.index.elasticsearch import segment_count
+
+    return {"waited_s": round(time.perf_counter() - t, 1), "segments": segment_count(client, index),
             "merging": quiet < 2}
 
 

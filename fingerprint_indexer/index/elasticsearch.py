@@ -282,6 +282,12 @@ def wait_for_primaries(client: Elasticsearch, index: str, timeout_s: float = 30.
         time.sleep(0.05)
 
 
+def segment_count(client: Elasticsearch, index: str) -> int:
+    """Segments of the primaries of ``index`` (or an alias's indexes)."""
+    stats = client.indices.stats(index=index, metric="segments").body
+    return int(stats["_all"]["primaries"]["segments"]["count"])
+
+
 def force_merge(client: Elasticsearch, index: str, segments: int = 1,
                 timeout_s: float = 7200.0) -> dict[str, float]:  # fmt: skip
     """Force-merge ``index`` (or an alias's indexes) to at most ``segments`` per shard and wait for it.
@@ -294,9 +300,7 @@ def force_merge(client: Elasticsearch, index: str, segments: int = 1,
     t = time.perf_counter()
     client.options(request_timeout=timeout_s).indices.forcemerge(index=index, max_num_segments=segments)
     client.indices.refresh(index=index)
-    stats = client.indices.stats(index=index, metric="segments").body
-    return {"seconds": round(time.perf_counter() - t, 1),
-            "segments": int(stats["_all"]["primaries"]["segments"]["count"])}
+    return {"seconds": round(time.perf_counter() - t, 1), "segments": segment_count(client, index)}
 
 
 def stored_copy_marks(client: Elasticsearch, index: str) -> str | None:

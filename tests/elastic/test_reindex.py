@@ -18,7 +18,7 @@ from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import source_evidence
+from fingerprint_indexer.index.elasticsearch import segment_count, source_evidence
 from fingerprint_indexer.verify import closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
@@ -142,12 +142,7 @@ def test_reindex_can_force_merge_what_it_loaded(es_client, es_index, es_url, tmp
         helpers.bulk(es_client, ({"_index": es_index, "_id": r["id"], "_source": {"content": r["content"]}}
                                  for r in records[part * 30 : (part + 1) * 30]), refresh=True)
     setup_index(es_client, es_index, update_mapping=True)
-
-    def segments() -> int:
-        stats = es_client.indices.stats(index=es_index, metric="segments").body
-        return int(stats["_all"]["primaries"]["segments"]["count"])
-
-    assert segments() > 1
+    assert segment_count(es_client, es_index) > 1
     cmd = [sys.executable, "-c", ES_CLI, "reindex", "--es", es_url, "--index", es_index, "--batch-size",
            "20", "--processes", "1", "--checkpoint", str(tmp_path / "ck.json"), "--no-progress",
            "--force-merge", "1"]
@@ -156,4 +151,4 @@ def test_reindex_can_force_merge_what_it_loaded(es_client, es_index, es_url, tmp
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["documents"] == len(records) and report["done"]
-    assert report["force_merged"]["segments"] == 1 == segments()
+    assert report["force_merged"]["segments"] == 1 == segment_count(es_client, es_index)
