@@ -43,7 +43,7 @@ import numpy.typing as npt
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index.memory import MemoryIndex, NumberedTables
 from fingerprint_indexer.index.pairs import near_pairs
-from fingerprint_indexer.store.block_index import LevelDBIndex
+from fingerprint_indexer.store.block_index import BUCKET_BUDGET, LevelDBIndex
 
 U64 = npt.NDArray[np.uint64]
 
@@ -181,7 +181,7 @@ def bench_ingest(stored: U64, more: U64, k: int, per_doc: int = 4) -> dict[str, 
     for start in range(0, len(values), per_doc):
         group = values[start : start + per_doc]
         for v in group:
-            tables.query(v, k, 4096)
+            tables.query(v, k, BUCKET_BUDGET)
         tables.put(np.arange(nxt, nxt + len(group)), more[start : start + len(group)])
         nxt += len(group)
     return {"fingerprints": len(values), "us_per_fp": (time.process_time() - t) / max(len(values), 1) * 1e6}

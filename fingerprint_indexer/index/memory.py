@@ -405,29 +405,32 @@ class NumberedTables:
     def _clear_recent(self) -> None:
         self._recent = _Tables(self.layout)  # rows _n_sorted .. _n_recent - 1 (those alive when sorted)
         self._n_recent: int = self._n_sorted
-        self._in_recent: int = 0
+
+    def _live_from(self, start: int) -> npt.NDArray[np.uint32]:
+        """The live rows from ``start`` to the last one put."""
+        return start + np.flatnonzero(self._alive[start : self._n]).astype(np.uint32)
 
     def _merge(self) -> None:
         """Everything above the main tables (recent tables and buffer) into the main tables."""
         if self._n == self._n_sorted:
             return
-        rows = self._n_sorted + np.flatnonzero(self._alive[self._n_sorted : self._n]).astype(np.uint32)
+        rows = self._live_from(self._n_sorted)
         self._tables.merge(self._fps[rows], rows)
         self._n_sorted, self._in_tables = self._n, self._in_tables + len(rows)
         self._clear_recent()
 
     def _sort_buffer(self) -> None:
         """The buffer into the recent tables (a merge into tables of at most ``live rows / 256``)."""
-        rows = self._n_recent + np.flatnonzero(self._alive[self._n_recent : self._n]).astype(np.uint32)
+        rows = self._live_from(self._n_recent)
         self._recent.merge(self._fps[rows], rows)
-        self._n_recent, self._in_recent = self._n, self._in_recent + len(rows)
+        self._n_recent = self._n
 
     def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
         """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once; at most
         ``budget`` entries of each main bucket are read (the newest), and every entry newer than the main
         tables (the recent tables' buckets whole, the buffer)."""
         parts = [x for x in self._tables.bucket_slices(fp, budget) if len(x)] if self._in_tables else []
-        if self._in_recent:
+        if self._n_recent > self._n_sorted:
             parts += [x for x in self._recent.bucket_slices(fp) if len(x)]
         if self._n > self._n_recent:
             parts.append(np.arange(self._n_recent, self._n, dtype=np.uint32))
