@@ -61,18 +61,23 @@ def test_outage_mid_ingest_loses_nothing(
             forwarder.cut()
             driver.wait_for(202, 60)  # acknowledged as queued while the cluster is unreachable
             assert httpx.get(f"{svc.url}/readyz").status_code == 503
+            mark = len(driver.history)
             forwarder.restore()
-            driver.wait_for(202, 20)  # still queued behind the spool, in order ...
-            driver.wait_for(201, 40, timeout=120)  # ... and direct again once it has drained
+            driver.wait_for(201, 40, timeout=120)  # direct again once the spool has drained
         finally:
             driver.stop()
+        # After the cluster came back: items queued behind the spool (how many depends on when the
+        # replayer's next probe lands), then written directly once it had drained, never queued again.
+        after = driver.since(mark)
+        first_direct = after.index(201)
+        assert set(after[:first_direct]) <= {202} and set(after[first_direct:]) == {201}, after
         wait_spool_empty(svc.url, {})
         metrics = httpx.get(f"{svc.url}/metrics").text
         assert "fpi_replayed_operations_total" in metrics
         # graceful shutdown: uvicorn finishes, then re-raises SIGTERM as its exit status
         assert svc.stop() in (0, -signal.SIGTERM)
         assert "Traceback" not in svc.log_text()
-    assert driver.statuses[202] >= 80
+    assert driver.statuses[202] >= 61
     assert_exactly_once(es_client, fault_index, driver.acked)
 
 

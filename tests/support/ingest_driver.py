@@ -27,6 +27,8 @@ class IngestDriver(threading.Thread):
         self.texts, self.batch = texts, batch
         self.acked: dict[int, str] = {}
         self.statuses: Counter[int] = Counter()
+        #: every acknowledged or refused item's status, in the order the answers came
+        self.history: list[int] = []
         self.failed_requests = 0
         self.batches = 0
         self._seq = 0
@@ -85,6 +87,7 @@ class IngestDriver(threading.Thread):
                         self.failed_requests += 1
                     for seq, doc_id, status in results:
                         self.statuses[status] += 1
+                        self.history.append(status)
                         if 200 <= status < 300:
                             self.acked[seq] = doc_id
                 if not results:
@@ -98,6 +101,11 @@ class IngestDriver(threading.Thread):
             if time.monotonic() > deadline:
                 raise AssertionError(f"no {n} items with status {status} within {timeout}s: {self.statuses}")
             time.sleep(0.05)
+
+    def since(self, mark: int) -> list[int]:
+        """The items' statuses answered after ``len(self.history)`` was ``mark``."""
+        with self.lock:
+            return self.history[mark:]
 
     def stop(self) -> None:
         self._stop_flag.set()

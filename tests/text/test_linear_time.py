@@ -3,7 +3,9 @@
 Work per character is bounded by comparing the CPU time of an input of n characters with one of 4n made
 of the same repeated unit: linear code takes about 4x, the quadratic regexes this guards against took
 16x or more (`is_code` on 64 K characters without punctuation took 36 s). Each figure is the best of
-three runs, so a busy machine slows both sides rather than one.
+three runs, so a busy machine slows both sides rather than one, and a pair that misses the bound is
+measured again, up to three times in all: a lost time slice on a shared machine passes on a later try,
+a superlinear path misses the bound every time.
 """
 
 from __future__ import annotations
@@ -66,10 +68,15 @@ def test_is_code_gives_the_answers_of_the_former_regex(line: str) -> None:
     assert is_code(line) == expected
 
 
-def _assert_linear(path: str, unit: str, n: int = N) -> None:
+def _assert_linear(path: str, unit: str, n: int = N, tries: int = 3) -> None:
     func = PATHS[path]
-    small, large = _cpu(func, _repeat(unit, n)), _cpu(func, _repeat(unit, 4 * n))
-    assert large <= 8 * small + 0.02, f"{path} on {unit!r} * n: {small:.3f} s at n, {large:.3f} s at 4n"
+    seen = []
+    for _ in range(tries):
+        small, large = _cpu(func, _repeat(unit, n)), _cpu(func, _repeat(unit, 4 * n))
+        if large <= 8 * small + 0.02:
+            return
+        seen.append(f"{small:.3f} s at n, {large:.3f} s at 4n")
+    raise AssertionError(f"{path} on {unit!r} * n, each of {tries} tries: " + "; ".join(seen))
 
 
 @settings(max_examples=12, deadline=None)
