@@ -256,3 +256,19 @@ def test_a_rate_table_with_other_rows_is_another_notice() -> None:
     assert check(a, _wire("DISCOUNT NOTE RATES", _rates(corrected), "9-APR-1987 11:00:00.00"), 3).accepted
     longer = [*first, ("361-400", "5.00", "5.00")]
     assert check(a, _wire("DISCOUNT NOTE RATES", _rates(longer), "9-APR-1987 11:00:00.00"), 3).accepted
+
+
+PAYOUT = ("Mthly div {div} cts vs {div} cts prior\n    Pay May 29\n    Record May 14\n"
+          "    NOTE: {fund} Fund.\n Reuter\n")
+
+
+def test_payout_notices_of_other_funds_with_other_figures_are_other_stories() -> None:
+    """The figures sit in short top lines, which were stripped as a headline and datelines: only the
+    NOTE lines were compared, and one fund name more read as an edit."""
+    a = _wire("ACME INCOME SETS PAYOUT", PAYOUT.format(div="7.1", fund="Acme Insured Tax-Free Income"))
+    b = _wire("ACME OREGON SETS PAYOUT", PAYOUT.format(div="6.4", fund="Acme Oregon Insured Tax-Free Income"))
+    v = check(a, b, 3)
+    assert not v.accepted and v.reason.startswith("figures differ"), v
+    again = _wire("ACME INCOME SETS PAYOUT", PAYOUT.format(div="7.1", fund="Acme Insured Tax-Free Income"),
+                  "1-JUN-1987 11:02:10.00")
+    assert check(a, again, 3).accepted

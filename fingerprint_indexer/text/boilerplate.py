@@ -19,7 +19,11 @@ So the rules are deliberately broad and act on short units only:
   breadcrumbs, bylines), except the first line of a hard-wrapped article (it ends on a word such as
   "said" or "the" that runs on into the next line) and a closing table that the text introduces: when
   the last kept line ends with a colon or a dash ("adjusted its rates as follows:") and the short lines
-  after it hold figures, they are the article's own rows (wire rate tables, results), not furniture.
+  after it hold figures, they are the article's own rows (wire rate tables, results), not furniture;
+  likewise an opening table: when the short lines at the top hold figures in two or more lines and one
+  of them compares ("qtly div 7.1 cts vs 7.1 cts prior", "pay march 31", "record march 16", above a
+  "note:" line), they are the item's figures (wire earnings and payouts), kept from the first that holds
+  one.
 
 Input is text as produced by :func:`fingerprint_indexer.text.clean.clean` (NFKC, lower-case, one
 paragraph per line); the output keeps the remaining lines in order.
@@ -145,6 +149,19 @@ def _introduced_table(kept: str, rows: list[str]) -> bool:
     return kept.endswith((":", " -")) and any(_DIGIT.search(r) for r in rows)
 
 
+# A Latin-script table row that compares two figures: "shr 19 cts vs seven cts".
+_COMPARES = re.compile(r"^[ -~]*\S \s*vs\.? +\S[ -~]*$")
+
+
+def _opening_table(rows: list[str]) -> int | None:
+    """Where a table opens the text among the top-edge lines ``rows``: the first row that holds a figure,
+    when two or more do and one compares ("... vs ..."); None when the rows are titles and datelines."""
+    figures = [i for i, r in enumerate(rows) if _DIGIT.search(r)]
+    if len(figures) >= 2 and any(_COMPARES.match(r) for r in rows):
+        return min(figures[0], next(i for i, r in enumerate(rows) if _COMPARES.match(r)))
+    return None
+
+
 def strip_boilerplate(text: str) -> str:
     """Article text with page furniture removed (see the module docstring for the rules)."""
     lines: list[str] = []
@@ -164,6 +181,8 @@ def strip_boilerplate(text: str) -> str:
         start += 1
     if start == end - 1 and _is_edge_furniture(lines[start]):
         start = end
+    elif start and (table := _opening_table(lines[:start])) is not None:
+        start = table
     last = len(lines)
     while end > start and _is_edge_furniture(lines[end - 1]):
         end -= 1

@@ -99,3 +99,15 @@ def test_a_page_of_nothing_but_code_has_no_text() -> None:
                  "/* footer */\n.sw-audio .sw-audio-play, .sw-audio .sw-audio-pause{}\nsina_components: {}\n")
     assert strip_boilerplate(page) == ""  # two slideshow pages are not copies of each other's code
     assert strip_boilerplate(clean(ARTICLE + "\n/* footer */")) == clean(ARTICLE)
+
+
+def test_a_table_that_opens_a_wire_item_is_kept() -> None:
+    payout = clean("Qtly div 12 cts vs 11 cts prior\nPay June 1\nRecord May 15\n"
+                   "NOTE: Example Holdings Corp raised its payout.\nReuter")
+    assert strip_boilerplate(payout) == ("qtly div 12 cts vs 11 cts prior\npay june 1\nrecord may 15\n"
+                                         "note: example holdings corp raised its payout.")
+    # a headline and a dateline above the text stay page furniture, figures or not
+    web = clean("Acme wins 3-1 at home\n2026-11-23 10:32\nAcme beat the visitors on Sunday.")
+    assert strip_boilerplate(web) == "acme beat the visitors on sunday."
+    zh = clean("拜仁主场1-1战平弗赖堡\n2018-11-05 09:03\n拜仁在主场与弗赖堡战平。")
+    assert strip_boilerplate(zh) == "拜仁在主场与弗赖堡战平。"
