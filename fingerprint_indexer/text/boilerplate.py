@@ -157,9 +157,8 @@ def _opening_table(rows: list[str]) -> int | None:
     """Where a table opens the text among the top-edge lines ``rows``: the first row that holds a figure,
     when two or more do and one compares ("... vs ..."); None when the rows are titles and datelines."""
     figures = [i for i, r in enumerate(rows) if _DIGIT.search(r)]
-    if len(figures) >= 2 and any(_COMPARES.match(r) for r in rows):
-        return min(figures[0], next(i for i, r in enumerate(rows) if _COMPARES.match(r)))
-    return None
+    compares = [i for i, r in enumerate(rows) if _COMPARES.match(r)]
+    return min(figures[0], compares[0]) if len(figures) >= 2 and compares else None
 
 
 def strip_boilerplate(text: str) -> str:
