@@ -258,7 +258,8 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
     Needs the fingerprint fields in the mapping (`es setup --update-mapping`). Resumable: after a crash, run
     the same command again. Prints the final report as JSON (documents, duplicates, clusters, documents
     without the source field, failures with ids; with --force-merge, the merge's seconds and segments left).
-    Exit code 3 when some documents failed (the index is then not merged: run the command again).
+    Exit code 3 when some documents failed (the index is then not merged: run the command again); 2 when
+    the merge failed (the report is printed first, with the merge's error).
     """
 
     def body(client: Elasticsearch) -> None:
@@ -272,9 +273,16 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
                          progress=not no_progress and sys.stderr.isatty(),
                          layout=chosen_layout(n_blocks))  # fmt: skip
         out = report.to_dict()
+        merge_error: Exception | None = None
         if merge_to is not None and not report.failed:
-            out["force_merged"] = force_merge(client, index_name, merge_to)
+            try:
+                out["force_merged"] = force_merge(client, index_name, merge_to)
+            except (TransportError, ApiError) as exc:  # the documents are done: their report is kept
+                out["force_merged"], merge_error = {"error": str(exc)}, exc
         emit(out)
+        if merge_error is not None:
+            fail(f"the force-merge of {index_name!r} failed ({merge_error}); every document is done: "
+                 "the same command again merges it", EXIT_ES_ERROR)
         if report.failed:
             sys.exit(EXIT_PARTIAL)
 

@@ -152,3 +152,13 @@ def test_reindex_can_force_merge_what_it_loaded(es_client, es_index, es_url, tmp
     report = json.loads(done.stdout)
     assert report["documents"] == len(records) and report["done"]
     assert report["force_merged"]["segments"] == 1 == segment_count(es_client, es_index)
+    # a merge that fails after the job is done still prints the job's report, then fails clearly
+    times_out = ("import elastic_transport\nfrom fingerprint_indexer.cli import es_commands\n"
+                 "def merge(*a, **k): raise elastic_transport.ConnectionTimeout('merge timed out')\n"
+                 "es_commands.force_merge = merge\nes_commands.es_group()\n")
+    again = subprocess.run([sys.executable, "-c", times_out, *cmd[3:]], capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert again.returncode == 2, again.stderr
+    report = json.loads(again.stdout)
+    assert report["done"] and "timed out" in report["force_merged"]["error"]
+    assert "force-merge" in again.stderr and "the same command again merges it" in again.stderr
