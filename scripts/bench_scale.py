@@ -48,7 +48,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.simhash import term_hashes
 from fingerprint_indexer.pipeline import Pipeline
-from fingerprint_indexer.verify import Evidence, Verdict
+from fingerprint_indexer.verification import Evidence, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

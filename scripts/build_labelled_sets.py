@@ -32,6 +32,14 @@ Sets (each a ``<name>.docs.jsonl`` with ``id``, ``title``, ``content`` and a ``<
     the id of the real article it was made from, so cluster evaluation knows that a template-wrapped
     article belongs with its original even though no labelled pair joins them.
 
+``zh_reposts_dated`` / ``en_reposts_dated``
+    The repost sets with publication days (``published_at``), for what time does to a decision: each
+    original is published on a day of 2024 drawn at random, each of its variants :data:`DELAYS` days
+    later (one delay drawn per variant, spread evenly over the buckets), and the two documents of a
+    negative pair lie a delay drawn the same way apart. Each pair records its ``delay`` in days. The
+    texts are those of the undated sets: only the days differ, so recall by delay measures the rule, not
+    the generator.
+
 Run: ``python scripts/build_labelled_sets.py [--data ../shared/data] [--out out/labelled] [--limit N]``.
 """
 
@@ -56,6 +64,8 @@ MIN_EXACT_CHARS = 50
 SHINGLE = 8
 POSITIVE_CONTAINMENT = 0.5
 NEGATIVE_CONTAINMENT = 0.15
+#: Days between an original and its repost in the dated sets: same day to two months.
+DELAYS = (0, 1, 2, 3, 5, 9, 14, 20, 30, 45, 60)
 
 # --------------------------------------------------------------------------------------------------------
 # Corpus access and text measures
@@ -642,6 +652,30 @@ def build_reposts(
     return ls
 
 
+def dated(ls: LabelledSet, rng: random.Random) -> LabelledSet:
+    """``ls`` with publication days: originals on a random day of 2024, each variant (and the second
+    document of a negative pair) :data:`DELAYS` days after the first document of its pair."""
+    import datetime as dt
+
+    out = LabelledSet(f"{ls.name}_dated", notes={**ls.notes, "delays": list(DELAYS)})
+    start = dt.date(2024, 1, 1)
+    days: dict[str, dt.date] = {}
+    cycle: list[int] = []
+    for pair in ls.pairs:
+        a, b = pair["a"], pair["b"]
+        if a not in days:
+            days[a] = start + dt.timedelta(days=rng.randrange(366))
+        if not cycle:  # every bucket once per round, in a random order: the buckets stay balanced
+            cycle = rng.sample(DELAYS, len(DELAYS))
+        delay = cycle.pop()
+        days.setdefault(b, days[a] + dt.timedelta(days=delay))
+        out.add_pair(a, b, pair["label"], pair["level"], delay=abs((days[b] - days[a]).days))
+    for doc_id, doc in ls.docs.items():
+        day = days.get(doc_id, start + dt.timedelta(days=rng.randrange(366)))
+        out.docs[doc_id] = {**doc, "published_at": day.isoformat()}
+    return out
+
+
 def print_sample(ls: LabelledSet, n: int, rng: random.Random, file: Any = sys.stdout) -> None:
     """Print ``n`` natural pairs (opening and ending of each side) for hand checking."""
     pairs = [p for p in ls.pairs if p["level"] in ("same_title", "same_title_different", "exact")]
@@ -663,7 +697,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--originals", type=int, default=400, help="repost originals per language")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--sample", type=int, default=0, help="print N natural pairs per set to check")
-    ap.add_argument("--sets", default="zh_natural,zh_reposts,en_natural,en_reposts")
+    ap.add_argument("--sets", default="zh_natural,zh_reposts,en_natural,en_reposts,zh_reposts_dated,"
+                    "en_reposts_dated")
     args = ap.parse_args(list(argv) if argv is not None else None)
 
     data, out = Path(args.data), Path(args.out)
@@ -671,7 +706,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     manifest: dict[str, Any] = {"seed": args.seed, "limit": args.limit, "sets": {}}
     n_orig = args.originals if args.limit is None else min(args.originals, args.limit)
     for lang, fname in (("zh", "zh_news.jsonl.gz"), ("en", "en_bbc.jsonl.gz")):
-        if not {f"{lang}_natural", f"{lang}_reposts"} & wanted:
+        if not {f"{lang}_natural", f"{lang}_reposts", f"{lang}_reposts_dated"} & wanted:
             continue
         records = read_corpus(data / fname)
         zh = lang == "zh"
@@ -681,10 +716,14 @@ def main(argv: Iterable[str] | None = None) -> int:
             manifest["sets"][ls.name] = ls.write(out)
             if args.sample:
                 print_sample(ls, args.sample, random.Random(args.seed))
-        if f"{lang}_reposts" in wanted:
+        if {f"{lang}_reposts", f"{lang}_reposts_dated"} & wanted:
             rng = random.Random(f"{args.seed}-{lang}-reposts")
             ls = build_reposts(f"{lang}_reposts", records, zh, rng, n_orig)
-            manifest["sets"][ls.name] = ls.write(out)
+            if f"{lang}_reposts" in wanted:
+                manifest["sets"][ls.name] = ls.write(out)
+            if f"{lang}_reposts_dated" in wanted:
+                days = dated(ls, random.Random(f"{args.seed}-{lang}-days"))
+                manifest["sets"][days.name] = days.write(out)
     text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
     (out / "manifest.json").write_text(text, encoding="utf-8")
     print(json.dumps(manifest, ensure_ascii=False, indent=2), file=sys.stderr)

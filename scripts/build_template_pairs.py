@@ -132,7 +132,7 @@ def band_pairs(docs: list[dict[str, Any]]) -> dict[tuple[int, int], float]:
     """Document pairs that share a sketch band key, have no fingerprint pair within K, and whose sketches
     agree on MIN_BAND_SKETCH (score: sketch)."""
     from fingerprint_indexer.fingerprint.sketch import band_keys
-    from fingerprint_indexer.verify import closest
+    from fingerprint_indexer.verification import closest
 
     fpr = Fingerprinter()
     results = [fpr.fingerprint_document(Document.from_mapping({**d, "id": str(d["id"]), "content": body(d)}))

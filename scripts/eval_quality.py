@@ -328,11 +328,11 @@ def product_signatures(docs: dict[str, dict[str, str]]) -> dict[str, Any]:
 
 
 def product_score(a: Any, b: Any) -> float:
-    """The shipped rule (:func:`fingerprint_indexer.verify.check`) as a distance to sweep: the smallest
+    """The shipped rule (:func:`fingerprint_indexer.verification.check`) as a distance to sweep: the smallest
     threshold of the sweep at which the rule accepts the pair (0 for one accepted through a shared sketch
     band, which any threshold accepts), else 99. The rule's similarity needs depend on the threshold, so
     each is asked rather than derived from one distance."""
-    from fingerprint_indexer.verify import check
+    from fingerprint_indexer.verification import check
 
     return next((float(t) for t in HAMMING_THRESHOLDS if check(a, b, t).accepted), 99.0)
 

@@ -6,7 +6,7 @@ where there was one) were drawn by ``scripts/build_template_pairs.py`` from what
 real corpora of ``../shared/data``; the texts are read from the corpora in place. Every method judges
 every labelled pair:
 
-- ``ours:default``: the shipped fingerprinter and :func:`fingerprint_indexer.verify.check` (fingerprint
+- ``ours:default``: the shipped fingerprinter and :func:`fingerprint_indexer.verification.check` (fingerprint
   pair within 3, sketch, facts);
 - ``ours:no-facts``: the same fingerprints with the fact check off (what the previous rule accepted);
 - ``minhash@J``: datasketch MinHash (128 permutations) of character 5-grams at Jaccard >= 0.5 / 0.7 / 0.8;
@@ -42,7 +42,7 @@ from eval_quality import minhash_score, minhash_sigs, pypi_default, reference_si
 from fingerprint_indexer.documents import Document  # noqa: E402
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter  # noqa: E402
 from fingerprint_indexer.fingerprint.hamming import hamming  # noqa: E402
-from fingerprint_indexer.verify import check  # noqa: E402
+from fingerprint_indexer.verification import check  # noqa: E402
 
 LABELS = REPO / "docs" / "labels"
 START, END = "<!-- template-pairs:start -->", "<!-- template-pairs:end -->"

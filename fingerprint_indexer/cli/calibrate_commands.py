@@ -22,7 +22,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, Fingerp
 from fingerprint_indexer.fingerprint.hamming import hamming
 from fingerprint_indexer.fingerprint.sketch import from_bytes, similarity
 from fingerprint_indexer.io.readers import read_documents
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.verification import closest
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 

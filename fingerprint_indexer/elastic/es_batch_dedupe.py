@@ -5,9 +5,9 @@ more documents is a candidate group, whose members are read with only doc values
 page together, a larger one by itself, a page at a time). Block fields hold the keys of every
 document and chunk fingerprint, so a pair is a candidate when the fingerprints that put both members in the
 bucket lie within Hamming ``k``; it is accepted only by the verification rule (sketch and facts,
-:func:`fingerprint_indexer.verify.check`, as every writer). Accepted pairs are joined into groups
+:func:`fingerprint_indexer.verification.check`, as every writer). Accepted pairs are joined into groups
 (connected components); a member whose facts conflict with the canonical's stays out of the group (it
-was linked through another story of the same template: :func:`fingerprint_indexer.verify.joins`), and
+was linked through another story of the same template: :func:`fingerprint_indexer.verification.joins`), and
 every member of a group gets ``cluster_id`` and ``duplicate_of`` (the group's canonical document:
 :func:`fingerprint_indexer.engine.rules.batch_canonical`, earliest ``published_at``, then smallest id)
 written back, with ``distance`` the smallest Hamming distance over all
@@ -49,7 +49,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     pit_scan,
 )
-from fingerprint_indexer.verify import Evidence, check, closest, joins
+from fingerprint_indexer.verification import Evidence, check, closest, joins
 
 TOP_HITS = 100  # a bucket of more members is read by itself, a page at a time
 MEMBER_PAGE = 1000  # members of an oversized bucket read and compared at a time

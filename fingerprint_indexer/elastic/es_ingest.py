@@ -6,8 +6,8 @@ already holds and, by the same rule, against the documents decided since the las
 matched in memory so a batch never waits for the previous one to become searchable). The batch view
 :class:`_EsBatch` is the engine's record store here: exact copies are found by content digest, near ones
 by :meth:`ElasticsearchIndex.query_verified_many` and among the pending documents by
-:func:`fingerprint_indexer.verify.check_many`; cluster centres are the founders (``cluster_id`` = own id)
-among those. Under ``keep=longest|newest`` the replaced canonical gets an ``update`` of its
+:func:`fingerprint_indexer.verification.check_many`; cluster centres are the founders (``cluster_id`` =
+own id) among those. Under ``keep=longest|newest`` the replaced canonical gets an ``update`` of its
 ``duplicate_of`` and ``distance`` after the new canonical's write, as the sidecar sends it.
 Degenerate documents (too few features) are matched exactly only and get no block keys.
 """
@@ -46,7 +46,7 @@ from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
-from fingerprint_indexer.verify import Evidence, check_many
+from fingerprint_indexer.verification import Evidence, check_many
 
 OnDuplicate = Literal["tag", "skip"]
 #: Times a batch is decided again because another writer claimed one of its texts first.
@@ -455,7 +455,7 @@ class EsDecider:
         start: Mapping[str, _Rec], written_at: Sequence[_Rec | None],
     ) -> list[tuple[int, str, _Rec]]:  # fmt: skip
         """Documents pending now (decided since the last refresh) with any fingerprint within k of any of
-        ``res``'s that the verification rule accepts (:func:`fingerprint_indexer.verify.check_many`, as
+        ``res``'s that the verification rule accepts (:func:`fingerprint_indexer.verification.check_many`, as
         :meth:`ElasticsearchIndex.query_verified` does for indexed ones), as (distance, id, record)."""
         pending = self._pending
         cands: list[tuple[int, str, _Rec]] = []

@@ -12,7 +12,7 @@ from fingerprint_indexer.index.elasticsearch import (
     ElasticsearchIndex,
     hit_fingerprints,
 )
-from fingerprint_indexer.verify import Evidence, closest
+from fingerprint_indexer.verification import Evidence, closest
 
 #: Exact copies listed at most (documents sharing the content digest).
 EXACT_LIMIT = 1000

@@ -66,7 +66,7 @@ class DocRecord:
 
     @property
     def evidence(self) -> Evidence:
-        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
+        """What verification compares (:func:`fingerprint_indexer.verification.check`)."""
         return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
 
     @property

@@ -13,9 +13,9 @@ Rules, for a document ``d`` with fingerprint ``f``:
 - a stored document with the same content digest: ``exact_duplicate``;
 - otherwise (and only when ``d`` is not degenerate) the nearest stored document that has any fingerprint
   (document, lead or chunk) within ``k`` of any of ``d``'s, or a sketch band in common, and that the
-  verification rule accepts (:mod:`fingerprint_indexer.verify`): ``near_duplicate``; otherwise ``new``.
+  verification rule accepts (:mod:`fingerprint_indexer.verification`): ``near_duplicate``; otherwise ``new``.
   When the facts of that document's canonical conflict with ``d``'s, ``d`` is ``new`` too
-  (:func:`fingerprint_indexer.verify.joins`): one template link (A ~ B) must not make ``d`` a copy of a
+  (:func:`fingerprint_indexer.verification.joins`): one template link (A ~ B) must not make ``d`` a copy of a
   different story B was matched to.
 - ``duplicate_of`` is the canonical document of the group (found by following ``duplicate_of`` links while
   they stay inside one cluster); under ``keep=longest|newest`` a longer/newer duplicate becomes the
@@ -40,7 +40,7 @@ from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.base import Match
-from fingerprint_indexer.verify import check, closest, joins
+from fingerprint_indexer.verification import check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]
 KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")

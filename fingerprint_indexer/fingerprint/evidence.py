@@ -11,7 +11,7 @@ class Evidence:
     """A document's fingerprints (document first, then lead and chunks), sketch bytes, facts and frames.
 
     Built from a fresh fingerprint, an embedded store record or an Elasticsearch document alike, so
-    :func:`fingerprint_indexer.verify.check` is the one rule for all of them.
+    :func:`fingerprint_indexer.verification.check` is the one rule for all of them.
     """
 
     fingerprints: Sequence[int]

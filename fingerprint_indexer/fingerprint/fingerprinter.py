@@ -129,7 +129,7 @@ class FingerprintResult:
 
     @property
     def evidence(self) -> Evidence:
-        """What verification compares (:func:`fingerprint_indexer.verify.check`)."""
+        """What verification compares (:func:`fingerprint_indexer.verification.check`)."""
         return Evidence(self.fingerprints, self.sketch, self.facts, self.frames)
 
     def to_dict(self, with_terms: bool = True) -> dict[str, Any]:

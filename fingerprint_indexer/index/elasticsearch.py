@@ -9,9 +9,10 @@ the four 16-bit blocks.
 
 :meth:`ElasticsearchIndex.query` is the plain :class:`NearDupIndex` lookup of one fingerprint against
 document fingerprints. :meth:`ElasticsearchIndex.query_verified` is the measured rule of the embedded
-pipeline (docs/quality.md, :mod:`fingerprint_indexer.verify`): a candidate shares a block key with any of the
-query's fingerprints, and is accepted by :func:`fingerprint_indexer.verify.check_many` (some fingerprint
-pair within ``k``, sketches that agree, facts that do not conflict); its distance is the smallest over all
+pipeline (docs/quality.md, :mod:`fingerprint_indexer.verification`): a candidate shares a block key
+with any of the query's fingerprints, and is accepted by
+:func:`fingerprint_indexer.verification.check_many` (some fingerprint pair within ``k``, sketches
+that agree, facts that do not conflict); its distance is the smallest over all
 pairs. Candidates come from ``terms`` filters on the block fields, their fingerprints, sketch, facts and
 frames from doc values, and verification runs on the client (scripting is absent on minimal clusters).
 The block layout is stored in the mapping's ``_meta`` so an index is always queried with the layout it
@@ -48,7 +49,7 @@ from fingerprint_indexer.servers import (
     open_pit,
     server_of,
 )
-from fingerprint_indexer.verify import Evidence, check_many
+from fingerprint_indexer.verification import Evidence, check_many
 
 MAPPING_FILE = "news.json"
 META_KEY = "fingerprint_indexer"
@@ -761,7 +762,7 @@ class ElasticsearchIndex(NearDupIndex):
         ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
         page: int = VERIFY_PAGE,
     ) -> list[Match]:
-        """The candidates the verification rule accepts (:func:`fingerprint_indexer.verify.check_many`:
+        """The candidates the verification rule accepts (:func:`fingerprint_indexer.verification.check_many`:
         distances and sketches as matrices, facts for the survivors), nearest first. Hits are verified
         ``page`` at a time, so a scan of an oversized bucket holds one page of evidence, not the bucket."""
         out: list[Match] = []
@@ -792,8 +793,8 @@ class ElasticsearchIndex(NearDupIndex):
 
     def query_verified(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicates of a document with this evidence (fingerprints document first, then
-        chunks): the candidates sharing a block key that :func:`fingerprint_indexer.verify.check` accepts.
-        Distance = smallest over all fingerprint pairs."""
+        chunks): the candidates sharing a block key that :func:`fingerprint_indexer.verification.check`
+        accepts. Distance = smallest over all fingerprint pairs."""
         return self.query_verified_many([ev], k, [exclude])[0]
 
     def query_verified_many(

@@ -41,7 +41,7 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.exact import MAX_CANDIDATES
-from fingerprint_indexer.verify import Evidence, Verdict, check_many
+from fingerprint_indexer.verification import Evidence, Verdict, check_many
 
 T = TypeVar("T")
 #: An index is refreshed (to make acknowledged writes searchable and drop them from the pending set) at

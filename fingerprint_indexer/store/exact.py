@@ -56,7 +56,7 @@ from fingerprint_indexer.store.errors import (
     StoreWriteError,
     rebuild_error,
 )
-from fingerprint_indexer.verify import Verdict, check_many
+from fingerprint_indexer.verification import Verdict, check_many
 
 # 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
 # (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
@@ -101,7 +101,7 @@ def judged_near(
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
     with it (``band``: the documents under a key), with the rule's verdict on it
-    (:func:`fingerprint_indexer.verify.check_many`), nearest first.
+    (:func:`fingerprint_indexer.verification.check_many`), nearest first.
 
     At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
     keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one

@@ -28,7 +28,7 @@ from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect
 from fingerprint_indexer.servers import Server, server_of
 from fingerprint_indexer.sidecar.es import EsClient
 from fingerprint_indexer.sidecar.settings import EsSettings
-from fingerprint_indexer.verify import Evidence
+from fingerprint_indexer.verification import Evidence
 
 pytestmark = [pytest.mark.compat, pytest.mark.elasticsearch, pytest.mark.corpus]
 DISTRIBUTIONS = ["elasticsearch:8.19.0", "opensearch:2.19.1", "opensearch:3.5.0", MAIN_DISTRIBUTION]

@@ -16,7 +16,7 @@ from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import BANDS_FIELD, TIME_FIELDS, ElasticsearchIndex
-from fingerprint_indexer.verify import Evidence, check, joins
+from fingerprint_indexer.verification import Evidence, check, joins
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 K = 3

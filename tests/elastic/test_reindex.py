@@ -19,7 +19,7 @@ from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import segment_count, source_evidence
-from fingerprint_indexer.verify import closest
+from fingerprint_indexer.verification import closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 ES_CLI = "from fingerprint_indexer.cli.es_commands import es_group; es_group()"

@@ -7,7 +7,7 @@ from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, fingerprint_fields
-from fingerprint_indexer.verify import Evidence
+from fingerprint_indexer.verification import Evidence
 
 pytestmark = pytest.mark.elasticsearch
 TEXT = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，请市民注意添衣保暖。" * 3

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.fingerprint.hamming import to_signed
 from fingerprint_indexer.index.elasticsearch import FP_FIELD, ElasticsearchIndex
-from fingerprint_indexer.verify import Evidence
+from fingerprint_indexer.verification import Evidence
 
 
 def _hits(n: int, centre: int, seed: int) -> list[dict]:

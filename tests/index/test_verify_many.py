@@ -23,7 +23,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     hit_sketch,
 )
-from fingerprint_indexer.verify import Evidence, check, closest, closest_many
+from fingerprint_indexer.verification import Evidence, check, closest, closest_many
 
 U64 = st.integers(0, 2**64 - 1)
 

@@ -13,7 +13,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.store.bloom import MAGIC
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore, record_now
-from fingerprint_indexer.verify import Evidence
+from fingerprint_indexer.verification import Evidence
 
 ALGO = "test-algo/1"
 

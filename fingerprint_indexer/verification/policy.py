@@ -1,0 +1,147 @@
+"""Every threshold of verification in one frozen object, and the tag that names it.
+
+A decision says which rule made it: stores, index mappings and every decision carry
+:attr:`VerifyPolicy.tag` beside the fingerprint version. The tag is derived from the values, so a policy
+with any threshold changed is a different rule with a different tag. docs/quality.md says which corpus
+each threshold was chosen on and what it does on the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from functools import cached_property
+from typing import Any
+
+#: Steps of the rule, in the order they run; a rejection names the step that made it.
+STEPS = ("distance", "text", "title", "ordinals", "facts", "frames")
+
+
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """The thresholds of :func:`fingerprint_indexer.verification.check`, each with the variable it keys on.
+
+    Text (5-gram sketch similarity a candidate needs, by the kind of fingerprint evidence found):
+    """
+
+    #: document fingerprints within ``k``: the two texts are mostly the same words.
+    min_similarity: float = 0.3
+    #: only a lead or chunk pair within ``k`` (a shared passage): the rest must agree too, or it is a
+    #: follow-up retelling one paragraph of an earlier story.
+    min_passage_similarity: float = 0.375
+    #: only a shared sketch band (every fingerprint farther than ``k``): the 5-grams alone show the copy.
+    min_band_similarity: float = 0.5
+    #: the same for a text of one passage (a headline, a one-line notice), whose few 5-grams are half a
+    #: stock opening in other one-line items.
+    min_short_band_similarity: float = 0.65
+
+    # Time (keys on the publication days of the two documents, when both give one). Time is evidence,
+    # never a veto: a copy by text and facts is a copy at any distance in time. Weaker evidence (a
+    # band-only match, a text of one passage, a shared passage) needs more similarity the farther apart
+    # the two were published, growing with the logarithm of the days beyond a grace period.
+    #: days apart that count as "together" (a re-run, a crawl of the next morning).
+    time_grace_days: int = 1
+    #: days apart at which the bar reaches its ``stale_*`` value; it grows no further.
+    time_horizon_days: int = 30
+    #: band-only match, at the horizon.
+    stale_band_similarity: float = 0.5
+    #: band-only match of a one-passage text, at the horizon.
+    stale_short_band_similarity: float = 0.65
+    #: a one-passage text matched by fingerprint, at the horizon.
+    stale_short_similarity: float = 0.6
+    #: a shared passage (lead or chunk) only, at the horizon.
+    stale_passage_similarity: float = 0.375
+
+    # Facts (keys on what the two texts state; fingerprint_indexer.fingerprint.facts extracts them).
+    #: share of one-sided dates and ordinals at which two texts are other occurrences.
+    max_occurrence_change: float = 0.3
+    #: share of one-sided figures at which two texts are other occurrences.
+    max_figure_change: float = 0.4
+    #: share of one-sided names at which two texts name other parties.
+    max_name_change: float = 0.4
+    #: share of its own names each side must state alone for names to conflict (one name among many
+    #: that stand is a corrected spelling or an added place).
+    min_one_sided_name_share: float = 0.15
+    #: shared figures a text must state for one figure one digit off to count as its correction.
+    min_figures_for_correction: int = 3
+    #: shared facts (Latin names aside) for one changed date or ordinal to count as a corrected typo.
+    min_facts_for_occurrence_correction: int = 30
+
+    # Frames (keys on fact-bearing lines: a line's skeleton with numbers and names masked, and its facts).
+    #: lines of one skeleton filled with other facts: other occurrences at this many ...
+    min_refilled: int = 2
+    #: ... and this share of the aligned lines.
+    max_refilled_share: float = 0.3
+
+    # Edits (keys on the length of the texts and on how many facts stand): a long text that states a
+    # few facts in place of the other's, among many facts both state, is one story edited (a corrected
+    # figure, a changed name, a rewritten sentence); a short notice that does is another occurrence.
+    # Dates and ordinals are never forgiven this way: they name the occurrence.
+    #: largest share of replaced facts (``min`` of the two sides' one-sided facts, over those plus the
+    #: shared ones) that two texts of more than one passage may have and still be one story edited.
+    max_edit_share: float = 0.15
+    #: the same for texts published ``time_horizon_days`` or more apart (graded in between).
+    stale_edit_share: float = 0.15
+    #: whether the edit allowance also forgives lines refilled with other facts (frames).
+    edits_forgive_frames: bool = False
+    #: whether it also forgives dates (never ordinals) replaced among many standing facts.
+    edits_forgive_dates: bool = True
+
+    name: str = "default"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not (0.0 <= value <= 1.0):
+                raise ValueError(f"VerifyPolicy.{f.name} must lie in [0, 1], not {value}")
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"VerifyPolicy.{f.name} must not be negative, not {value}")
+        if self.time_horizon_days <= self.time_grace_days:
+            raise ValueError("VerifyPolicy.time_horizon_days must exceed time_grace_days")
+
+    @cached_property
+    def tag(self) -> str:
+        """``default@1a2b3c4d``: the name and a digest of every threshold (what decisions record)."""
+        values = {k: v for k, v in asdict(self).items() if k != "name"}
+        digest = hashlib.blake2b(json.dumps(values, sort_keys=True).encode(), digest_size=4).hexdigest()
+        return f"{self.name}@{digest}"
+
+    def staleness(self, days: int | None) -> float:
+        """0 for documents published within the grace period (or without days), rising with the
+        logarithm of the days beyond it to 1 at the horizon."""
+        if days is None or days <= self.time_grace_days:
+            return 0.0
+        span = self.time_horizon_days - self.time_grace_days
+        return min(1.0, math.log1p(days - self.time_grace_days) / math.log1p(span))
+
+    def text_need(self, *, band: bool, short: bool, whole: bool, days: int | None) -> float:
+        """The sketch similarity a candidate needs, given how it was found (``band``: through a sketch
+        band only; ``whole``: its document fingerprints are within k), whether either text is one
+        passage (``short``) and how many days apart the two were published."""
+        if band:
+            base, stale = ((self.min_short_band_similarity, self.stale_short_band_similarity) if short
+                           else (self.min_band_similarity, self.stale_band_similarity))  # fmt: skip
+        elif short:
+            base, stale = self.min_similarity, self.stale_short_similarity
+        elif whole:
+            return self.min_similarity  # the same words throughout: strong at any distance in time
+        else:
+            base, stale = self.min_passage_similarity, self.stale_passage_similarity
+        return base + self.staleness(days) * max(0.0, stale - base)
+
+    def edit_share(self, *, short: bool, days: int | None) -> float:
+        """The share of replaced facts an edit may have (0 for a text of one passage)."""
+        if short:
+            return 0.0
+        shrink = max(0.0, self.max_edit_share - self.stale_edit_share)
+        return self.max_edit_share - self.staleness(days) * shrink
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every threshold, the name and the tag (what ``fingerprint-indexer policy`` prints)."""
+        return {**asdict(self), "tag": self.tag}
+
+
+#: The shipped policy.
+DEFAULT_POLICY = VerifyPolicy()
