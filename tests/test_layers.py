@@ -218,7 +218,6 @@ def test_every_top_level_module_has_a_layer(edges: list[Edge]) -> None:
     assert not missing, f"give these a rank in LAYERS (tests/test_layers.py): {missing}"
 
 
-@pytest.mark.xfail(strict=True, reason="store still imports cluster and engine")
 def test_no_module_imports_a_higher_layer(edges: list[Edge]) -> None:
     found = upward(edges, LAYERS)
     assert not found, "imports of a higher layer:\n" + "\n".join(found)

@@ -33,13 +33,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from fingerprint_indexer.cluster.single_pass import assign, new_cluster_id
+from fingerprint_indexer.cluster.single_pass import assign
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.engine.records import Cluster, DocRecord, record_now
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id, record_now
 from fingerprint_indexer.verify import check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]

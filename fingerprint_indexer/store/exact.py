@@ -36,16 +36,14 @@ from typing import Any
 
 import plyvel
 
-from fingerprint_indexer.cluster.single_pass import new_cluster_id
-from fingerprint_indexer.engine.records import Cluster, DocRecord
-from fingerprint_indexer.engine.records import record_now as record_now  # re-exported: stores make records
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
-from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
