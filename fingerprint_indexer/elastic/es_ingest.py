@@ -540,7 +540,7 @@ class RecordMissingError(FingerprintIndexerError, LookupError):
 
 class _EsBatch:
     """One batch of :class:`EsDecider` as the engine's record store
-    (:class:`fingerprint_indexer.engine.rules.RecordStore`): the index as prefetched for the batch, the
+    (:class:`fingerprint_indexer.records.protocol.RecordStore`): the index as prefetched for the batch, the
     pending documents, and what the batch writes. :meth:`at` moves it to the next document of the batch.
 
     A pending version of a document supersedes its indexed one. Clusters are not kept apart from the

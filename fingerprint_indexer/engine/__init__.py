@@ -7,9 +7,8 @@ from fingerprint_indexer.engine.rules import (
     Decision,
     Engine,
     Keep,
-    RecordStore,
     prefer,
     root,
 )
 
-__all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Engine", "Keep", "RecordStore", "prefer", "root"]
+__all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Engine", "Keep", "prefer", "root"]
