@@ -38,9 +38,9 @@ from typing import Any
 import jieba
 import jieba.analyse
 
-from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_many
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 

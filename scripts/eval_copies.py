@@ -36,11 +36,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from fingerprint_indexer.copies import CopyFinder, WinnowParams
+from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS
 from fingerprint_indexer.copies.stored import search_store
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.text.clean import normalize_mapped
 

@@ -11,7 +11,7 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.cli.common import build_config, config_options, emit, fail
 from fingerprint_indexer.cli.dedupe_commands import _guard_store, _store_option, default_store
 from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
-from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams, document_text
+from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES
 from fingerprint_indexer.copies.stored import (
     ENABLE_HINT,
@@ -23,6 +23,7 @@ from fingerprint_indexer.copies.stored import (
 )
 from fingerprint_indexer.elastic.copies import es_copy_search, es_text
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document_text
 from fingerprint_indexer.io.readers import read_documents
 from fingerprint_indexer.store.exact import ExactStore
 

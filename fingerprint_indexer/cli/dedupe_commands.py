@@ -21,13 +21,13 @@ from fingerprint_indexer.cli.common import (
     fail,
     run_guarded,
 )
-from fingerprint_indexer.cluster.single_pass import founded_by
 from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
+from fingerprint_indexer.records.record import founded_by
 from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
 from fingerprint_indexer.store.exact import ExactStore

@@ -9,10 +9,10 @@ import click
 import platformdirs
 
 from fingerprint_indexer.cli.common import build_config, config_options, fail
-from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.env import URL_HINT, EsSettings, EsSettingsError, env_flag
 from fingerprint_indexer.env import es_settings as read_es_settings
 from fingerprint_indexer.env import es_url as read_es_url
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.sidecar.auth import AuthConfigError, check_bind, load_api_key
 from fingerprint_indexer.sidecar.settings import ON_DUPLICATE, STATES, ServiceSettings

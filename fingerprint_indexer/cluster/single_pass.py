@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import new_cluster_id
 
 #: Finds cluster centres within k of a fingerprint, as (cluster id, distance) sorted nearest first.
 CentreLookup = Callable[[int, int], list[Match]]
@@ -27,21 +28,6 @@ class Assignment:
     cluster_id: str
     distance: int
     founded: bool
-
-
-def new_cluster_id(founder: str, taken: Callable[[str], bool]) -> str:
-    """The id of a cluster ``founder`` founds: its doc id, suffixed ``~2``, ``~3`` ... while ``taken``
-    says that id names a cluster already (a document re-sent under an id that founded one before)."""
-    cid, n = founder, 1
-    while taken(cid):
-        n += 1
-        cid = f"{founder}~{n}"
-    return cid
-
-
-def founded_by(cluster_id: str, doc_id: str) -> bool:
-    """Whether ``cluster_id`` is a cluster that document ``doc_id`` founded (:func:`new_cluster_id`)."""
-    return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
 
 
 def assign(fp: int, k: int, centres_near: CentreLookup, founding_id: str) -> Assignment:

@@ -1,20 +1,23 @@
-"""Passage-level copy detection: winnowing, copied passages between two texts, partial-copy search."""
+"""Passage-level copy detection: copied passages between two texts, partial-copy search.
+
+The copy marks themselves (winnowing) are part of the fingerprint:
+:mod:`fingerprint_indexer.fingerprint.winnow`.
+"""
 
 from __future__ import annotations
 
 from fingerprint_indexer.copies.passages import Passage, covered, find_passages
-from fingerprint_indexer.copies.winnow import (
+from fingerprint_indexer.fingerprint.winnow import (
     Marks,
     WinnowParams,
     blocks,
-    document_text,
     marked,
     marks,
     winnow,
 )
 from fingerprint_indexer.text.tokenize import Tokenizer
 
-__all__ = ["CopyFinder", "Marks", "Passage", "WinnowParams", "covered", "document_text", "find_passages"]
+__all__ = ["CopyFinder", "Passage", "covered", "find_passages"]
 
 
 class CopyFinder:

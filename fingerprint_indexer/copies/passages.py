@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 
 MAX_REPEATS = 8
 

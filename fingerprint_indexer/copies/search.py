@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from fingerprint_indexer.copies.passages import Passage, covered, find_passages
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 
 MAX_QUERY_MARKS = 2048  # a huge query looks up its smallest marks: a stable sample
 MAX_CANDIDATES = 64

@@ -11,7 +11,7 @@ from fingerprint_indexer.copies.search import (
     search,
     stored_marks,
 )
-from fingerprint_indexer.copies.winnow import Marks, WinnowParams
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.copies import CopyFinder, document_text
+from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import (
     DEFAULT_MIN_CHARS,
     MAX_STORIES,
@@ -25,6 +25,7 @@ from fingerprint_indexer.copies.search import (
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_setup import MappingConflict, require_index_marks
+from fingerprint_indexer.fingerprint.winnow import document_text
 from fingerprint_indexer.index.elasticsearch import copy_postings_search
 
 TEXT_FIELDS = ("title", "content")

@@ -23,17 +23,14 @@ from typing import Any, Literal
 import numpy as np
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.cluster.single_pass import new_cluster_id
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
-from fingerprint_indexer.engine.records import Cluster, DocRecord
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
-from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     WHOLE,
     ElasticsearchIndex,
@@ -44,6 +41,8 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.exact import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verification import Evidence, check_many
@@ -541,7 +540,7 @@ class RecordMissingError(FingerprintIndexerError, LookupError):
 
 class _EsBatch:
     """One batch of :class:`EsDecider` as the engine's record store
-    (:class:`fingerprint_indexer.engine.rules.RecordStore`): the index as prefetched for the batch, the
+    (:class:`fingerprint_indexer.records.protocol.RecordStore`): the index as prefetched for the batch, the
     pending documents, and what the batch writes. :meth:`at` moves it to the next document of the batch.
 
     A pending version of a document supersedes its indexed one. Clusters are not kept apart from the

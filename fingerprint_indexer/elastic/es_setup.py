@@ -13,10 +13,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.index.elasticsearch import (
     ES_LAYOUT,
     META_KEY,

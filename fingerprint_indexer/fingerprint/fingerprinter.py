@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fingerprint_indexer.copies.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.chunks import (
@@ -46,6 +45,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
+from fingerprint_indexer.fingerprint.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
 from fingerprint_indexer.text.clean import clean, html_to_text, normalize
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
@@ -116,7 +116,7 @@ class FingerprintResult:
     sketch: bytes = b""  # MinHash of the stripped text's 5-grams (little-endian uint32s)
     facts: tuple[str, ...] = ()  # numbers, dates and names of the stripped text (see fingerprint.facts)
     frames: tuple[int, ...] = ()  # skeleton and filling of each fact-bearing line (see fingerprint.facts)
-    marks: bytes = b""  # block hashes of the text as given, winnowed ones flagged (copies.winnow.marked)
+    marks: bytes = b""  # block hashes of the text as given, winnowed ones flagged (fingerprint.winnow.marked)
 
     @property
     def hex(self) -> str:

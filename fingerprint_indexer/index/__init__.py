@@ -1,5 +1,5 @@
 """Near-duplicate index backends behind one interface (:class:`NearDupIndex`)."""
 
-from fingerprint_indexer.index.base import Match, NearDupIndex
+from fingerprint_indexer.index.base import NearDupIndex
 
-__all__ = ["Match", "NearDupIndex"]
+__all__ = ["NearDupIndex"]

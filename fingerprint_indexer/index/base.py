@@ -10,18 +10,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.records.match import Match
 
 Meta = Mapping[str, Any]
-
-
-class Match(NamedTuple):
-    """One query result."""
-
-    doc_id: str
-    distance: int
 
 
 class NearDupIndex(ABC):

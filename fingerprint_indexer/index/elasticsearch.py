@@ -33,14 +33,15 @@ from typing import Any
 import numpy as np
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
 
-from fingerprint_indexer.copies.winnow import Marks
 from fingerprint_indexer.env import EsSettingsError, es_settings
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
-from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.fingerprint.winnow import Marks
+from fingerprint_indexer.index.base import Meta, NearDupIndex
+from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.servers import (
     UnsupportedServer,
     binary_doc_value,

@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.index.base import Meta, NearDupIndex
+from fingerprint_indexer.records.match import Match
 
 U64 = npt.NDArray[np.uint64]
 IntArray = npt.NDArray[np.int64]

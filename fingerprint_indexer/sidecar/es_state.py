@@ -25,7 +25,6 @@ from elasticsearch import ApiError, Elasticsearch, TransportError
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import DigestClaims
 from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, record_from_source
-from fingerprint_indexer.engine.records import DocRecord
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.errors import FingerprintIndexerError
@@ -39,6 +38,7 @@ from fingerprint_indexer.index.elasticsearch import (
     replicas_for,
     wait_for_primaries,
 )
+from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.exact import MAX_CANDIDATES
 from fingerprint_indexer.verification import Evidence, Verdict, check_many

@@ -37,8 +37,9 @@ import plyvel
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.index.base import Match, Meta, NearDupIndex
+from fingerprint_indexer.index.base import Meta, NearDupIndex
 from fingerprint_indexer.index.memory import NumberedTables
+from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
 from fingerprint_indexer.store.sidefile import load_side, save_side

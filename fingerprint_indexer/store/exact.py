@@ -13,7 +13,7 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
                                  (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
-    w/d/<doc id>              -> copy marks (copies.winnow.Marks bytes)     only in a store whose
+    w/d/<doc id>              -> copy marks (fingerprint.winnow.Marks bytes)     only in a store whose
     w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
@@ -36,16 +36,14 @@ from typing import Any
 
 import plyvel
 
-from fingerprint_indexer.cluster.single_pass import new_cluster_id
-from fingerprint_indexer.copies.winnow import Marks
-from fingerprint_indexer.engine.records import Cluster, DocRecord
-from fingerprint_indexer.engine.records import record_now as record_now  # re-exported: stores make records
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
-from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fingerprint_indexer.cluster.single_pass import SinglePassClusterer, assign
-from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.records.match import Match
 
 
 def test_joins_nearest_centre_within_k_or_founds():

@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 
-from fingerprint_indexer.copies import CopyFinder, Marks, WinnowParams
+from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.passages import find_passages
 from fingerprint_indexer.copies.search import MAX_STORIES, default_max_df
 from fingerprint_indexer.copies.stored import search_store
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.store.exact import ExactStore

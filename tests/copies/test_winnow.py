@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 
-from fingerprint_indexer.copies import CopyFinder, WinnowParams, covered
-from fingerprint_indexer.copies.winnow import block_hashes, select
+from fingerprint_indexer.copies import CopyFinder, covered
+from fingerprint_indexer.fingerprint.winnow import WinnowParams, block_hashes, select
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.text.tokenize import Tokenizer
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.copies.winnow import WinnowParams
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_setup import compare, setup_index
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.index.elasticsearch import (
     DECIDED_FIELD,
     ES_LAYOUT,

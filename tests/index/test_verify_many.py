@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import to_signed
 from fingerprint_indexer.fingerprint.sketch import to_bytes
-from fingerprint_indexer.index.base import Match
 from fingerprint_indexer.index.elasticsearch import (
     FACTS_FIELD,
     FP_FIELD,
@@ -23,6 +22,7 @@ from fingerprint_indexer.index.elasticsearch import (
     hit_fingerprints,
     hit_sketch,
 )
+from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.verification import Evidence, check, closest, closest_many
 
 U64 = st.integers(0, 2**64 - 1)

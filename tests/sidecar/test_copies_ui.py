@@ -17,7 +17,7 @@ from support.browser import chromium_session
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 from support.service import ServiceProcess
 
-from fingerprint_indexer.copies import WinnowParams
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.index.elasticsearch import load_index_body
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support.index_contract import check_scenario, index_scenarios
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.base import Match
+from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
 

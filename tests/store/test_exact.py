@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bloom import MAGIC
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
-from fingerprint_indexer.store.exact import ExactStore, record_now
+from fingerprint_indexer.store.exact import ExactStore
 from fingerprint_indexer.verification import Evidence
 
 ALGO = "test-algo/1"

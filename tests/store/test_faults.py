@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bloom import BloomState
 from fingerprint_indexer.store.check import check, repair
 from fingerprint_indexer.store.errors import StoreDamagedError
-from fingerprint_indexer.store.exact import ExactStore, band_key, fp_key, record_now
+from fingerprint_indexer.store.exact import ExactStore, band_key, fp_key
 
 ALGO = "test-algo/1"
 

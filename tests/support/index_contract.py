@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import hamming
-from fingerprint_indexer.index.base import Match, NearDupIndex
+from fingerprint_indexer.index.base import NearDupIndex
+from fingerprint_indexer.records.match import Match
 
 MASK64 = (1 << 64) - 1
 

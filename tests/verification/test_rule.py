@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -267,7 +268,7 @@ def test_a_long_text_with_a_few_facts_replaced_among_many_is_one_story_edited() 
               "Olsen", "Petrov", "Quinlan", "Rasmussen", "Salazar", "Tanaka", "Ulrich", "Valdez", "Whitlock",
               "Yamada", "Ingleby", "Jansen", "Kowalski", "Lindqvist", "Moreau", "Nakamura"]
     sentences = [f"On the river plan, the delegate from {p} spoke after the one from {q} had left the hall."
-                 for p, q in zip(people, people[1:], strict=False)]
+                 for p, q in itertools.pairwise(people)]
     sentences[3] += " The budget was 120 million euros."
     sentences[8] += " Work starts in 14 weeks."
     long_a = " ".join(sentences)

@@ -4,7 +4,9 @@ The embedded store keeps :class:`DocRecord` in a compact binary form under ``s/d
 (:meth:`DocRecord.to_bytes`); the Elasticsearch store reads it
 from (and writes it into) an index document
 (:func:`fingerprint_indexer.elastic.es_ingest.record_from_source`).
-Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.rules`).
+Both hand the same type to the decision rules (:mod:`fingerprint_indexer.engine.rules`). A cluster is
+named after the document that founds it (:func:`new_cluster_id`), by Single-Pass clustering, the engine
+and both stores alike.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import re
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -215,6 +218,21 @@ class Cluster:
         except (struct.error, UnicodeDecodeError) as exc:
             raise ValueError(f"damaged cluster record: {exc}") from None
         return cls(cid, centre, founder, size)
+
+
+def new_cluster_id(founder: str, taken: Callable[[str], bool]) -> str:
+    """The id of a cluster ``founder`` founds: its doc id, suffixed ``~2``, ``~3`` ... while ``taken``
+    says that id names a cluster already (a document re-sent under an id that founded one before)."""
+    cid, n = founder, 1
+    while taken(cid):
+        n += 1
+        cid = f"{founder}~{n}"
+    return cid
+
+
+def founded_by(cluster_id: str, doc_id: str) -> bool:
+    """Whether ``cluster_id`` is a cluster that document ``doc_id`` founded (:func:`new_cluster_id`)."""
+    return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
 
 
 def record_now(**values: Any) -> DocRecord:

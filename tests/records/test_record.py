@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint_indexer.engine.records import DocRecord
+from fingerprint_indexer.records.record import DocRecord
 
 U64 = st.integers(0, 2**64 - 1)
 TEXT = st.text(max_size=40)
@@ -60,7 +60,7 @@ def test_a_truncated_record_is_a_value_error(rec: DocRecord, cut: int) -> None:
        size=st.integers(1, 2**32 - 1))
 def test_cluster_records_round_trip_and_json_still_reads(cid: str, centre: int, founder: str | None,
                                                          size: int) -> None:  # fmt: skip
-    from fingerprint_indexer.engine.records import Cluster
+    from fingerprint_indexer.records.record import Cluster
 
     c = Cluster(cid, centre, founder or cid, size)
     raw = c.to_bytes()

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint.simhash import term_hashes
 from fingerprint_indexer.text.clean import html_to_text, normalize_mapped
 from fingerprint_indexer.text.tokenize import Tokenizer, slices
 
@@ -145,9 +146,6 @@ def block_hashes(terms: npt.NDArray[np.uint64], k: int) -> npt.NDArray[np.uint64
 def _terms(text: str, tokenizer: Tokenizer) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64],
                                                        npt.NDArray[np.int64]]:
     """Term hashes and ``[start, end)`` offsets into ``text``, slice by slice (bounded memory)."""
-    # the fingerprint's term hashes; imported here because the fingerprinter imports this module
-    from fingerprint_indexer.fingerprint.simhash import term_hashes
-
     hashes, starts, ends = [], [], []
     base = 0
     for part in slices(text):
