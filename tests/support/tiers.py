@@ -37,9 +37,9 @@ def mark(items: Iterable[pytest.Item]) -> None:
     """Add the markers the items' fixtures imply, then ``fast`` to each item that has no heavy marker."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        for fixture, names in FIXTURE_MARKERS.items():
+        for fixture, implied in FIXTURE_MARKERS.items():
             if fixture in fixtures:
-                for name in names:
+                for name in implied:
                     item.add_marker(name)
         names = markers_of(item)
         heavy = names.intersection(HEAVY)
