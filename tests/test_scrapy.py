@@ -75,6 +75,7 @@ def stats_of(log: str) -> dict[str, int]:
 
 @pytest.mark.corpus
 @pytest.mark.elasticsearch
+@pytest.mark.runtimes  # redis-server
 def test_two_crawlers_share_a_redis_queue_and_a_sidecar_and_drop_every_repost(
     es_url: str, tmp_path: Path
 ) -> None:

@@ -115,6 +115,7 @@ def test_deterministic_across_hash_seeds() -> None:
     assert len(outs) == 1 and len(outs.pop()) == 16
 
 
+@pytest.mark.slow  # a 20 MB document
 def test_huge_document_bounded_memory() -> None:
     """A 20 MB document completes; peak memory stays a small multiple of the text size."""
     code = (

@@ -76,6 +76,7 @@ def test_exact_copies_are_at_distance_zero(labelled: Path) -> None:
             assert a == b
 
 
+@pytest.mark.slow  # four methods and their sweeps over every set, and a plot
 def test_evaluation_report(labelled: Path, tmp_path: Path) -> None:
     report, png, dump = tmp_path / "quality.md", tmp_path / "quality_pr.png", tmp_path / "sweeps.json"
     _run("scripts/eval_quality.py", "--labelled", str(labelled), "--report", str(report), "--plot", str(png),
@@ -101,6 +102,7 @@ def test_evaluation_report(labelled: Path, tmp_path: Path) -> None:
         assert at3[recommended]["recall"] >= at3[current]["recall"]
 
 
+@pytest.mark.slow  # two builds per round, each over 600 records of five corpora
 @pytest.mark.parametrize("round_", ["2", "3"])
 def test_later_template_rounds_draw_unlabelled_pairs_deterministically(round_: str, tmp_path: Path) -> None:
     """Rounds 2 (our band candidates) and 3 (our decisions) leave out labelled pairs and draw the same

@@ -139,6 +139,7 @@ def _outage(svc: ServiceProcess, fwd: TcpForwarder, es: Elasticsearch, index: st
     assert not es.exists(index=index, id=f"{prefix}extra")
 
 
+@pytest.mark.runtimes  # node and npm, or a JDK and Maven
 @pytest.mark.parametrize("client", ["node", "java"])
 def test_official_client(client: str, cut_service: tuple[ServiceProcess, TcpForwarder],
                          es_client: Elasticsearch, zh_articles: list[dict[str, Any]], index: str,

@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 from elasticsearch import Elasticsearch
-from support.browser import chromium_session
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 from support.service import ServiceProcess
 
@@ -135,11 +134,6 @@ def _wait(driver: Any, cond: Any, timeout: float = 60.0) -> Any:
         time.sleep(0.2)
     raise AssertionError(f"page did not show it in {timeout} s; status: "
                          f"{driver.find_element('id', 'status').text!r}")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from chromium_session()
 
 
 def test_explorer_page_in_a_real_browser(service: ServiceProcess, corpus: dict[str, Any], browser: Any,

@@ -1,5 +1,7 @@
 """Headless Chromium from Debian's packages, driven by selenium with the Debian chromedriver given
-explicitly (nothing is downloaded at run time). Installed once when missing and running as root."""
+explicitly (nothing is downloaded at run time). Installed once when missing and running as root.
+
+Tests get it through the ``browser`` fixture, which marks them ``browser`` (support.tiers)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+
+from support.tiers import require
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -31,6 +35,7 @@ def ensure_chromium() -> None:
 
 def chromium_session() -> Iterator[object]:
     """A headless Chromium session (selenium WebDriver), quit at the end (use it in a fixture)."""
+    require("browser", "starts a browser")
     ensure_chromium()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -46,3 +51,9 @@ def chromium_session() -> Iterator[object]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """A headless Chromium session shared by a module's tests (selenium WebDriver)."""
+    yield from chromium_session()

@@ -6,7 +6,8 @@
 ``FPI_CLIENTS_CACHE`` (default ``${XDG_CACHE_HOME:-~/.cache}/fingerprint_indexer/clients``), keyed by the
 content of those files, behind a file lock, so a second run installs nothing. Missing tools (``node``,
 ``npm``, ``mvn``, ``javac``) are installed from Debian's packages when running as root (``apt-get update``
-first); elsewhere the tests that need them are skipped, and fail in CI.
+first); elsewhere the tests that need them are skipped, and fail in CI. The tests that run them are
+marked ``runtimes``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from support.tiers import require
 
 HERE = Path(__file__).resolve().parent / "clients"
 #: tool -> the Debian package that provides it
@@ -93,6 +96,7 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
 def node_driver(script: Path = HERE / "driver.mjs") -> list[str]:
     """The command that runs ``script`` (an ES module; default ``clients/driver.mjs``) with the official
     Node.js client installed beside it (modules resolve from the script's folder, so it is copied there)."""
+    require("runtimes", "runs the Node.js client")
     ensure_tools("node", "npm")
     src = HERE / "package.json"
     home = cache_root() / f"node-{_key(src)}"
@@ -110,6 +114,7 @@ def node_driver(script: Path = HERE / "driver.mjs") -> list[str]:
 
 def java_driver() -> list[str]:
     """The command that runs ``clients/Driver.java`` with the official Java client on the class path."""
+    require("runtimes", "runs the Java client")
     ensure_tools("mvn", "javac", "java")
     pom, source = HERE / "pom.xml", HERE / "Driver.java"
     home = cache_root() / f"java-{_key(pom, source)}"

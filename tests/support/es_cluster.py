@@ -23,6 +23,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from support.es_node import ES_LOCAL, MAIN_DISTRIBUTION, START_TIMEOUT_S, _unavailable, es_client_kwargs
+from support.tiers import require
 
 __all__ = ["CLUSTER_NAME", "NODES", "LocalCluster", "es_cluster", "es_local"]
 
@@ -79,6 +80,7 @@ class LocalCluster:
 @pytest.fixture(scope="session")
 def es_cluster() -> Iterator[LocalCluster]:
     """A green three-node cluster of the suite's main distribution, started (or reused) by es-local."""
+    require("cluster", "starts the three-node cluster")
     try:
         res = es_local("start", "--nodes", str(NODES), "--lease", str(os.getpid()), timeout=START_TIMEOUT_S)
     except subprocess.TimeoutExpired:

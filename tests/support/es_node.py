@@ -22,6 +22,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.servers import hosts
+from support.tiers import require
 
 __all__ = ["ES_ENV", "ES_LOCAL", "MAIN_DISTRIBUTION", "es_client", "es_client_kwargs", "es_env", "es_index",
            "es_url",
@@ -71,6 +72,7 @@ def _check_reachable(url: str) -> None:
 def local_node(distribution: str) -> Iterator[str]:
     """URL of the ``scripts/es-local`` node of ``distribution``, leased by this process for the block (the
     node stops afterwards unless something else still uses it; its data is kept for the next start)."""
+    require("elasticsearch", f"starts an Elasticsearch node ({distribution})")
     lease = str(os.getpid())
     cmd = [sys.executable, str(ES_LOCAL), "start", "--distribution", distribution, "--lease", lease]
     try:
@@ -92,6 +94,7 @@ def local_node(distribution: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def es_url() -> Iterator[str]:
     """URL of a healthy Elasticsearch 9 cluster for this test session."""
+    require("elasticsearch", "uses Elasticsearch")
     external = os.environ.get("ES_URL")
     if external:
         _check_reachable(external)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from support.tiers import require
+
 
 def ensure_redis_server() -> str:
     """The redis-server binary; as root, ``apt-get install redis-server`` when it is missing (idempotent)."""
@@ -42,7 +44,9 @@ def _free_port() -> int:
 
 @contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
-    """``redis://127.0.0.1:PORT`` of a fresh server for the block (no RDB, no AOF); stopped afterwards."""
+    """``redis://127.0.0.1:PORT`` of a fresh server for the block (no RDB, no AOF); stopped afterwards.
+    The tests that start one are marked ``runtimes``."""
+    require("runtimes", "starts redis-server")
     binary = ensure_redis_server()
     port = _free_port()
     workdir.mkdir(parents=True, exist_ok=True)
