@@ -26,6 +26,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
 )
 from fingerprint_indexer.store.db import CACHE_BYTES
 from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.verification import DEFAULT_POLICY
 
 __all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Keep", "Pipeline"]
 
@@ -62,6 +63,7 @@ class Pipeline:
             self.config = replace(self.config, winnow=winnow)
             self.fingerprinter = Fingerprinter(self.config)
         self.engine = Engine(k, keep, winnow.tag if winnow else None)
+        self.store.note_policy(DEFAULT_POLICY.tag)
 
     def close(self) -> None:
         self.store.close()

@@ -104,3 +104,15 @@ def register(cli: click.Group) -> None:
     cli.add_command(fingerprint_cmd)
     cli.add_command(distance_cmd)
     cli.add_command(idf_group)
+
+
+@click.command("policy")
+def policy_cmd() -> None:
+    """The verification policy: every threshold of the rule, its tag, and the fingerprint version.
+
+    Every decision, store and index names the policy that made it by this tag (``policy`` in decisions,
+    ``verify_policy`` in Elasticsearch documents and index mappings); docs/quality.md says where each
+    threshold was chosen and what it does on the corpora it was not chosen on."""
+    from fingerprint_indexer.verification import DEFAULT_POLICY
+
+    emit({**DEFAULT_POLICY.to_dict(), "fingerprint_version": Fingerprinter().version})

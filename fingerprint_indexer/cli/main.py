@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "index": ("es_commands", "index_cmd",
               "Fingerprint documents, decide new / exact / near duplicate against the index, and "
               "bulk-index them."),
+    "policy": ("fingerprint_commands", "policy_cmd",
+               "The verification policy: every threshold of the rule, its tag, and the fingerprint version."),
     "reindex": ("es_commands", "reindex_cmd",
                 "Fingerprint an existing index in place: documents without a fingerprint of the current "
                 "version."),

@@ -41,7 +41,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.protocol import RecordStore
 from fingerprint_indexer.records.record import DocRecord, new_cluster_id, record_now
-from fingerprint_indexer.verification import check, closest, joins
+from fingerprint_indexer.verification import DEFAULT_POLICY, check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]
 KEEP_POLICIES: tuple[Keep, ...] = ("first", "longest", "newest")
@@ -63,6 +63,7 @@ class Decision:
     cluster_id: str
     replaces: str | None = None
     degenerate: bool = False
+    policy: str = DEFAULT_POLICY.tag  # the verification policy that made the decision
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -72,6 +73,7 @@ class Decision:
             "duplicate_of": self.duplicate_of,
             "distance": self.distance,
             "cluster_id": self.cluster_id,
+            "policy": self.policy,
         }
         if self.replaces is not None:
             out["replaces"] = self.replaces

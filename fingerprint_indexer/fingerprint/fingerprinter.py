@@ -52,7 +52,7 @@ from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/6"
+ALGORITHM = "simhash64-tfidf/7"
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 

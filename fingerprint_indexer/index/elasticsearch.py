@@ -50,7 +50,7 @@ from fingerprint_indexer.servers import (
     open_pit,
     server_of,
 )
-from fingerprint_indexer.verification import Evidence, check_many
+from fingerprint_indexer.verification import DEFAULT_POLICY, Evidence, check_many
 
 MAPPING_FILE = "news.json"
 META_KEY = "fingerprint_indexer"
@@ -192,6 +192,7 @@ def load_index_body(layout: BlockLayout | None = None, name: str = MAPPING_FILE,
         body["mappings"]["_meta"][META_KEY][LAYOUT_META] = layout.to_dict()
     if copy_marks is not None:
         body["mappings"]["_meta"][META_KEY]["copy_marks"] = copy_marks
+    body["mappings"]["_meta"][META_KEY]["verify_policy"] = DEFAULT_POLICY.tag
     return body
 
 
@@ -404,13 +405,15 @@ def decision_fields(
 ) -> dict[str, Any]:  # fmt: skip
     """The one set of fields every writer adds to an Elasticsearch document (``es index``, ``es reindex``,
     the sidecar's ``/v1/ingest`` and proxy): :func:`result_fields`, the digests, the ``terms`` (at most
-    :data:`MAX_TERMS`), the algorithm version and the decision (``text_length`` and ``replaces`` are what
-    the keep policy compares and reports; ``replaces`` is written as null when unset, so a rewrite leaves
-    no stale value), and ``decided_at`` (epoch milliseconds, default now)."""
+    :data:`MAX_TERMS`), the algorithm version, the verification policy's tag and the decision
+    (``text_length`` and ``replaces`` are what the keep policy compares and reports; ``replaces`` is
+    written as null when unset, so a rewrite leaves no stale value), and ``decided_at`` (epoch
+    milliseconds, default now)."""
     out = result_fields(res, layout)
     out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
-               fp_version=res.version, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
-               decision=decision, degenerate=res.degenerate, text_length=text_length, replaces=replaces)
+               fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
+               duplicate_of=duplicate_of, distance=distance, decision=decision, degenerate=res.degenerate,
+               text_length=text_length, replaces=replaces)
     out[DECIDED_FIELD] = now_millis() if decided_at is None else decided_at
     return out
 

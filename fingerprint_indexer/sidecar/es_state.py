@@ -213,7 +213,7 @@ class EsStateOwner(OneThread):
                 v = Verdict(v.distance, v.matched, v.similarity, True)
             judged.append((rec, v))
         judged.sort(key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
-        return [Neighbour(rec.id, v.distance, rec.cluster_id, rec.duplicate_of, v.reason)
+        return [Neighbour(rec.id, v.distance, rec.cluster_id, rec.duplicate_of, v.reason, v.step)
                 for rec, v in judged]
 
     def close(self) -> None:

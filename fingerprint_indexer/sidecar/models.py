@@ -120,6 +120,7 @@ class IngestResult(BaseModel):
     replaces: str | None = Field(None, description="The group's previous canonical, when this document "
                                  "replaced it (keep=longest|newest); that document now points at this one.")
     degenerate: bool
+    policy: str = Field(description="The tag of the verification policy that made the decision.")
     fields: dict[str, Any] = Field(description="Fields to add to the document in Elasticsearch.")
     index: IndexOutcome | None = Field(None, description="Outcome of the Elasticsearch write (index: true).")
 
@@ -179,6 +180,8 @@ class Rejected(BaseModel):
     distance: int
     cluster_id: str | None
     duplicate_of: str | None
+    rejected_at: str = Field(description="The step of the verification rule that rejected it: text, title, "
+                             "ordinals, facts or frames.")
     rejected_because: str
 
 

@@ -128,11 +128,13 @@ class Neighbour:
     cluster_id: str | None
     duplicate_of: str | None
     rejected_because: str = ""  # set on candidates the verification rule turned down
+    rejected_at: str = ""  # the step of the rule that turned it down
 
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.id, "distance": self.distance, "cluster_id": self.cluster_id,
                "duplicate_of": self.duplicate_of}
         if self.rejected_because:
+            out["rejected_at"] = self.rejected_at
             out["rejected_because"] = self.rejected_because
         return out
 
@@ -212,7 +214,7 @@ class StoreOwner(OneThread):
         if pipe is None:
             return []
         hits = pipe.store.neighbours(ev, digest, k, exclude, rejected=True)
-        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of, why.reason)
+        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of, why.reason, why.step)
                 for rec, why in hits]
 
     def settle(self, index: str, ids: Sequence[str]) -> None:

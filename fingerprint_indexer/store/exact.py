@@ -27,6 +27,7 @@ loss. LevelDB stays exact; the filter only says "maybe".
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shutil
@@ -246,6 +247,7 @@ class ExactStore:
         self.generation = int(self.db.get(b"s/meta/generation") or b"0")
         self.n_docs = int(self.db.get(b"s/meta/docs") or b"0")
         self.n_clusters = int(self.db.get(b"s/meta/clusters") or b"0")
+        self.policies: list[str] = json.loads(self.db.get(b"s/meta/policies") or b"[]")
         loaded, self.bloom_state = load_bloom(self.bloom_path, self.generation, self.store_id)
         if self.bloom_state is BloomState.AHEAD and not accept_lost_writes:
             raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
@@ -391,6 +393,13 @@ class ExactStore:
             judged[rec.id] = (rec, v)
         out = [x for x in judged.values() if rejected or x[1].accepted]
         return sorted(out, key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
+
+    def note_policy(self, tag: str) -> None:
+        """Record that decisions of the verification policy ``tag`` are written to this store: the store
+        names every policy its decisions were made by, oldest first."""
+        if tag not in self.policies and not self.readonly:
+            self.policies.append(tag)
+            self.db.put(b"s/meta/policies", json.dumps(self.policies).encode(), sync=True)
 
     def batch(self) -> StoreBatch:
         return StoreBatch(self)

@@ -29,6 +29,16 @@ def test_fingerprint_text_from_stdin() -> None:
     assert out["version"].startswith("simhash64")
 
 
+def test_policy_names_every_threshold_and_its_tag() -> None:
+    from fingerprint_indexer.verification import DEFAULT_POLICY
+
+    p = run("policy")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["tag"] == DEFAULT_POLICY.tag and out["min_similarity"] == DEFAULT_POLICY.min_similarity
+    assert out["fingerprint_version"].startswith("simhash64-tfidf/7;")
+
+
 def test_fingerprint_jsonl_file_and_bad_line(tmp_path: Path) -> None:
     f = tmp_path / "docs.jsonl"
     f.write_text(json.dumps({"id": "a", "content": TEXT}, ensure_ascii=False) + "\n{broken\n"

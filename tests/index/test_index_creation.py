@@ -30,6 +30,7 @@ from fingerprint_indexer.index.elasticsearch import (
     stored_copy_marks,
 )
 from fingerprint_indexer.sidecar.es import EsClient
+from fingerprint_indexer.verification import DEFAULT_POLICY
 
 LAYOUT = ES_LAYOUT  # what every path gives a new index by default
 TAG = WinnowParams().tag
@@ -64,6 +65,7 @@ def test_alias_copy_marks_dynamic_and_layout() -> None:
     assert concrete == "news-000001" and body["aliases"] == {"news": {"is_write_index": True}}
     meta = body["mappings"]["_meta"][META_KEY]
     assert meta["copy_marks"] == TAG and BlockLayout.from_dict(meta["key_layout"]) == layout
+    assert meta["verify_policy"] == DEFAULT_POLICY.tag  # the rule the index's writers decide by
     assert body["mappings"]["dynamic"] is True
     blocks = sorted(f for f in body["mappings"]["properties"] if f.startswith("block_"))
     assert blocks == [f"block_{i}" for i in range(layout.n_blocks)]
@@ -86,6 +88,8 @@ def test_the_mapping_declares_every_field_a_writer_writes(zh_articles: list[dict
     fixed = decision_fields(res, LAYOUT, cluster_id="a", duplicate_of=None, distance=None, decision="new",
                             text_length=1, decided_at=1_700_000_000_000)  # fmt: skip
     assert fixed[DECIDED_FIELD] == 1_700_000_000_000
+    assert fixed["verify_policy"] == DEFAULT_POLICY.tag and fixed["fp_version"] == res.version
+    assert props["verify_policy"]["type"] == "keyword"
 
 
 # ------------------------------------------------------------------------------- each path, real node
