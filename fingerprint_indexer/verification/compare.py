@@ -123,6 +123,8 @@ def compare_facts(
     the smaller of the two cut-offs are compared: below it both samples are complete. The samples may come
     in any order (Elasticsearch returns doc values sorted by value).
     """
+    apart = days_apart(a, b)  # a correction is re-sent soon: far apart, it needs more facts that stand
+    need_figures, need_facts = policy.correction_needs(apart[0] if apart is not None else None)
     a = [f for f in a if f[:1] not in (DAY, TITLE)]  # compared by days_apart and title_conflict
     b = [f for f in b if f[:1] not in (DAY, TITLE)]
     cut = min((max(map(fact_hash, s)) if len(s) >= limit else 1 << 64) for s in (a, b))
@@ -133,7 +135,7 @@ def compare_facts(
     figures = sum(f.startswith(FIGURE) for f in sa & sb)
     # a correction fixes one figure among several that stand; many near-equal figures (a table of other
     # days' counts) or one figure of a short notice (another company's dividend) are other facts
-    corrected = set(pairs[0]) if len(pairs) == 1 and figures >= policy.min_figures_for_correction else set()
+    corrected = set(pairs[0]) if len(pairs) == 1 and figures >= need_figures else set()
     # one date or ordinal changed among very many facts that stand is a corrected typo: another
     # occurrence of a template (another day's bulletin, session, launch) changes more than one fact
     occ_a = [f for f in only_a if f.startswith(OCCURRENCE)]
@@ -141,7 +143,7 @@ def compare_facts(
     # capitalised Latin words are a table's row and column labels as often as names: they do not make a
     # new day's table a typo
     standing = sum(f[:1] != NAME or not f.isascii() for f in sa & sb)
-    if len(occ_a) == 1 and len(occ_b) == 1 and standing >= policy.min_facts_for_occurrence_correction:
+    if len(occ_a) == 1 and len(occ_b) == 1 and standing >= need_facts:
         corrected |= {occ_a[0], occ_b[0]}
     shared = (sa & sb) | corrected
     return FactDiff(tuple(sorted(shared)), tuple(sorted(only_a - corrected)),

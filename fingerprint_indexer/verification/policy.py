@@ -46,11 +46,13 @@ class VerifyPolicy:
     #: days apart at which the bar reaches its ``stale_*`` value; it grows no further.
     time_horizon_days: int = 30
     #: band-only match, at the horizon.
-    stale_band_similarity: float = 0.5
-    #: band-only match of a one-passage text, at the horizon.
-    stale_short_band_similarity: float = 0.65
-    #: a one-passage text matched by fingerprint, at the horizon.
-    stale_short_similarity: float = 0.6
+    stale_band_similarity: float = 0.8
+    #: band-only match of two one-passage texts (recurring notices: a daily rate, a weekly tender), at
+    #: the horizon.
+    stale_short_band_similarity: float = 0.95
+    #: two one-passage texts matched by fingerprint, at the horizon: only the same words repeat a notice
+    #: weeks later.
+    stale_short_similarity: float = 0.95
     #: a shared passage (lead or chunk) only, at the horizon.
     stale_passage_similarity: float = 0.375
 
@@ -68,6 +70,11 @@ class VerifyPolicy:
     min_figures_for_correction: int = 3
     #: shared facts (Latin names aside) for one changed date or ordinal to count as a corrected typo.
     min_facts_for_occurrence_correction: int = 30
+    #: the same two counts for documents published ``time_horizon_days`` or more apart (graded in
+    #: between): a figure one digit off in a re-send of the same day is a correction, in a notice of a
+    #: week later it is the next occurrence (the Fed's 1.5 then 2.5 billion of repurchases).
+    stale_figures_for_correction: int = 30
+    stale_facts_for_occurrence_correction: int = 120
 
     # Frames (keys on fact-bearing lines: a line's skeleton with numbers and names masked, and its facts).
     #: lines of one skeleton filled with other facts: other occurrences at this many ...
@@ -75,15 +82,16 @@ class VerifyPolicy:
     #: ... and this share of the aligned lines.
     max_refilled_share: float = 0.3
 
-    # Edits (keys on the length of the texts and on how many facts stand): a long text that states a
-    # few facts in place of the other's, among many facts both state, is one story edited (a corrected
-    # figure, a changed name, a rewritten sentence); a short notice that does is another occurrence.
-    # Dates and ordinals are never forgiven this way: they name the occurrence.
+    # Edits (keys on the length of the texts, on how many facts stand and on the days between them): a
+    # long text that states a few facts in place of the other's, among many facts both state, is one
+    # story edited (a corrected figure, a changed name, a mistyped date); a short notice that does is
+    # another occurrence, and so, more and more, is a long one published weeks later (a monthly table).
+    # Ordinals are never forgiven this way: they name the occurrence.
     #: largest share of replaced facts (``min`` of the two sides' one-sided facts, over those plus the
     #: shared ones) that two texts of more than one passage may have and still be one story edited.
     max_edit_share: float = 0.15
     #: the same for texts published ``time_horizon_days`` or more apart (graded in between).
-    stale_edit_share: float = 0.15
+    stale_edit_share: float = 0.05
     #: whether the edit allowance also forgives lines refilled with other facts (frames).
     edits_forgive_frames: bool = False
     #: whether it also forgives dates (never ordinals) replaced among many standing facts.
@@ -116,14 +124,17 @@ class VerifyPolicy:
         span = self.time_horizon_days - self.time_grace_days
         return min(1.0, math.log1p(days - self.time_grace_days) / math.log1p(span))
 
-    def text_need(self, *, band: bool, short: bool, whole: bool, days: int | None) -> float:
+    def text_need(self, *, band: bool, short: bool, whole: bool, days: int | None,
+                  notices: bool | None = None) -> float:  # fmt: skip
         """The sketch similarity a candidate needs, given how it was found (``band``: through a sketch
         band only; ``whole``: its document fingerprints are within k), whether either text is one
-        passage (``short``) and how many days apart the two were published."""
+        passage (``short``), whether both are (``notices``: two one-passage items, what a recurring
+        template writes; default ``short``) and how many days apart the two were published."""
+        notices = short if notices is None else notices
         if band:
-            base, stale = ((self.min_short_band_similarity, self.stale_short_band_similarity) if short
-                           else (self.min_band_similarity, self.stale_band_similarity))  # fmt: skip
-        elif short:
+            base = self.min_short_band_similarity if short else self.min_band_similarity
+            stale = self.stale_short_band_similarity if notices else self.stale_band_similarity
+        elif notices:
             base, stale = self.min_similarity, self.stale_short_similarity
         elif whole:
             return self.min_similarity  # the same words throughout: strong at any distance in time
@@ -137,6 +148,16 @@ class VerifyPolicy:
             return 0.0
         shrink = max(0.0, self.max_edit_share - self.stale_edit_share)
         return self.max_edit_share - self.staleness(days) * shrink
+
+    def correction_needs(self, days: int | None) -> tuple[float, float]:
+        """Shared figures, and shared facts, that a one-digit figure change, and a single changed date or
+        ordinal, need to count as corrections, ``days`` apart."""
+        s = self.staleness(days)
+        figures = self.min_figures_for_correction + s * max(
+            0, self.stale_figures_for_correction - self.min_figures_for_correction)
+        facts = self.min_facts_for_occurrence_correction + s * max(
+            0, self.stale_facts_for_occurrence_correction - self.min_facts_for_occurrence_correction)
+        return figures, facts
 
     def to_dict(self) -> dict[str, Any]:
         """Every threshold, the name and the tag (what ``fingerprint-indexer policy`` prints)."""

@@ -217,9 +217,10 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}", step="distance", policy=tag)
     whole = hamming(a.fingerprints[0], b.fingerprints[0]) <= k
     short = len(a.fingerprints) < 2 or len(b.fingerprints) < 2
+    notices = len(a.fingerprints) < 2 and len(b.fingerprints) < 2
     apart = days_apart(a.facts, b.facts)
     days = apart[0] if apart is not None else None
-    need = policy.text_need(band=band, short=short, whole=whole, days=days)
+    need = policy.text_need(band=band, short=short, notices=notices, whole=whole, days=days)
     if sim < need:
         when = f", published {days} days apart" if policy.staleness(days) > 0 else ""
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need:.2f}{when}",

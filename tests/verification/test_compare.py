@@ -121,3 +121,18 @@ def test_one_changed_date_among_many_standing_facts_is_a_correction() -> None:
     assert few.only_a == ("#2017年",) and few.only_b == ("#2071年",)
     two = compare_facts([*many, "#2017年", "#第3次"], [*many, "#2071年", "#第4次"])
     assert len(two.only_a) == 2  # another occurrence changes more than one fact
+
+
+def test_a_correction_far_apart_in_time_needs_many_more_facts_that_stand() -> None:
+    """One figure one digit off among three that stand is a corrected re-send the same day; a week later
+    it is the next notice (the Fed's 1.5 then 2.5 billion of repurchases, otherwise word for word)."""
+    first, rest = ["%1987-03-02", "=1.5"], ["=16", "=3", "=6"]
+    same_day = compare_facts([*first, *rest], ["%1987-03-02", "=2.5", *rest])
+    assert not same_day.only_a and not same_day.only_b
+    week = compare_facts([*first, *rest], ["%1987-03-09", "=2.5", *rest])
+    assert week.only_a == ("=1.5",) and week.only_b == ("=2.5",)
+    figures, facts = DEFAULT_POLICY.correction_needs(0)
+    assert (figures, facts) == (DEFAULT_POLICY.min_figures_for_correction,
+                                DEFAULT_POLICY.min_facts_for_occurrence_correction)
+    assert DEFAULT_POLICY.correction_needs(7)[0] > figures and DEFAULT_POLICY.correction_needs(400) == (
+        DEFAULT_POLICY.stale_figures_for_correction, DEFAULT_POLICY.stale_facts_for_occurrence_correction)
