@@ -270,7 +270,8 @@ def report(c: Corpus, command: str, with_peers: bool) -> str:
     default_groups = by_group(c, default_said)
     lines += ["#### Leave one corpus out", "",
               f"The grid ({', '.join(f'`{k}` {list(v)}' for k, v in GRID.items())}; {len(grid)} settings) "
-              "is searched on the other corpora for the highest recall with template precision in each language >= "
+              "is searched on the other corpora for the highest recall with template precision in each "
+              "language >= "
               f"{MIN_TEMPLATE_PRECISION}; the held-out corpus is then scored with that setting and with the "
               "shipped default. P / R / F1 of its hand-labelled template pairs, and of its generated pairs "
               "(natural and dated repost sets) where it has any.", "",
