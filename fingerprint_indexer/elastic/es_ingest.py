@@ -43,7 +43,7 @@ from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
-from fingerprint_indexer.store.exact import doc_of, entry_id
+from fingerprint_indexer.store.near import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verification import Evidence, check_many
 

@@ -31,9 +31,9 @@ from fingerprint_indexer.store.exact import (
     ExactStore,
     band_key,
     digest_key,
-    entry_id,
     fp_key,
 )
+from fingerprint_indexer.store.near import entry_id
 
 _DERIVED = (FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX)
 

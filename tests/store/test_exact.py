@@ -224,7 +224,7 @@ def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
     fingerprints. The copy is among the MAX_CANDIDATES verified, and no more are verified."""
     import random
 
-    from fingerprint_indexer.store.exact import MAX_CANDIDATES, judged_near
+    from fingerprint_indexer.store.near import MAX_CANDIDATES, judged_near
 
     rng = random.Random(4)
     stock, doc_fp, lead_fp = (rng.getrandbits(64) for _ in range(3))
