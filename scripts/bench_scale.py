@@ -154,7 +154,7 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
             t, c = time.perf_counter(), time.process_time()
             tx = pipe.store.batch()
             for doc, res in buf:
-                out = pipe.engine.decide(tx, doc, res)[0]
+                out = pipe.decide(tx, doc, res)
                 w_cands.append(counter.take())
                 run.decisions[out.decision] += 1
             tx.commit()

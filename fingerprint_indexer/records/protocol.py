@@ -37,9 +37,7 @@ class RecordStore(Protocol):
     def cluster(self, cluster_id: str) -> Cluster | None:
         """The cluster of that id (None when there is none)."""
 
-    def put_record(
-        self, rec: DocRecord, index: bool, marks: bytes = b"", marks_tag: str | None = None
-    ) -> None:
+    def put_record(self, rec: DocRecord, index: bool) -> None:
         """Store a decided document (``index``: findable as a near-duplicate; never for degenerate ones)."""
 
     def update_record(self, rec: DocRecord) -> None:

@@ -424,13 +424,9 @@ class StoreBatch:
                                  f"see 'fingerprint-indexer store check {where}'")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
-                   marks_tag: str | None = None) -> None:
-        """Store a new document (``index`` puts it into the block index: never for degenerate docs) and
-        its winnowed copy marks (made under ``marks_tag``)."""
+    def put_record(self, rec: DocRecord, index: bool) -> None:
+        """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
         key = rec.id.encode()
-        if marks and marks_tag is not None:
-            self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
         self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
@@ -447,7 +443,10 @@ class StoreBatch:
                 self.wb.put(band_key(band, rec.id), b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)
 
-    def _put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
+    def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
+        """Store a decided document's winnowed copy marks (made under ``tag``, which must be the store's),
+        each mark posted under the document's cluster. Not part of the engine's protocol: the pipeline
+        writes them after the decision, and removing the document (:meth:`remove_doc`) drops them."""
         stored = self.store.marks_tag
         if stored != tag:
             held = f"copy marks of {stored!r}" if stored else "no copy marks"

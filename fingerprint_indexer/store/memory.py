@@ -71,10 +71,9 @@ class MemoryStore:
         return StoreDamagedError(f"in-memory store: {doc_id!r} is indexed but has no record")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
-                   marks_tag: str | None = None) -> None:
+    def put_record(self, rec: DocRecord, index: bool) -> None:
         """Store a decided document (``index``: into the block index and band keys; never for degenerate
-        documents). Copy marks are not kept here."""
+        documents)."""
         self._records[rec.id] = rec
         self._by_fp.setdefault(rec.fingerprint, set()).add(rec.id)
         self._digests.setdefault(rec.content_digest, rec.id)

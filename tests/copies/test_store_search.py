@@ -53,7 +53,7 @@ def test_marks_are_written_with_the_document_replaced_and_deleted(tmp_path: Path
     with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         store = pipe.store
         tx = store.batch()
-        pipe.engine.decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
+        pipe.decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
             Document(id="x", content=a)))
         assert _mark_keys(store) == []  # nothing before the batch commits
         tx.commit()
