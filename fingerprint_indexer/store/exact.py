@@ -180,7 +180,7 @@ class ExactStore:
         if self.bloom_state is BloomState.AHEAD and not accept_lost_writes:
             raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
         self.bloom_rebuilt = loaded is None
-        self.bloom = loaded if loaded is not None else self._rebuild_bloom()
+        self.bloom = loaded if loaded is not None else self.rebuild_bloom()
 
     def _release(self) -> None:
         if not self.db.closed:
@@ -195,7 +195,8 @@ class ExactStore:
         items += [f"f:{k[4:12].hex()}" for k in self.db.iterator(prefix=FP_PREFIX, include_value=False)]
         return items
 
-    def _rebuild_bloom(self) -> Any:
+    def rebuild_bloom(self) -> Any:
+        """A Bloom filter of every content digest and fingerprint LevelDB holds (saved unless read-only)."""
         items = self._bloom_items()
         bloom = new_bloom(items, capacity=max(100_000, 2 * len(items)))
         if not self.readonly:
