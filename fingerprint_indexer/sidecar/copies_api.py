@@ -154,7 +154,7 @@ async def copies(body: CopiesRequest, request: Request) -> dict[str, Any]:
     assert state.pool is not None
     index = _index(state, body.index_name)
     a, b = await _text(request, index, body.a), await _text(request, index, body.b)
-    passages = await state.pool._run(_passages, a, b)
+    passages = await state.pool.run(_passages, a, b)
     out: dict[str, Any] = {"index": index, "passages": passages}
     if body.with_text:
         out.update(a_text=a, b_text=b)
@@ -172,7 +172,7 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     index = _index(state, body.index_name)
     await _require_marks(request, index)
     text = await _text(request, index, body)
-    search = EsCopySearch(await state.pool._run(_looked, text), body.min_chars, body.max_df,
+    search = EsCopySearch(await state.pool.run(_looked, text), body.min_chars, body.max_df,
                           exclude=str(body.id) if body.id is not None else None, max_stories=body.max_stories)
     hits: list[dict[str, Any]] = []
     if search.looked:
@@ -185,7 +185,7 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
         if ids:
             mget = await _post(request, f"/{index}/_mget", json={"ids": ids},
                                params={"_source_includes": ",".join(TEXT_FIELDS)})
-            hits = await state.pool._run(_rank, text, search.found(mget), search.seeds, body.min_chars)
+            hits = await state.pool.run(_rank, text, search.found(mget), search.seeds, body.min_chars)
             titles = {doc_id: t for doc_id, t in await _titles(request, index, [h["id"] for h in hits])}
             for h in hits:
                 h["title"] = titles.get(h["id"], "")
