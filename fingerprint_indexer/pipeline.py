@@ -5,7 +5,7 @@ each batch is committed to the store in one atomic write before its decisions ar
 decision that was reported has been stored, whatever happens afterwards.
 
 The rules are :mod:`fingerprint_indexer.engine.rules` (written once for the embedded store and
-Elasticsearch); the pipeline runs them over a :class:`~fingerprint_indexer.store.exact.StoreBatch`.
+Elasticsearch); the pipeline runs them over a :class:`~fingerprint_indexer.store.embedded.StoreBatch`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     fingerprint_stream,
 )
 from fingerprint_indexer.store.db import CACHE_BYTES
-from fingerprint_indexer.store.exact import ExactStore, StoreBatch
+from fingerprint_indexer.store.embedded import EmbeddedStore, StoreBatch
 from fingerprint_indexer.verification import DEFAULT_POLICY
 
 __all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Keep", "Pipeline"]
@@ -53,7 +53,7 @@ class Pipeline:
         self.config.layout.check_k(k)
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = ExactStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
+        self.store = EmbeddedStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
         try:
             winnow = settle_marks(self.store, self.config.winnow, copy_marks)
         except BaseException:

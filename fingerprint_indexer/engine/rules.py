@@ -1,6 +1,6 @@
 """The decision rules, written once: new, exact_duplicate or near_duplicate, the group's canonical under
 the keep policy, and the cluster. Pure: every read and write goes through a :class:`RecordStore`, which the
-embedded store (:class:`fingerprint_indexer.store.exact.StoreBatch`) and the Elasticsearch index
+embedded store (:class:`fingerprint_indexer.store.embedded.StoreBatch`) and the Elasticsearch index
 (:class:`fingerprint_indexer.elastic.es_ingest.EsDecider`'s batch view) implement.
 
 Rules, for a document ``d`` with fingerprint ``f``:

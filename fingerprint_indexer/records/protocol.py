@@ -1,7 +1,7 @@
 """What the decision rules read and write: the protocol every store's batch implements.
 
 It lives below the stores and the engine alike, so that the embedded store
-(:class:`fingerprint_indexer.store.exact.StoreBatch`) and the Elasticsearch index
+(:class:`fingerprint_indexer.store.embedded.StoreBatch`) and the Elasticsearch index
 (:class:`fingerprint_indexer.elastic.es_ingest.EsDecider`'s batch view) implement it without importing
 the engine (:mod:`fingerprint_indexer.engine.rules`), which is written against it.
 """

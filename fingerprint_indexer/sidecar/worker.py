@@ -30,7 +30,7 @@ from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 T = TypeVar("T")
 
@@ -200,7 +200,7 @@ class StoreOwner(OneThread):
         self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
         return out
 
-    def _track_buckets(self, store: ExactStore, fps: list[int]) -> None:
+    def _track_buckets(self, store: EmbeddedStore, fps: list[int]) -> None:
         """Largest block bucket seen among the buckets just written to (a giant bucket slows every query),
         counted up to the index's query budget: a query reads no more of a bucket than that."""
         for fp in fps:

@@ -11,7 +11,7 @@ LevelDB holds each entry once and is the truth. The block buckets are NumPy tabl
 the tables' buffer, a removal two ``delete``s and a tombstone, a query a few binary searches and one
 XOR + popcount pass, then an id look-up per match. No bucket is read or written whole, on disk or in
 memory. The tables are rebuilt at open from what the owner saved beside the store (``tables``, checked
-by it against the store's generation: see ExactStore) or else from one scan of the ``d/`` keys.
+by it against the store's generation: see EmbeddedStore) or else from one scan of the ``d/`` keys.
 
 A query reads at most ``bucket_budget`` entries of each bucket, the newest first, which bounds its work
 when a stock phrase or a formulaic text has put tens of thousands of documents under one block value

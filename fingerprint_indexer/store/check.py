@@ -20,19 +20,19 @@ import plyvel
 from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
-from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
-from fingerprint_indexer.store.exact import (
+from fingerprint_indexer.store.embedded import (
     BAND_PREFIX,
     DIGEST_PREFIX,
     FORMAT,
     FP_PREFIX,
     Cluster,
     DocRecord,
-    ExactStore,
+    EmbeddedStore,
     band_key,
     digest_key,
     fp_key,
 )
+from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
 from fingerprint_indexer.store.near import entry_id
 
 _DERIVED = (FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX)
@@ -124,7 +124,7 @@ def check(directory: str | Path) -> Report:
         rep.problems.append(f"{d / 'bloom.bin'} is not a file: move it away, repair then rebuilds it")
         return rep
     try:
-        store = ExactStore(d, readonly=True, accept_lost_writes=True)
+        store = EmbeddedStore(d, readonly=True, accept_lost_writes=True)
     except StoreDamagedError as exc:
         rep.problems.append(f"{exc}: repair lets LevelDB salvage the table files")
         return rep
@@ -240,7 +240,7 @@ def repair(directory: str | Path) -> Report:
         kept = _salvage(d, ldb)
         rep.facts.append("LevelDB rebuilt its manifest from the table files and logs it could read; the "
                          f"folder as it was is kept as {kept.name} (remove it once the store checks healthy)")
-    with ExactStore(d, accept_lost_writes=True, upgrade=True) as store:
+    with EmbeddedStore(d, accept_lost_writes=True, upgrade=True) as store:
         db = store.db
         records, bad = _records(db, store.algorithm)
         before = store.n_docs

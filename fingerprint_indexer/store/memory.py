@@ -2,7 +2,7 @@
 stores, for tests and for short jobs that need no persistence.
 
 It implements :class:`~fingerprint_indexer.records.protocol.RecordStore` the way the embedded store's
-batch (:class:`fingerprint_indexer.store.exact.StoreBatch`) does, without LevelDB: records by id, the
+batch (:class:`fingerprint_indexer.store.embedded.StoreBatch`) does, without LevelDB: records by id, the
 first document of each content digest (handed to the earliest other holder when it is removed), near
 look-ups through a :class:`~fingerprint_indexer.index.memory.MemoryIndex` of every document's document,
 lead and chunk fingerprints and a dict of sketch band keys, verified by the same

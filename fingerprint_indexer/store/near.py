@@ -2,7 +2,7 @@
 candidates of an :class:`~fingerprint_indexer.fingerprint.evidence.Evidence` (block-index hits and shared
 sketch bands, verified by :func:`fingerprint_indexer.verification.check_many`, nearest first).
 
-The embedded store (:mod:`fingerprint_indexer.store.exact`) and the in-memory store
+The embedded store (:mod:`fingerprint_indexer.store.embedded`) and the in-memory store
 (:mod:`fingerprint_indexer.store.memory`) look up near-duplicates through the same functions, over their own
 block index and band keys, so they find and verify the same candidates.
 """

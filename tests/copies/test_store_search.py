@@ -15,13 +15,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreMismatchError
-from fingerprint_indexer.store.exact import ExactStore
 
 PARAMS = WinnowParams()
 
 
-def _mark_keys(store: ExactStore) -> list[bytes]:
+def _mark_keys(store: EmbeddedStore) -> list[bytes]:
     return list(store.db.iterator(prefix=b"w/", include_value=False))
 
 

@@ -42,7 +42,7 @@ class InMemoryStore:
         return {"decision": rec.decision, "duplicate_of": rec.duplicate_of, "cluster_id": rec.cluster_id}
 
 
-class EmbeddedStore:
+class PipelineStore:
     def __init__(self, directory: Path, keep: Keep) -> None:
         self.pipe = Pipeline(directory, k=K, keep=keep)
 
@@ -78,10 +78,10 @@ def in_memory(keep: Keep, name: str) -> DecisionStore:
 
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[OpenStore]:
-    opened: list[EmbeddedStore] = []
+    opened: list[PipelineStore] = []
 
     def open_store(keep: Keep, name: str) -> DecisionStore:
-        opened.append(EmbeddedStore(tmp_path / name, keep))
+        opened.append(PipelineStore(tmp_path / name, keep))
         return opened[-1]
 
     yield open_store

@@ -8,7 +8,7 @@ import pytest
 
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.records.record import DocRecord, record_now
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.memory import MemoryStore
 
 ALGO = "test-algo/1"
@@ -30,7 +30,7 @@ def test_a_band_key_of_more_than_max_band_read_documents_is_skipped(tmp_path, n)
     mem = MemoryStore()
     for rec in recs:
         mem.put_record(rec, index=True)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         tx = store.batch()
         for rec in recs:
             tx.put_record(rec, index=True)

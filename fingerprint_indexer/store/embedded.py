@@ -94,7 +94,7 @@ def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedErr
         "then run their input again")
 
 
-class ExactStore:
+class EmbeddedStore:
     """Open a store directory (created if missing or empty); one process at a time (LevelDB's lock).
 
     The folder must be writable, checked before any work; ``readonly`` opens a store that cannot be
@@ -357,7 +357,7 @@ class ExactStore:
         finally:
             self._release()
 
-    def __enter__(self) -> ExactStore:
+    def __enter__(self) -> EmbeddedStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -367,7 +367,7 @@ class ExactStore:
 class StoreBatch:
     """Staged changes that read their own writes and commit in one atomic LevelDB batch."""
 
-    def __init__(self, store: ExactStore) -> None:
+    def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
         self.wb = store.db.write_batch(transaction=True, sync=True)
         self.ix = store.index.writes(self.wb)
