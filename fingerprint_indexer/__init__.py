@@ -1,3 +1,3 @@
-"""Near-duplicate detection for news: SimHash fingerprints, block-key candidate index, exact store."""
+"""Near-duplicate detection for news: SimHash fingerprints, block-key candidate index, embedded store."""
 
 __version__ = "0.1.0"

@@ -5,7 +5,7 @@ each batch is committed to the store in one atomic write before its decisions ar
 decision that was reported has been stored, whatever happens afterwards.
 
 The rules are :mod:`fingerprint_indexer.engine.rules` (written once for the embedded store and
-Elasticsearch); the pipeline runs them over a :class:`~fingerprint_indexer.store.exact.StoreBatch`.
+Elasticsearch); the pipeline runs them over a :class:`~fingerprint_indexer.store.embedded.StoreBatch`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
     fingerprint_stream,
 )
 from fingerprint_indexer.store.db import CACHE_BYTES
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore, StoreBatch
 from fingerprint_indexer.verification import DEFAULT_POLICY
 
 __all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Keep", "Pipeline"]
@@ -53,7 +53,7 @@ class Pipeline:
         self.config.layout.check_k(k)
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = ExactStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
+        self.store = EmbeddedStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
         try:
             winnow = settle_marks(self.store, self.config.winnow, copy_marks)
         except BaseException:
@@ -62,7 +62,8 @@ class Pipeline:
         if winnow != self.config.winnow:
             self.config = replace(self.config, winnow=winnow)
             self.fingerprinter = Fingerprinter(self.config)
-        self.engine = Engine(k, keep, winnow.tag if winnow else None)
+        self.engine = Engine(k, keep)
+        self.marks_tag = winnow.tag if winnow else None
         self.store.note_policy(DEFAULT_POLICY.tag)
 
     def close(self) -> None:
@@ -85,9 +86,17 @@ class Pipeline:
         while batch := list(itertools.islice(pairs, self.batch_size)):
             yield from self.decide_batch(batch)
 
+    def decide(self, tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
+        """Decide one document into ``tx`` (the engine's rules), then stage its copy marks beside the record
+        the engine wrote (when the store keeps marks); nothing is written for a repeated decision."""
+        decision, rec = self.engine.decide(tx, doc, res)
+        if rec is not None and res.marks and self.marks_tag is not None:
+            tx.put_marks(rec.id, res.marks, self.marks_tag, rec.cluster_id)
+        return decision
+
     def decide_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
         """Decide and store one batch atomically."""
         tx = self.store.batch()
-        out = [self.engine.decide(tx, doc, res)[0] for doc, res in batch]
+        out = [self.decide(tx, doc, res) for doc, res in batch]
         tx.commit()
         return out

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 import fingerprint_indexer.engine.rules as rules_mod
-import fingerprint_indexer.store.exact as exact_mod
+import fingerprint_indexer.store.near as near_mod
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
@@ -74,7 +74,7 @@ class CandidateCounter:
 
     def __init__(self) -> None:
         self.current = 0
-        self._many = exact_mod.check_many
+        self._many = near_mod.check_many
         self._one = rules_mod.check
 
     def __enter__(self) -> CandidateCounter:
@@ -86,12 +86,12 @@ class CandidateCounter:
             self.current += 1
             return self._one(a, b, k)
 
-        exact_mod.check_many = many
+        near_mod.check_many = many
         rules_mod.check = one
         return self
 
     def __exit__(self, *exc: object) -> None:
-        exact_mod.check_many = self._many
+        near_mod.check_many = self._many
         rules_mod.check = self._one
 
     def take(self) -> int:
@@ -154,7 +154,7 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
             t, c = time.perf_counter(), time.process_time()
             tx = pipe.store.batch()
             for doc, res in buf:
-                out = pipe.engine.decide(tx, doc, res)[0]
+                out = pipe.decide(tx, doc, res)
                 w_cands.append(counter.take())
                 run.decisions[out.decision] += 1
             tx.commit()

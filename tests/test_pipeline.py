@@ -36,13 +36,13 @@ def test_new_exact_near_and_clusters(tmp_path):
 
 
 def test_each_decision_and_the_store_name_the_verification_policy(tmp_path):
-    from fingerprint_indexer.store.exact import ExactStore
+    from fingerprint_indexer.store.embedded import EmbeddedStore
     from fingerprint_indexer.verification import DEFAULT_POLICY
 
     with Pipeline(tmp_path, k=3) as p:
         out = _decide(p, (doc("a"), 0b0, "h1"), (doc("c"), 0b111, "h2"))
     assert {o["policy"] for o in out} == {DEFAULT_POLICY.tag}
-    with ExactStore(tmp_path, readonly=True) as store:
+    with EmbeddedStore(tmp_path, readonly=True) as store:
         assert store.policies == [DEFAULT_POLICY.tag]
     with Pipeline(tmp_path, k=3) as p:  # opened again: named once
         assert p.store.policies == [DEFAULT_POLICY.tag]

@@ -11,7 +11,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.store.check import check
-from fingerprint_indexer.store.exact import doc_of
+from fingerprint_indexer.store.near import doc_of
 
 
 def _run(pipe: Pipeline, *docs: tuple[str, str]) -> list[dict]:

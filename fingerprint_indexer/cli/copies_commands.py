@@ -25,7 +25,7 @@ from fingerprint_indexer.elastic.copies import es_copy_search, es_text
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document_text
 from fingerprint_indexer.io.readers import read_documents
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 
 def winnow_options(func: Any) -> Any:
@@ -122,7 +122,7 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
         have_store = (store_dir is not None or b is None) and (store_path / "leveldb").is_dir()
         if b is None and not have_store:
             fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
-        store = ExactStore(store_path, config.layout, fpr.version) if have_store else None
+        store = EmbeddedStore(store_path, config.layout, fpr.version) if have_store else None
         try:
             if store is not None and store.marks_tag is not None:
                 check_params(store, params)

@@ -29,8 +29,8 @@ from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
 from fingerprint_indexer.records.record import founded_by
 from fingerprint_indexer.store.db import describe
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
-from fingerprint_indexer.store.exact import ExactStore
 
 
 def default_store() -> Path:
@@ -38,7 +38,7 @@ def default_store() -> Path:
     return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
 
 
-def explain_passages(store: ExactStore, mine: Marks | None, other: str) -> list[dict[str, Any]]:
+def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> list[dict[str, Any]]:
     """Copied passages between the looked-up document (A) and a stored one (B), from their marks."""
     tag = store.marks_tag
     theirs = marks_of(store, other)
@@ -168,9 +168,9 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
             fail(f"no store at {store_path} (create one with 'fingerprint-indexer dedupe --store DIR ...')")
         fpr = Fingerprinter(config)
         try:
-            store = ExactStore(store_path, config.layout, fpr.version)
+            store = EmbeddedStore(store_path, config.layout, fpr.version)
         except StoreReadOnlyError:  # look-ups need no writes: read it through a private copy
-            store = ExactStore(store_path, config.layout, fpr.version, readonly=True)
+            store = EmbeddedStore(store_path, config.layout, fpr.version, readonly=True)
         with store:
             config.layout.check_k(k)
             if doc_id is not None:

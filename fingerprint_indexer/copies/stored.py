@@ -12,14 +12,14 @@ from fingerprint_indexer.copies.search import (
     stored_marks,
 )
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreMismatchError
-from fingerprint_indexer.store.exact import ExactStore
 
 ENABLE_HINT = "rebuild it with copy marks ('fingerprint-indexer dedupe --copy-marks --store NEW ...')"
 
 
 def settle_marks(
-    store: ExactStore, params: WinnowParams | None, copy_marks: bool | None
+    store: EmbeddedStore, params: WinnowParams | None, copy_marks: bool | None
 ) -> WinnowParams | None:
     """The copy-marks setting a writer of ``store`` follows (None: no marks).
 
@@ -47,7 +47,7 @@ def settle_marks(
     return None if held is None else WinnowParams.from_tag(held)
 
 
-def require_marks(store: ExactStore) -> WinnowParams:
+def require_marks(store: EmbeddedStore) -> WinnowParams:
     """The store's winnowing parameters; a clear error when it keeps no copy marks."""
     tag = store.marks_tag
     if tag is None:
@@ -56,7 +56,7 @@ def require_marks(store: ExactStore) -> WinnowParams:
     return WinnowParams.from_tag(tag)
 
 
-def check_params(store: ExactStore, params: WinnowParams) -> None:
+def check_params(store: EmbeddedStore, params: WinnowParams) -> None:
     """Refuse to compare marks made under other winnowing parameters."""
     tag = store.marks_tag
     if tag is not None and tag != params.tag:
@@ -64,12 +64,12 @@ def check_params(store: ExactStore, params: WinnowParams) -> None:
                                  f"{params.tag!r}")
 
 
-def marks_of(store: ExactStore, doc_id: str) -> Marks | None:
+def marks_of(store: EmbeddedStore, doc_id: str) -> Marks | None:
     return stored_marks(store.marks(doc_id))
 
 
 def search_store(
-    store: ExactStore,
+    store: EmbeddedStore,
     query: Marks,
     params: WinnowParams,
     min_chars: int = DEFAULT_MIN_CHARS,

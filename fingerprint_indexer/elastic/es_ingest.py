@@ -43,7 +43,7 @@ from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
-from fingerprint_indexer.store.exact import doc_of, entry_id
+from fingerprint_indexer.store.near import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verification import Evidence, check_many
 
@@ -646,9 +646,7 @@ class _EsBatch:
                                   "read")
 
     # ----------------------------------------------------------------- writes
-    def put_record(
-        self, rec: DocRecord, index: bool, marks: bytes = b"", marks_tag: str | None = None
-    ) -> None:
+    def put_record(self, rec: DocRecord, index: bool) -> None:
         """Pend a decided document for writing; under ``skip`` a duplicate is not written (a copy that took
         over as canonical is: it is the kept document)."""
         if rec.decision == "new" or self.decider.on_duplicate == "tag" or rec.replaces is not None:

@@ -1,6 +1,6 @@
 """The decision rules, written once: new, exact_duplicate or near_duplicate, the group's canonical under
 the keep policy, and the cluster. Pure: every read and write goes through a :class:`RecordStore`, which the
-embedded store (:class:`fingerprint_indexer.store.exact.StoreBatch`) and the Elasticsearch index
+embedded store (:class:`fingerprint_indexer.store.embedded.StoreBatch`) and the Elasticsearch index
 (:class:`fingerprint_indexer.elastic.es_ingest.EsDecider`'s batch view) implement.
 
 Rules, for a document ``d`` with fingerprint ``f``:
@@ -170,11 +170,10 @@ def _grow(store: RecordStore, cluster_id: str) -> None:
 
 @dataclass(frozen=True)
 class Engine:
-    """The rules under one setting: distance ``k``, keep policy, and the copy-marks tag records carry."""
+    """The rules under one setting: distance ``k`` and keep policy."""
 
     k: int = 3
     keep: Keep = "first"
-    marks_tag: str | None = None
 
     def __post_init__(self) -> None:
         if self.keep not in KEEP_POLICIES:
@@ -240,7 +239,7 @@ class Engine:
             chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
             frames=list(res.frames), replaces=replaces,
         )
-        store.put_record(rec, index=not res.degenerate, marks=res.marks, marks_tag=self.marks_tag)
+        store.put_record(rec, index=not res.degenerate)
         decision = Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
                             res.degenerate)
         return decision, rec

@@ -1,7 +1,7 @@
 """What the decision rules read and write: the protocol every store's batch implements.
 
 It lives below the stores and the engine alike, so that the embedded store
-(:class:`fingerprint_indexer.store.exact.StoreBatch`) and the Elasticsearch index
+(:class:`fingerprint_indexer.store.embedded.StoreBatch`) and the Elasticsearch index
 (:class:`fingerprint_indexer.elastic.es_ingest.EsDecider`'s batch view) implement it without importing
 the engine (:mod:`fingerprint_indexer.engine.rules`), which is written against it.
 """
@@ -37,9 +37,7 @@ class RecordStore(Protocol):
     def cluster(self, cluster_id: str) -> Cluster | None:
         """The cluster of that id (None when there is none)."""
 
-    def put_record(
-        self, rec: DocRecord, index: bool, marks: bytes = b"", marks_tag: str | None = None
-    ) -> None:
+    def put_record(self, rec: DocRecord, index: bool) -> None:
         """Store a decided document (``index``: findable as a near-duplicate; never for degenerate ones)."""
 
     def update_record(self, rec: DocRecord) -> None:

@@ -21,6 +21,7 @@ from fingerprint_indexer.elastic.related import (
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.index.elasticsearch import result_fields
+from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
 from fingerprint_indexer.sidecar.errors import ApiError
 from fingerprint_indexer.sidecar.ingest import decide, es_fields, relink_op
@@ -35,25 +36,8 @@ from fingerprint_indexer.sidecar.models import (
     SimilarResponse,
 )
 from fingerprint_indexer.sidecar.state import ServiceState
-from fingerprint_indexer.sidecar.worker import valid_index_name
 
 router = APIRouter()
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "Malformed request"}, 401: {"description": "Missing or wrong API key"},
-    413: {"description": "Body or batch too large"}, 422: {"description": "Invalid fields"},
-}
-
-
-def svc(request: Request) -> ServiceState:
-    state: ServiceState = request.app.state.svc
-    return state
-
-
-def _index(state: ServiceState, name: str | None) -> str:
-    index = name or state.settings.default_index
-    if not valid_index_name(index):
-        raise ApiError(400, "invalid_index_name_exception", f"invalid index name {index!r}")
-    return index
 
 
 def _k(state: ServiceState, k: int | None) -> int:
@@ -91,7 +75,7 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     if len(docs) > state.settings.max_batch:
         raise ApiError(413, "batch_too_large",
                        f"{len(docs)} documents in one request; the limit is {state.settings.max_batch}")
-    index = _index(state, body.index_name)
+    index = index_name(state, body.index_name)
     policy = body.on_duplicate or state.settings.on_duplicate
     t0 = time.perf_counter()
     decided = await decide(state.pool, state.stores, [(index, d.to_document()) for d in docs])
@@ -154,7 +138,7 @@ async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
                         k: int | None = Query(None, ge=0, le=63)) -> dict[str, Any]:
     """Near-duplicates of a stored document, nearest first (the id may contain ``/``)."""
     state = svc(request)
-    name, kk = _index(state, index), _k(state, k)
+    name, kk = index_name(state, index), _k(state, k)
     rec = await state.stores.call(state.stores.record, name, doc_id)
     if rec is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
@@ -168,7 +152,7 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
     """Stored near-duplicates of raw text or HTML, nearest first."""
     state = svc(request)
     assert state.pool is not None
-    name, kk = _index(state, body.index_name), _k(state, body.k)
+    name, kk = index_name(state, body.index_name), _k(state, body.k)
     res = await state.pool.raw(body.text, body.html)
     matches, rejected = await _judged(state, name, res.evidence, res.content_digest, kk, None)
     return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches, "rejected": rejected}
@@ -219,7 +203,7 @@ async def related(doc_id: str, request: Request, index: str | None = None,
     one story folded into one entry, and this document's own near-duplicates listed separately."""
     state = svc(request)
     assert state.es is not None
-    name = _index(state, index)
+    name = index_name(state, index)
     rec = await state.stores.call(state.stores.record, name, doc_id)
     dups: list[dict[str, Any]] = []
     if rec is not None:

@@ -24,7 +24,7 @@ from fingerprint_indexer.elastic.es_setup import ES_ENABLE_HINT
 from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.index.elasticsearch import META_KEY
 from fingerprint_indexer.sidecar import worker
-from fingerprint_indexer.sidecar.api import ERRORS, _index, svc
+from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.errors import ApiError
 from fingerprint_indexer.sidecar.models import DocId, IndexName, Text
 from fingerprint_indexer.text.clean import html_to_text
@@ -152,9 +152,9 @@ async def copies(body: CopiesRequest, request: Request) -> dict[str, Any]:
     (characters in A) and ``terms``."""
     state = svc(request)
     assert state.pool is not None
-    index = _index(state, body.index_name)
+    index = index_name(state, body.index_name)
     a, b = await _text(request, index, body.a), await _text(request, index, body.b)
-    passages = await state.pool._run(_passages, a, b)
+    passages = await state.pool.run(_passages, a, b)
     out: dict[str, Any] = {"index": index, "passages": passages}
     if body.with_text:
         out.update(a_text=a, b_text=b)
@@ -169,10 +169,10 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     by more than the stock-phrase cap of documents are not evidence (``stock_marks`` counts them)."""
     state = svc(request)
     assert state.pool is not None
-    index = _index(state, body.index_name)
+    index = index_name(state, body.index_name)
     await _require_marks(request, index)
     text = await _text(request, index, body)
-    search = EsCopySearch(await state.pool._run(_looked, text), body.min_chars, body.max_df,
+    search = EsCopySearch(await state.pool.run(_looked, text), body.min_chars, body.max_df,
                           exclude=str(body.id) if body.id is not None else None, max_stories=body.max_stories)
     hits: list[dict[str, Any]] = []
     if search.looked:
@@ -185,7 +185,7 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
         if ids:
             mget = await _post(request, f"/{index}/_mget", json={"ids": ids},
                                params={"_source_includes": ",".join(TEXT_FIELDS)})
-            hits = await state.pool._run(_rank, text, search.found(mget), search.seeds, body.min_chars)
+            hits = await state.pool.run(_rank, text, search.found(mget), search.seeds, body.min_chars)
             titles = {doc_id: t for doc_id, t in await _titles(request, index, [h["id"] for h in hits])}
             for h in hits:
                 h["title"] = titles.get(h["id"], "")
@@ -221,7 +221,7 @@ async def _titles(request: Request, index: str, ids: list[str]) -> list[tuple[st
 async def document(doc_id: str, request: Request, index: str | None = None) -> dict[str, Any]:
     """An indexed document's text and its decision fields (``cluster_id``, ``decision``,
     ``duplicate_of``, ``distance``)."""
-    name = _index(svc(request), index)
+    name = index_name(svc(request), index)
     src = await _doc(request, name, doc_id, DOC_FIELDS)
     return {"index": name, "id": doc_id, "text": source_text(doc_id, src),
             **{k: src.get(k) for k in DOC_FIELDS if k != "content"}}
@@ -231,7 +231,7 @@ async def document(doc_id: str, request: Request, index: str | None = None) -> d
 async def cluster(cluster_id: str, request: Request, index: str | None = None,
                   size: int = Query(50, ge=1, le=MAX_CLUSTER_MEMBERS)) -> dict[str, Any]:
     """The members of a cluster (from the index), its canonical documents first."""
-    name = _index(svc(request), index)
+    name = index_name(svc(request), index)
     body = {"size": size, "track_total_hits": True, "query": {"term": {"cluster_id": cluster_id}},
             "_source": ["title", "decision", "duplicate_of", "distance", "published_at"]}
     r = await _post(request, f"/{name}/_search", json=body)

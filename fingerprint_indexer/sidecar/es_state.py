@@ -40,7 +40,7 @@ from fingerprint_indexer.index.elasticsearch import (
 )
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
-from fingerprint_indexer.store.exact import MAX_CANDIDATES
+from fingerprint_indexer.store.near import MAX_CANDIDATES
 from fingerprint_indexer.verification import Evidence, Verdict, check_many
 
 T = TypeVar("T")

@@ -64,8 +64,8 @@ from starlette.background import BackgroundTask
 from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
-from fingerprint_indexer.sidecar.api import svc
 from fingerprint_indexer.sidecar.auth import KEY_HEADERS
+from fingerprint_indexer.sidecar.context import svc
 from fingerprint_indexer.sidecar.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
 from fingerprint_indexer.sidecar.errors import error_body
 from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable

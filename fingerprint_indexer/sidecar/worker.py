@@ -30,7 +30,7 @@ from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 T = TypeVar("T")
 
@@ -90,7 +90,9 @@ class FingerprintPool:
         return ProcessPoolExecutor(self.processes, mp_context=mp.get_context("spawn"),
                                    initializer=_init_worker, initargs=(self.config,))
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker process (``fn`` importable, arguments picklable), awaited; a worker
+        that died restarts the pool and raises :class:`WorkerUnavailable`."""
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, fn, *args)
@@ -101,7 +103,7 @@ class FingerprintPool:
 
     async def start(self) -> str:
         """Start every worker (each loads its dictionaries) and return the fingerprint version."""
-        versions = await asyncio.gather(*(self._run(_version) for _ in range(self.processes)))
+        versions = await asyncio.gather(*(self.run(_version) for _ in range(self.processes)))
         return versions[0]
 
     async def documents(self, docs: Sequence[Document]) -> list[FingerprintResult]:
@@ -110,11 +112,11 @@ class FingerprintPool:
         # small chunks, so a look-up queued behind a big batch waits for one chunk, not for the batch
         size = max(1, min(CHUNK_DOCS, math.ceil(len(docs) / self.processes)))
         chunks = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
-        parts = await asyncio.gather(*(self._run(_fingerprint_documents, c) for c in chunks))
+        parts = await asyncio.gather(*(self.run(_fingerprint_documents, c) for c in chunks))
         return [r for part in parts for r in part]
 
     async def raw(self, text: str | None, html: str | None) -> FingerprintResult:
-        return await self._run(_fingerprint_raw, text, html)
+        return await self.run(_fingerprint_raw, text, html)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -198,7 +200,7 @@ class StoreOwner(OneThread):
         self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
         return out
 
-    def _track_buckets(self, store: ExactStore, fps: list[int]) -> None:
+    def _track_buckets(self, store: EmbeddedStore, fps: list[int]) -> None:
         """Largest block bucket seen among the buckets just written to (a giant bucket slows every query),
         counted up to the index's query budget: a query reads no more of a bucket than that."""
         for fp in fps:

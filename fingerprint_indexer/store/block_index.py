@@ -11,7 +11,7 @@ LevelDB holds each entry once and is the truth. The block buckets are NumPy tabl
 the tables' buffer, a removal two ``delete``s and a tombstone, a query a few binary searches and one
 XOR + popcount pass, then an id look-up per match. No bucket is read or written whole, on disk or in
 memory. The tables are rebuilt at open from what the owner saved beside the store (``tables``, checked
-by it against the store's generation: see ExactStore) or else from one scan of the ``d/`` keys.
+by it against the store's generation: see EmbeddedStore) or else from one scan of the ``d/`` keys.
 
 A query reads at most ``bucket_budget`` entries of each bucket, the newest first, which bounds its work
 when a stock phrase or a formulaic text has put tens of thousands of documents under one block value
@@ -98,14 +98,14 @@ class IndexWrites:
         self.index, self.wb = index, wb
         self._docs: dict[str, tuple[int, int] | None] = {}
         self._delta = 0
-        self._next = index._next_number
+        self._next = index.next_number
         self._added: list[tuple[int, int]] = []  # (number, fingerprint)
         self._removed: list[int] = []
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
         if doc_id in self._docs:
             return self._docs[doc_id]
-        return self.index._lookup(doc_id)
+        return self.index.entry(doc_id)
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
         fp = fingerprint & MASK64
@@ -113,9 +113,7 @@ class IndexWrites:
             self.remove(doc_id)
         num = self._next
         self._next += 1
-        ix = self.index
-        self.wb.put(ix._doc_key(doc_id), _doc_value(fp, num, meta))
-        self.wb.put(ix._num_key(num), doc_id.encode())
+        self.index.stage_entry(self.wb, doc_id, fp, num, meta)
         self._docs[doc_id] = (fp, num)
         self._added.append((num, fp))
         self._delta += 1
@@ -125,9 +123,7 @@ class IndexWrites:
         if cur is None:
             return False
         _fp, num = cur
-        ix = self.index
-        self.wb.delete(ix._doc_key(doc_id))
-        self.wb.delete(ix._num_key(num))
+        self.index.stage_removal(self.wb, doc_id, num)
         self._docs[doc_id] = None
         self._removed.append(num)
         self._delta -= 1
@@ -137,18 +133,10 @@ class IndexWrites:
         ix = self.index
         if self._next > NUM_MASK + 1:
             raise OverflowError(f"{ix.location}: more than 2^32 index entries were ever written; rebuild it")
-        self.wb.put(ix._key(b"meta/count"), b"%d" % (ix._count + self._delta))
-        self.wb.put(ix._key(b"meta/next_number"), b"%d" % self._next)
+        ix.stage_counters(self.wb, len(ix) + self._delta, self._next)
 
     def committed(self) -> None:
-        ix = self.index
-        ix._count += self._delta
-        ix._next_number = self._next
-        if self._added:
-            added = np.array(self._added, dtype=np.uint64)
-            ix._tables.put(added[:, 0].astype(np.int64), added[:, 1])
-        for num in self._removed:
-            ix._tables.kill(num)
+        self.index.apply(self._delta, self._next, self._added, self._removed)
         self._delta = 0
         self._docs.clear()
         self._added.clear()
@@ -212,6 +200,11 @@ class LevelDBIndex(NearDupIndex):
         alive[nums] = True
         return fps, alive
 
+    @property
+    def next_number(self) -> int:
+        """The number the next entry written gets (numbers are never reused)."""
+        return self._next_number
+
     def table_arrays(self) -> TableArrays:
         """What the tables are rebuilt from, for the owner to save beside the store."""
         return self._tables.arrays()
@@ -258,17 +251,59 @@ class LevelDBIndex(NearDupIndex):
     def _num_key(self, num: int) -> bytes:
         return self._p + b"n/" + num.to_bytes(4, "big")
 
-    def _lookup(self, doc_id: str) -> tuple[int, int] | None:
+    def entry(self, doc_id: str) -> tuple[int, int] | None:
+        """(fingerprint, entry number) of an entry as LevelDB holds it (None when absent)."""
         raw = self._db.get(self._doc_key(doc_id))
         if raw is None:
             return None
         fp, num = _ENTRY.unpack_from(raw)
         return fp, num
 
+    def numbers_held(self) -> int:
+        """How many entry numbers LevelDB holds (one per entry in a healthy index)."""
+        return sum(1 for _ in self._db.iterator(prefix=self._key(b"n/"), include_value=False))
+
     # ---------------------------------------------------------------- writes
     def writes(self, wb: Any) -> IndexWrites:
         """Stage index changes into ``wb`` (a plyvel write batch shared with the caller's records)."""
         return IndexWrites(self, wb)
+
+    def stage_entry(self, wb: Any, doc_id: str, fp: int, num: int, meta: Meta | None = None) -> None:
+        """Put an entry under number ``num`` into the write batch ``wb`` (its keys only: see
+        :meth:`apply`)."""
+        wb.put(self._doc_key(doc_id), _doc_value(fp, num, meta))
+        wb.put(self._num_key(num), doc_id.encode())
+
+    def stage_removal(self, wb: Any, doc_id: str, num: int) -> None:
+        """Delete an entry and its number in the write batch ``wb``."""
+        wb.delete(self._doc_key(doc_id))
+        wb.delete(self._num_key(num))
+
+    def stage_counters(self, wb: Any, count: int, next_number: int) -> None:
+        """Put the entry count and the next entry number into the write batch ``wb``."""
+        wb.put(self._key(b"meta/count"), b"%d" % count)
+        wb.put(self._key(b"meta/next_number"), b"%d" % next_number)
+
+    def apply(self, delta: int, next_number: int, added: Sequence[tuple[int, int]],
+              removed: Iterable[int]) -> None:
+        """Bring the counters and the in-memory tables level with a written batch: ``delta`` entries more,
+        ``added`` as (number, fingerprint), ``removed`` numbers."""
+        self._count += delta
+        self._next_number = next_number
+        if added:
+            arr = np.array(added, dtype=np.uint64)
+            self._tables.put(arr[:, 0].astype(np.int64), arr[:, 1])
+        for num in removed:
+            self._tables.kill(num)
+
+    def clear(self) -> None:
+        """Delete every entry and counter (the layout, algorithm and format stay), in one write batch; the
+        in-memory tables are not touched (a store repair opens the index afresh)."""
+        keep = tuple(self._key(k) for k in (b"meta/layout", b"meta/algorithm", b"meta/format"))
+        with self._db.write_batch(transaction=True) as wb:
+            for key in self._db.iterator(prefix=self._p, include_value=False):
+                if not key.startswith(keep):
+                    wb.delete(key)
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
         self.add_many([(doc_id, fingerprint, meta)])
@@ -301,7 +336,7 @@ class LevelDBIndex(NearDupIndex):
 
     # --------------------------------------------------------------- queries
     def get(self, doc_id: str) -> int | None:
-        cur = self._lookup(doc_id)
+        cur = self.entry(doc_id)
         return None if cur is None else cur[0]
 
     def get_meta(self, doc_id: str) -> dict[str, Any] | None:

@@ -20,20 +20,20 @@ import plyvel
 from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
-from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
-from fingerprint_indexer.store.exact import (
+from fingerprint_indexer.store.embedded import (
     BAND_PREFIX,
     DIGEST_PREFIX,
     FORMAT,
     FP_PREFIX,
     Cluster,
     DocRecord,
-    ExactStore,
+    EmbeddedStore,
     band_key,
     digest_key,
-    entry_id,
     fp_key,
 )
+from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
+from fingerprint_indexer.store.near import entry_id
 
 _DERIVED = (FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX)
 
@@ -97,12 +97,12 @@ def _index_problems(ix: LevelDBIndex, expected: dict[str, int], name: str) -> li
         out.append(f"{name}: count says {len(ix)}, holds {len(got)}")
     unnumbered = 0
     for i in got:
-        found = ix._lookup(i)
+        found = ix.entry(i)
         if found is not None and ix.id_of(found[1]) != i:
             unnumbered += 1
     if unnumbered:
         out.append(f"{name}: {unnumbered} entries whose number does not lead back to them")
-    held = sum(1 for _ in ix._db.iterator(prefix=ix._key(b"n/"), include_value=False))
+    held = ix.numbers_held()
     if held > len(got):
         out.append(f"{name}: {held - len(got)} entry numbers of no entry")
     return out
@@ -124,7 +124,7 @@ def check(directory: str | Path) -> Report:
         rep.problems.append(f"{d / 'bloom.bin'} is not a file: move it away, repair then rebuilds it")
         return rep
     try:
-        store = ExactStore(d, readonly=True, accept_lost_writes=True)
+        store = EmbeddedStore(d, readonly=True, accept_lost_writes=True)
     except StoreDamagedError as exc:
         rep.problems.append(f"{exc}: repair lets LevelDB salvage the table files")
         return rep
@@ -179,11 +179,10 @@ def check(directory: str | Path) -> Report:
     return rep
 
 
-def _drop_prefix(db: plyvel.DB, prefix: bytes, keep: tuple[bytes, ...] = ()) -> None:
+def _drop_prefix(db: plyvel.DB, prefix: bytes) -> None:
     with db.write_batch(transaction=True) as wb:
         for key in db.iterator(prefix=prefix, include_value=False):
-            if not (keep and key.startswith(keep)):
-                wb.delete(key)
+            wb.delete(key)
 
 
 def _salvage(store: Path, ldb: Path) -> Path:
@@ -241,7 +240,7 @@ def repair(directory: str | Path) -> Report:
         kept = _salvage(d, ldb)
         rep.facts.append("LevelDB rebuilt its manifest from the table files and logs it could read; the "
                          f"folder as it was is kept as {kept.name} (remove it once the store checks healthy)")
-    with ExactStore(d, accept_lost_writes=True, upgrade=True) as store:
+    with EmbeddedStore(d, accept_lost_writes=True, upgrade=True) as store:
         db = store.db
         records, bad = _records(db, store.algorithm)
         before = store.n_docs
@@ -252,8 +251,7 @@ def repair(directory: str | Path) -> Report:
         for prefix in _DERIVED:
             _drop_prefix(db, prefix)
         for ix in (store.index, store.centres):
-            _drop_prefix(db, ix._p, keep=(ix._p + b"meta/layout", ix._p + b"meta/algorithm",
-                                         ix._p + b"meta/format"))
+            ix.clear()
         clusters = {c.id: c for c in (Cluster.from_bytes(k[4:].decode(), v)
                                       for k, v in db.iterator(prefix=b"s/k/"))}
         with db.write_batch(transaction=True, sync=True) as wb:
@@ -273,7 +271,7 @@ def repair(directory: str | Path) -> Report:
         store.centres.add_many((c.id, c.centre, None) for c in clusters.values())
         store.n_docs, store.n_clusters = len(records), len(clusters)
         db.put(b"s/meta/format", FORMAT, sync=True)  # one synced write: the rebuilt keys are durable
-        store.bloom = store._rebuild_bloom()
+        store.bloom = store.rebuild_bloom()
         rep.facts.append(f"rebuilt from {len(records)} document and {len(clusters)} cluster records: "
                          "fingerprint, digest and band keys, counters, block index, centre index, "
                          "Bloom filter")

@@ -17,7 +17,7 @@ import pytest
 from support.corpus import ZH_NEWS, iter_records
 from support.templates import DAY_1, DAY_2
 
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 EXE = shutil.which("fingerprint-indexer")
 pytestmark = pytest.mark.skipif(EXE is None, reason="package not installed (pip install -e .)")
@@ -94,8 +94,8 @@ def test_second_process_on_same_store_gets_lock_error(tmp_path):
     assert run("dedupe", str(src), "--store", str(store)).returncode == 0
     holder = textwrap.dedent(f"""
         import sys
-        from fingerprint_indexer.store.exact import ExactStore
-        s = ExactStore({str(store)!r})
+        from fingerprint_indexer.store.embedded import EmbeddedStore
+        s = EmbeddedStore({str(store)!r})
         print("open", flush=True)
         sys.stdin.readline()
         s.close()
@@ -144,7 +144,7 @@ def test_sigkill_mid_run_loses_nothing_reported(tmp_path):
         proc.wait(timeout=30)
         reported = _complete_lines(out)
         assert len(reported) >= kill_after
-        with ExactStore(store) as s:  # reopens cleanly (lock released by the kernel, Bloom rebuilt)
+        with EmbeddedStore(store) as s:  # reopens cleanly (lock released by the kernel, Bloom rebuilt)
             assert s.bloom_rebuilt
             for line in reported:
                 rec = s.record(line["id"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 EXE = shutil.which("fingerprint-indexer")
 pytestmark = pytest.mark.skipif(EXE is None, reason="package not installed (pip install -e .)")
@@ -45,7 +45,7 @@ def test_folder_with_same_file_names_keeps_every_document(tmp_path: Path) -> Non
     p = run("dedupe", str(tree), "--store", str(tmp_path / "s"))
     assert p.returncode == 0, p.stderr
     assert [json.loads(x)["id"] for x in p.stdout.splitlines()] == ["business/001.txt", "sport/001.txt"]
-    with ExactStore(tmp_path / "s") as store:
+    with EmbeddedStore(tmp_path / "s") as store:
         assert store.n_docs == 2
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.corpus import ZH_NEWS, iter_records
 
-from fingerprint_indexer.store.exact import ExactStore
+from fingerprint_indexer.store.embedded import EmbeddedStore
 
 EXE = shutil.which("fingerprint-indexer")
 pytestmark = pytest.mark.skipif(EXE is None, reason="package not installed (pip install -e .)")
@@ -63,7 +63,7 @@ def test_disk_full_is_one_line_and_keeps_every_reported_decision(tmpfs: Path, tm
     reported = [json.loads(x) for x in p.stdout.splitlines()]
     assert 0 < len(reported) < 3000
     assert _mount("-o", "remount,size=64m", str(tmpfs)).returncode == 0
-    with ExactStore(store) as s:
+    with EmbeddedStore(store) as s:
         for line in reported:
             rec = s.record(line["id"])
             assert rec is not None and rec.decision == line["decision"], line["id"]
@@ -91,7 +91,7 @@ def test_damaged_table_file_is_one_line_and_named_by_check(tmp_path: Path) -> No
                            for i in range(300)), encoding="utf-8")
     store = tmp_path / "s"
     assert run("dedupe", str(src), "--store", str(store)).returncode == 0
-    with ExactStore(store) as s:
+    with EmbeddedStore(store) as s:
         s.db.compact_range()  # everything into table files
     table = max((store / "leveldb").glob("*.ldb"), key=lambda p: p.stat().st_size)
     data = bytearray(table.read_bytes())

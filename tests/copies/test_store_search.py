@@ -15,13 +15,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams
 from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreMismatchError
-from fingerprint_indexer.store.exact import ExactStore
 
 PARAMS = WinnowParams()
 
 
-def _mark_keys(store: ExactStore) -> list[bytes]:
+def _mark_keys(store: EmbeddedStore) -> list[bytes]:
     return list(store.db.iterator(prefix=b"w/", include_value=False))
 
 
@@ -53,7 +53,7 @@ def test_marks_are_written_with_the_document_replaced_and_deleted(tmp_path: Path
     with Pipeline(tmp_path / "s", copy_marks=True) as pipe:
         store = pipe.store
         tx = store.batch()
-        pipe.engine.decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
+        pipe.decide(tx, Document(id="x", content=a), pipe.fingerprinter.fingerprint_document(
             Document(id="x", content=a)))
         assert _mark_keys(store) == []  # nothing before the batch commits
         tx.commit()

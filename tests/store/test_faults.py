@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bloom import BloomState
 from fingerprint_indexer.store.check import check, repair
+from fingerprint_indexer.store.embedded import EmbeddedStore, band_key, fp_key
 from fingerprint_indexer.store.errors import StoreDamagedError
-from fingerprint_indexer.store.exact import ExactStore, band_key, fp_key
 
 ALGO = "test-algo/1"
 
@@ -25,7 +25,7 @@ def _fp(i: int) -> int:
 
 def _fill(path: Path, start: int, n: int) -> None:
     """``n`` documents, one commit each."""
-    with ExactStore(path, algorithm=ALGO) as store:
+    with EmbeddedStore(path, algorithm=ALGO) as store:
         for i in range(start, start + n):
             tx = store.batch()
             rec = record_now(id=f"d{i}", fingerprint=_fp(i), content_digest=f"digest{i}", keyword_digest="kw",
@@ -37,7 +37,7 @@ def _fill(path: Path, start: int, n: int) -> None:
 
 
 def _ids(path: Path) -> set[str]:
-    with ExactStore(path, algorithm=ALGO) as store:
+    with EmbeddedStore(path, algorithm=ALGO) as store:
         return {f"d{i}" for i in range(200) if store.record(f"d{i}") is not None}
 
 
@@ -46,7 +46,7 @@ def test_missing_current_is_refused_not_recreated_and_repair_restores_it(tmp_pat
     (tmp_path / "leveldb" / "CURRENT").unlink()
     tables = sorted(p.name for p in (tmp_path / "leveldb").iterdir())
     with pytest.raises(StoreDamagedError, match=r"CURRENT is missing; 'fingerprint-indexer store repair"):
-        ExactStore(tmp_path, algorithm=ALGO)
+        EmbeddedStore(tmp_path, algorithm=ALGO)
     assert sorted(p.name for p in (tmp_path / "leveldb").iterdir()) == tables  # nothing deleted
     assert "CURRENT is missing" in check(tmp_path).problems[0]
     report = repair(tmp_path)
@@ -61,7 +61,7 @@ def test_truncated_log_is_detected_by_the_bloom_generation(tmp_path: Path) -> No
     log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])  # committed writes gone from the log
     with pytest.raises(StoreDamagedError, match=r"lost committed writes: its Bloom filter was saved at "
                                                 r"generation 40, LevelDB holds generation \d+"):
-        ExactStore(tmp_path, algorithm=ALGO)
+        EmbeddedStore(tmp_path, algorithm=ALGO)
     problems = check(tmp_path).problems
     assert any("lost committed writes" in p for p in problems), problems
     report = repair(tmp_path)
@@ -75,7 +75,7 @@ def test_a_bloom_filter_of_another_store_is_rebuilt(tmp_path: Path) -> None:
     _fill(a, 0, 20)
     _fill(b, 100, 20)  # same generation, other documents
     shutil.copy(b / "bloom.bin", a / "bloom.bin")
-    with ExactStore(a, algorithm=ALGO) as store:
+    with EmbeddedStore(a, algorithm=ALGO) as store:
         assert store.bloom_state is BloomState.FOREIGN and store.bloom_rebuilt
         assert all(store.doc_with_digest(f"digest{i}") == f"d{i}" for i in range(20))
 
@@ -85,13 +85,13 @@ def test_bloom_bin_that_is_a_directory_is_named(tmp_path: Path) -> None:
     (tmp_path / "bloom.bin").unlink()
     (tmp_path / "bloom.bin").mkdir()
     with pytest.raises(StoreDamagedError, match=r"bloom.bin is not a file; move it away"):
-        ExactStore(tmp_path, algorithm=ALGO)
+        EmbeddedStore(tmp_path, algorithm=ALGO)
     assert "is not a file" in check(tmp_path).problems[0]
 
 
 def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path) -> None:
     _fill(tmp_path, 0, 25)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # lose derived keys as a partial copy would
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # lose derived keys as a partial copy would
         for prefix in (b"s/c/", b"x/n/"):
             for key in list(store.db.iterator(prefix=prefix, include_value=False))[:5]:
                 store.db.delete(key)
@@ -102,7 +102,7 @@ def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path)
     assert "5 entries whose number does not lead back to them" in problems
     repair(tmp_path)
     assert check(tmp_path).ok
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         assert store.n_docs == 25
         assert all([m.doc_id for m in store.near(_fp(i), 0)] == [f"d{i}"] for i in range(25))
 
@@ -122,7 +122,7 @@ def test_sketch_band_keys_are_checked_and_rebuilt(tmp_path: Path) -> None:
     assert "sketch band keys: 1 missing, 1 of no record" in problems
     repair(tmp_path)
     assert check(tmp_path).ok
-    with ExactStore(tmp_path, algorithm=None) as store:
+    with EmbeddedStore(tmp_path, algorithm=None) as store:
         assert set(store.db.iterator(prefix=b"s/b/", include_value=False)) == set(keys)
 
 
@@ -144,7 +144,7 @@ def _as_format_4(path: Path) -> None:
     and digests as hex text, clusters as JSON), and record format 4."""
     import plyvel
 
-    from fingerprint_indexer.store.exact import Cluster
+    from fingerprint_indexer.store.embedded import Cluster
 
     db = plyvel.DB(str(path / "leveldb"))
     try:
@@ -175,10 +175,10 @@ def test_a_store_of_format_4_is_refused_and_store_repair_upgrades_it_in_place(tm
     _as_format_4(tmp_path)
     with pytest.raises(StoreMismatchError, match=r"store format '4', not '5'; upgrade it in place: "
                                                  r"'fingerprint-indexer store repair"):
-        ExactStore(tmp_path)
+        EmbeddedStore(tmp_path)
     report = repair(tmp_path)
     assert not report.lost and check(tmp_path).ok
-    with ExactStore(tmp_path) as store:  # the records, keys and clusters a store of format 5 writes
+    with EmbeddedStore(tmp_path) as store:  # the records, keys and clusters a store of format 5 writes
         assert store.db.get(b"s/meta/format") == b"5"
         assert {k: v for k, v in store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")} == keys
     with Pipeline(tmp_path) as p:  # and it decides as before: every document is found again

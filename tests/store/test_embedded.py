@@ -12,14 +12,14 @@ import pytest
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bloom import MAGIC
+from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
-from fingerprint_indexer.store.exact import ExactStore
 from fingerprint_indexer.verification import Evidence
 
 ALGO = "test-algo/1"
 
 
-def _add(store: ExactStore, doc_id: str, fp: int, digest: str, degenerate: bool = False) -> None:
+def _add(store: EmbeddedStore, doc_id: str, fp: int, digest: str, degenerate: bool = False) -> None:
     tx = store.batch()
     rec = record_now(id=doc_id, fingerprint=fp, content_digest=digest, keyword_digest="kw", cluster_id=doc_id,
                      decision="new", duplicate_of=None, distance=None, degenerate=degenerate, length=10,
@@ -29,12 +29,12 @@ def _add(store: ExactStore, doc_id: str, fp: int, digest: str, degenerate: bool 
 
 
 def _filled(path: Path, n: int = 50) -> None:
-    with ExactStore(path, algorithm=ALGO) as store:
+    with EmbeddedStore(path, algorithm=ALGO) as store:
         for i in range(n):
             _add(store, f"d{i}", i * 0x9E3779B97F4A7C15 & (2**64 - 1), f"digest{i}")
 
 
-def _assert_contents(store: ExactStore, n: int = 50) -> None:
+def _assert_contents(store: EmbeddedStore, n: int = 50) -> None:
     for i in range(n):
         assert store.doc_with_digest(f"digest{i}") == f"d{i}"
         assert store.ids_with_fingerprint(i * 0x9E3779B97F4A7C15 & (2**64 - 1)) == [f"d{i}"]
@@ -43,7 +43,7 @@ def _assert_contents(store: ExactStore, n: int = 50) -> None:
 
 def test_bloom_is_reused_when_current(tmp_path):
     _filled(tmp_path)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         assert not store.bloom_rebuilt
         _assert_contents(store)
 
@@ -70,19 +70,19 @@ def test_bloom_is_rebuilt_from_leveldb(tmp_path, damage):
         _damage(bloom, damage)
     else:  # stale: an old file left behind while the store moved on (e.g. after a crash)
         old = bloom.read_bytes()
-        with ExactStore(tmp_path, algorithm=ALGO) as store:
+        with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
             _add(store, "late", 12345, "late-digest")
         bloom.write_bytes(old)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         assert store.bloom_rebuilt
         _assert_contents(store)
         if damage == "stale":
             assert store.doc_with_digest("late-digest") == "late"
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # the rebuilt file was saved and is trusted
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # the rebuilt file was saved and is trusted
         assert not store.bloom_rebuilt
 
 
-def _near_all(store: ExactStore, n: int = 50) -> None:
+def _near_all(store: EmbeddedStore, n: int = 50) -> None:
     for i in range(n):
         assert [m.doc_id for m in store.near(i * 0x9E3779B97F4A7C15 & (2**64 - 1), 0)] == [f"d{i}"]
 
@@ -95,7 +95,7 @@ def test_block_tables_are_read_back_only_when_current(tmp_path, damage):
         _damage(tables, damage)
     elif damage == "stale":  # the file of an earlier close, as a crash leaves it
         old = tables.read_bytes()
-        with ExactStore(tmp_path, algorithm=ALGO) as store:
+        with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
             _add(store, "late", 12345, "late-digest")
             tx = store.batch()
             tx.remove_doc("d3")
@@ -104,20 +104,20 @@ def test_block_tables_are_read_back_only_when_current(tmp_path, damage):
     elif damage == "foreign":
         _filled(tmp_path / "other", 5)
         tables.write_bytes((tmp_path / "other" / "blocks.bin").read_bytes())
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         assert store.index.tables_rebuilt is (damage != "none")
         if damage == "stale":
             assert [m.doc_id for m in store.near(12345, 0)] == ["late"]
             assert store.near(3 * 0x9E3779B97F4A7C15 & (2**64 - 1), 0) == []
         else:
             _near_all(store)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # saved again at close, and trusted
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # saved again at close, and trusted
         assert not store.index.tables_rebuilt and not store.centres.tables_rebuilt
 
 
 def test_deletion_keeps_leveldb_exact_although_bloom_says_maybe(tmp_path):
     _filled(tmp_path, 3)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         fp1 = 0x9E3779B97F4A7C15
         assert store.delete("d1")
         assert not store.delete("d1")
@@ -130,7 +130,7 @@ def test_deletion_keeps_leveldb_exact_although_bloom_says_maybe(tmp_path):
 
 
 def test_degenerate_documents_stay_out_of_the_block_index(tmp_path):
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         _add(store, "short", 0, "dg", degenerate=True)
         assert store.near(0, 3) == []
         assert store.doc_with_digest("dg") == "short"
@@ -139,20 +139,20 @@ def test_degenerate_documents_stay_out_of_the_block_index(tmp_path):
 def test_other_algorithm_version_or_layout_is_refused(tmp_path):
     _filled(tmp_path, 2)
     with pytest.raises(StoreMismatchError, match="algorithm 'test-algo/1', not 'test-algo/2'; rebuild it"):
-        ExactStore(tmp_path, algorithm="test-algo/2")
+        EmbeddedStore(tmp_path, algorithm="test-algo/2")
     with pytest.raises(StoreMismatchError, match="block layout"):
-        ExactStore(tmp_path, layout=BlockLayout.even(6), algorithm=ALGO)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # refusal left it intact and unlocked
+        EmbeddedStore(tmp_path, layout=BlockLayout.even(6), algorithm=ALGO)
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # refusal left it intact and unlocked
         assert store.n_docs == 2
 
 
 def test_store_of_the_bucket_key_layout_is_refused_with_a_rebuild_hint(tmp_path):
     _filled(tmp_path, 2)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
         store.db.put(b"s/meta/format", b"3")
     with pytest.raises(StoreMismatchError, match=r"store format '3', not '5'; rebuild it: deduplicate the "
                                                  r"input again into a new store directory"):
-        ExactStore(tmp_path, algorithm=ALGO)
+        EmbeddedStore(tmp_path, algorithm=ALGO)
     import plyvel
 
     plyvel.DB(str(tmp_path / "leveldb")).close()  # the refusal released LevelDB's lock
@@ -162,8 +162,8 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
     _filled(tmp_path, 2)
     holder = textwrap.dedent(f"""
         import sys, time
-        from fingerprint_indexer.store.exact import ExactStore
-        s = ExactStore({str(tmp_path)!r}, algorithm={ALGO!r})
+        from fingerprint_indexer.store.embedded import EmbeddedStore
+        s = EmbeddedStore({str(tmp_path)!r}, algorithm={ALGO!r})
         print("open", flush=True)
         sys.stdin.readline()
         s.close()
@@ -173,10 +173,10 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "open"
         with pytest.raises(StoreLockedError, match=f"store {tmp_path}.* is locked by another process"):
-            ExactStore(tmp_path, algorithm=ALGO)
+            EmbeddedStore(tmp_path, algorithm=ALGO)
     finally:
         p.communicate("\n", timeout=30)
-    with ExactStore(tmp_path, algorithm=ALGO) as store:  # released when the holder closed it
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # released when the holder closed it
         assert store.n_docs == 2
 
 
@@ -188,7 +188,7 @@ def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
     text = "the same article text about one person, told at some length so shingles exist " * 3
     other = "a different story about that person, on another day and with other details entirely " * 3
     fp = 0x0123_4567_89AB_CDEF
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         tx = store.batch()
         for doc_id, body, deg in (("copy", text, False), ("other", other, False), ("short", "", True)):
             rec = record_now(id=doc_id, fingerprint=fp, content_digest=f"digest-{doc_id}",
@@ -206,7 +206,7 @@ def test_record_json_round_trips_and_is_what_asdict_gave() -> None:
     import dataclasses
     import json
 
-    from fingerprint_indexer.store.exact import DocRecord
+    from fingerprint_indexer.store.embedded import DocRecord
 
     rec = DocRecord(id="a", fingerprint=0xF00, content_digest="c", keyword_digest="k", cluster_id="a",
                     decision="new", duplicate_of=None, distance=None, degenerate=False, length=3,
@@ -224,11 +224,11 @@ def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
     fingerprints. The copy is among the MAX_CANDIDATES verified, and no more are verified."""
     import random
 
-    from fingerprint_indexer.store.exact import MAX_CANDIDATES, judged_near
+    from fingerprint_indexer.store.near import MAX_CANDIDATES, judged_near
 
     rng = random.Random(4)
     stock, doc_fp, lead_fp = (rng.getrandbits(64) for _ in range(3))
-    with ExactStore(tmp_path, algorithm=ALGO) as store:
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
         tx = store.batch()
         stored = [[rng.getrandbits(64), stock] for _ in range(300)] + [[doc_fp, lead_fp, stock]]
         for i, fps in enumerate(stored):

@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +39,7 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.records.match import Match
@@ -55,85 +54,14 @@ from fingerprint_indexer.store.errors import (
     StoreWriteError,
     rebuild_error,
 )
+from fingerprint_indexer.store.near import doc_of, entry_id, judged_near, verified_near
 from fingerprint_indexer.verification import Verdict, check_many
 
 # 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
 # (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
 FORMAT = b"5"
 UPGRADABLE = (b"4",)  # formats that `store repair` brings to FORMAT in place (their derived keys rebuilt)
-MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
-CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
-_ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
-_UNESCAPE = re.compile("\x1e([\x1e\x1d])")
-
-
-def entry_id(doc_id: str, n: int) -> str:
-    r"""Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
-
-    Ids without \x1e or \x1f are used as they are; in others \x1e becomes \x1e\x1e and \x1f becomes
-    \x1e\x1d, so an id ``a\x1f1`` cannot collide with the first chunk entry of ``a``.
-    """
-    if _ESC in doc_id or CHUNK_SEP in doc_id:
-        doc_id = doc_id.replace(_ESC, _ESC + _ESC).replace(CHUNK_SEP, _ESC + "\x1d")
-    return doc_id if n == 0 else f"{doc_id}{CHUNK_SEP}{n}"
-
-
-def doc_of(entry: str) -> str:
-    """The document an index entry belongs to (the inverse of :func:`entry_id`)."""
-    doc = entry.split(CHUNK_SEP, 1)[0]
-    if _ESC not in doc:
-        return doc
-    return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
-
-
-
-
-def judged_near(
-    ev: Evidence,
-    k: int,
-    query: Callable[[int, int], list[Match]],
-    record: Callable[[str], DocRecord | None],
-    exclude: str | None = None,
-    band: Callable[[str], list[str]] | None = None,
-    limit: int = MAX_CANDIDATES,
-) -> list[tuple[DocRecord, Verdict]]:
-    """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
-    with it (``band``: the documents under a key), with the rule's verdict on it
-    (:func:`fingerprint_indexer.verification.check_many`), nearest first.
-
-    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
-    keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one
-    stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
-    of others."""
-    hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
-    for fp in ev.fingerprints:
-        for m in query(fp, k):
-            h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
-            h[0] += 1
-            h[1] = min(h[1], m.distance)
-    if band is not None:
-        for key in band_keys(bytes(ev.sketch)):
-            for doc in band(key):
-                hits.setdefault(doc, [0, k + 1])[0] += 1
-    hits.pop(exclude or "", None)
-    ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
-    recs = [r for r in map(record, sorted(ids)) if r is not None]
-    judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
-    return sorted(judged, key=lambda x: (x[1].distance, x[0].id))
-
-
-def verified_near(
-    ev: Evidence,
-    k: int,
-    query: Callable[[int, int], list[Match]],
-    record: Callable[[str], DocRecord | None],
-    exclude: str | None = None,
-    band: Callable[[str], list[str]] | None = None,
-) -> list[Match]:
-    """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
-    judged = judged_near(ev, k, query, record, exclude, band)
-    return [Match(r.id, v.distance) for r, v in judged if v.accepted]
 
 
 #: Prefixes of the keys derived from the document records (``store repair`` rebuilds them).
@@ -166,7 +94,7 @@ def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedErr
         "then run their input again")
 
 
-class ExactStore:
+class EmbeddedStore:
     """Open a store directory (created if missing or empty); one process at a time (LevelDB's lock).
 
     The folder must be writable, checked before any work; ``readonly`` opens a store that cannot be
@@ -252,7 +180,7 @@ class ExactStore:
         if self.bloom_state is BloomState.AHEAD and not accept_lost_writes:
             raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
         self.bloom_rebuilt = loaded is None
-        self.bloom = loaded if loaded is not None else self._rebuild_bloom()
+        self.bloom = loaded if loaded is not None else self.rebuild_bloom()
 
     def _release(self) -> None:
         if not self.db.closed:
@@ -267,7 +195,8 @@ class ExactStore:
         items += [f"f:{k[4:12].hex()}" for k in self.db.iterator(prefix=FP_PREFIX, include_value=False)]
         return items
 
-    def _rebuild_bloom(self) -> Any:
+    def rebuild_bloom(self) -> Any:
+        """A Bloom filter of every content digest and fingerprint LevelDB holds (saved unless read-only)."""
         items = self._bloom_items()
         bloom = new_bloom(items, capacity=max(100_000, 2 * len(items)))
         if not self.readonly:
@@ -428,7 +357,7 @@ class ExactStore:
         finally:
             self._release()
 
-    def __enter__(self) -> ExactStore:
+    def __enter__(self) -> EmbeddedStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -438,7 +367,7 @@ class ExactStore:
 class StoreBatch:
     """Staged changes that read their own writes and commit in one atomic LevelDB batch."""
 
-    def __init__(self, store: ExactStore) -> None:
+    def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
         self.wb = store.db.write_batch(transaction=True, sync=True)
         self.ix = store.index.writes(self.wb)
@@ -496,13 +425,9 @@ class StoreBatch:
                                  f"see 'fingerprint-indexer store check {where}'")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool, marks: bytes = b"",
-                   marks_tag: str | None = None) -> None:
-        """Store a new document (``index`` puts it into the block index: never for degenerate docs) and
-        its winnowed copy marks (made under ``marks_tag``)."""
+    def put_record(self, rec: DocRecord, index: bool) -> None:
+        """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
         key = rec.id.encode()
-        if marks and marks_tag is not None:
-            self._put_marks(rec.id, marks, marks_tag, rec.cluster_id)
         self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
@@ -519,7 +444,10 @@ class StoreBatch:
                 self.wb.put(band_key(band, rec.id), b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)
 
-    def _put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
+    def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
+        """Store a decided document's winnowed copy marks (made under ``tag``, which must be the store's),
+        each mark posted under the document's cluster. Not part of the engine's protocol: the pipeline
+        writes them after the decision, and removing the document (:meth:`remove_doc`) drops them."""
         stored = self.store.marks_tag
         if stored != tag:
             held = f"copy marks of {stored!r}" if stored else "no copy marks"

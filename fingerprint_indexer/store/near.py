@@ -1,0 +1,92 @@
+"""Near look-ups every store shares: block-index entry ids of a document's fingerprints, and the verified
+candidates of an :class:`~fingerprint_indexer.fingerprint.evidence.Evidence` (block-index hits and shared
+sketch bands, verified by :func:`fingerprint_indexer.verification.check_many`, nearest first).
+
+The embedded store (:mod:`fingerprint_indexer.store.embedded`) and the in-memory store
+(:mod:`fingerprint_indexer.store.memory`) look up near-duplicates through the same functions, over their own
+block index and band keys, so they find and verify the same candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.record import DocRecord
+from fingerprint_indexer.verification import Verdict, check_many
+
+MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
+CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
+_ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
+_UNESCAPE = re.compile("\x1e([\x1e\x1d])")
+
+
+def entry_id(doc_id: str, n: int) -> str:
+    r"""Block-index entry of a document's ``n``-th fingerprint (0 = the document fingerprint).
+
+    Ids without \x1e or \x1f are used as they are; in others \x1e becomes \x1e\x1e and \x1f becomes
+    \x1e\x1d, so an id ``a\x1f1`` cannot collide with the first chunk entry of ``a``.
+    """
+    if _ESC in doc_id or CHUNK_SEP in doc_id:
+        doc_id = doc_id.replace(_ESC, _ESC + _ESC).replace(CHUNK_SEP, _ESC + "\x1d")
+    return doc_id if n == 0 else f"{doc_id}{CHUNK_SEP}{n}"
+
+
+def doc_of(entry: str) -> str:
+    """The document an index entry belongs to (the inverse of :func:`entry_id`)."""
+    doc = entry.split(CHUNK_SEP, 1)[0]
+    if _ESC not in doc:
+        return doc
+    return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
+
+
+
+
+def judged_near(
+    ev: Evidence,
+    k: int,
+    query: Callable[[int, int], list[Match]],
+    record: Callable[[str], DocRecord | None],
+    exclude: str | None = None,
+    band: Callable[[str], list[str]] | None = None,
+    limit: int = MAX_CANDIDATES,
+) -> list[tuple[DocRecord, Verdict]]:
+    """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
+    with it (``band``: the documents under a key), with the rule's verdict on it
+    (:func:`fingerprint_indexer.verification.check_many`), nearest first.
+
+    At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
+    keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one
+    stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
+    of others."""
+    hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
+    for fp in ev.fingerprints:
+        for m in query(fp, k):
+            h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
+            h[0] += 1
+            h[1] = min(h[1], m.distance)
+    if band is not None:
+        for key in band_keys(bytes(ev.sketch)):
+            for doc in band(key):
+                hits.setdefault(doc, [0, k + 1])[0] += 1
+    hits.pop(exclude or "", None)
+    ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
+    recs = [r for r in map(record, sorted(ids)) if r is not None]
+    judged = list(zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True))
+    return sorted(judged, key=lambda x: (x[1].distance, x[0].id))
+
+
+def verified_near(
+    ev: Evidence,
+    k: int,
+    query: Callable[[int, int], list[Match]],
+    record: Callable[[str], DocRecord | None],
+    exclude: str | None = None,
+    band: Callable[[str], list[str]] | None = None,
+) -> list[Match]:
+    """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
+    judged = judged_near(ev, k, query, record, exclude, band)
+    return [Match(r.id, v.distance) for r, v in judged if v.accepted]
