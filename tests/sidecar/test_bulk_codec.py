@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint_indexer.sidecar.bulk_codec import BulkParseError, filter_path, parse_bulk
 from fingerprint_indexer.sidecar.delivery import BulkOp, encode_ops
-from fingerprint_indexer.sidecar.proxy import BulkParseError, filter_path, parse_bulk
 
 ids = st.text(min_size=1, max_size=12).filter(lambda s: s.strip() != "")
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**18, 10**18), st.text(max_size=20),
