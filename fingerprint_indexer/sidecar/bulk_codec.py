@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote_plus, unquote
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -237,3 +237,18 @@ def has_error(item: dict[str, Any]) -> bool:
     """Whether a bulk item says its operation failed."""
     return "error" in next(iter(item.values()))
 
+
+def single_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A bulk item's ``error`` as Elasticsearch's single-document APIs answer it: with a ``root_cause`` (the
+    error itself, without its ``caused_by``, unless the item gave one), placed first."""
+    err = dict(error)
+    err.setdefault("root_cause", [{k: v for k, v in err.items() if k != "caused_by"}])
+    # Elasticsearch puts root_cause first
+    return {"root_cause": err.pop("root_cause"), **err}
+
+
+def doc_location(index: str, doc_id: Any) -> str:
+    """The ``Location`` header of a created document."""
+    # as Elasticsearch writes it (Java's URLEncoder: form encoding, a space as '+')
+    encoded = quote_plus(str(doc_id), safe="*").replace("~", "%7E")
+    return f"/{index}/_doc/{encoded}"

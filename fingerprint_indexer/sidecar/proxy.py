@@ -32,7 +32,6 @@ import contextlib
 import logging
 import time
 from typing import Any
-from urllib.parse import quote_plus
 
 import httpx
 from fastapi import APIRouter, Request
@@ -46,6 +45,7 @@ from fingerprint_indexer.sidecar.bulk_codec import (
     OP_PARAMS,
     QUEUED_HEADER,
     BulkParseError,
+    doc_location,
     es_error,
     es_json,
     has_error,
@@ -53,6 +53,7 @@ from fingerprint_indexer.sidecar.bulk_codec import (
     path_segments,
     read_json,
     readable,
+    single_error,
 )
 from fingerprint_indexer.sidecar.delivery import BulkOp, creates_documents, is_queued
 from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
@@ -164,16 +165,10 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
         return es_json(exc.body, request, exc.status)
     status = int(item.pop("status", 500))
     if "error" in item:
-        err = dict(item["error"])
-        err.setdefault("root_cause", [{k: v for k, v in err.items() if k != "caused_by"}])
-        # Elasticsearch puts root_cause first
-        err = {"root_cause": err.pop("root_cause"), **err}
-        return es_json({"error": err, "status": status}, request, status)
+        return es_json({"error": single_error(item["error"]), "status": status}, request, status)
     headers: dict[str, str] = {}
     if status == 201:
-        # as Elasticsearch writes it (Java's URLEncoder: form encoding, a space as '+')
-        encoded = quote_plus(str(item.get("_id")), safe="*").replace("~", "%7E")
-        headers["Location"] = f"/{index}/_doc/{encoded}"
+        headers["Location"] = doc_location(index, item.get("_id"))
     if is_queued({action: item}):
         headers[QUEUED_HEADER] = "1"
     return es_json(item, request, status, headers)

@@ -1,15 +1,35 @@
-"""Invariants of how the proxy takes a bulk body apart and puts it together again (pure, no server)."""
+"""The proxy's wire codec (pure, no server): how a bulk body is taken apart and put together again, how
+requests are read, and the shapes of the answers and errors the proxy writes in Elasticsearch's format."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.requests import Request
 
-from fingerprint_indexer.sidecar.bulk_codec import BulkParseError, filter_path, parse_bulk
+from fingerprint_indexer.sidecar.bulk_codec import (
+    ANSWER_PARAMS,
+    META_KEYS,
+    OP_PARAMS,
+    BulkParseError,
+    answer_type,
+    bulk_item,
+    doc_location,
+    es_error,
+    es_json,
+    filter_path,
+    has_error,
+    parse_bulk,
+    path_segments,
+    read_json,
+    readable,
+    single_error,
+)
 from fingerprint_indexer.sidecar.delivery import BulkOp, encode_ops
 
 ids = st.text(min_size=1, max_size=12).filter(lambda s: s.strip() != "")
@@ -89,3 +109,148 @@ def test_filter_path_include_and_exclude_split_a_document(doc: Any) -> None:
     kept, rest = filter_path(doc, "a"), filter_path(doc, "-a")
     assert "a" not in rest and set(kept) <= {"a"}
     assert {k: v for k, v in doc.items() if k != "a"} == rest
+
+
+def _request(path: str = "/news/_bulk", query: str = "", **headers: str) -> Request:
+    raw_path = path.encode("latin-1")
+    return Request({"type": "http", "method": "POST", "path": unquote(path), "raw_path": raw_path,
+                    "query_string": query.encode(), "root_path": "",
+                    "headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]})
+
+
+def test_action_lines_get_the_paths_index_and_keep_their_metadata() -> None:
+    body = (b'{"index":{"_id":"1","routing":"r"}}\n{"content":"a"}\n'
+            b'{"create":{"_index":"other","_id":"2"}}\n{"content":"b"}\n'
+            b'{"update":{"_id":"3","retry_on_conflict":2}}\n{"doc":{"content":"c"}}\n'
+            b'{"delete":{"_id":"4"}}\n')
+    ops = parse_bulk(body, "news")
+    assert [(op.action, op.index, op.id) for op in ops] == \
+        [("index", "news", "1"), ("create", "other", "2"), ("update", "news", "3"), ("delete", "news", "4")]
+    assert ops[0].meta["routing"] == "r" and ops[2].meta["retry_on_conflict"] == 2
+    assert ops[3].source is None and ops[3].raw is None  # a delete has no source line
+    assert ops[2].source == {"doc": {"content": "c"}}
+
+
+@pytest.mark.parametrize("body", [b'{"index":{"_id":"1"}}\n{"a":1}\n',  # no _index, none in the path
+                                  b'{"index":{"_index":"n","_id":""}}\n{"a":1}\n',  # empty id
+                                  b'{"index":{"_index":"n"},"delete":{}}\n{"a":1}\n',  # two actions
+                                  b'{"index":[]}\n{"a":1}\n', b'[]\n', b'{"index":{"_index":"n"}}\n \n'])
+def test_action_lines_elasticsearch_would_refuse(body: bytes) -> None:
+    with pytest.raises(BulkParseError):
+        parse_bulk(body, None)
+
+
+def test_every_metadata_key_and_op_param_elasticsearch_knows_is_read() -> None:
+    assert OP_PARAMS <= META_KEYS  # a single-document write's op params become bulk metadata
+    assert not ANSWER_PARAMS & (OP_PARAMS | META_KEYS)
+    meta = {k: 1 for k in META_KEYS - {"_index", "_id"}}
+    line = json.dumps({"index": {"_index": "n", "_id": "1", **meta}}).encode()
+    assert parse_bulk(line + b'\n{"a":1}\n', None)[0].meta == {"_index": "n", "_id": "1", **meta}
+
+
+def test_read_json_skips_a_bom_and_refuses_duplicate_keys() -> None:
+    assert read_json(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+    with pytest.raises(ValueError):
+        read_json(b'{"a": 1, "a": 2}')
+    with pytest.raises(ValueError):
+        read_json(b'{"a": "\xe9"}')
+
+
+@pytest.mark.parametrize(("ctype", "ok"), [
+    ("application/json", True), ("application/x-ndjson; charset=UTF-8", True),
+    ("Application/JSON", True), ("application/vnd.elasticsearch+x-ndjson;compatible-with=8", True),
+    ("application/vnd.elasticsearch+json; compatible-with=9", True), ("text/plain", False), ("", False)])
+def test_only_json_and_ndjson_bodies_are_read(ctype: str, ok: bool) -> None:
+    assert readable(_request(**({"content_type": ctype} if ctype else {}))) is ok
+
+
+def test_path_segments_are_decoded_one_by_one() -> None:
+    assert path_segments(_request("/news/_doc/a%2Fb%20c%C3%A9")) == ["news", "_doc", "a/b cé"]
+    assert path_segments(_request("/news/_doc/")) == ["news", "_doc", ""]
+    with pytest.raises(UnicodeDecodeError):  # not UTF-8: the route passes it through
+        path_segments(_request("/news/_doc/%ff"))
+
+
+@pytest.mark.parametrize(("headers", "media"), [
+    ({}, "application/json"),
+    ({"content_type": "application/json"}, "application/json"),
+    ({"content_type": "application/vnd.elasticsearch+x-ndjson; compatible-with=8"},
+     "application/vnd.elasticsearch+json;compatible-with=8"),
+    ({"accept": "application/vnd.elasticsearch+json;compatible-with=9",
+      "content_type": "application/vnd.elasticsearch+x-ndjson;compatible-with=8"},
+     "application/vnd.elasticsearch+json;compatible-with=9")])
+def test_answers_take_the_media_type_the_client_asked_for(headers: dict[str, str], media: str) -> None:
+    assert answer_type(_request(**headers)) == media
+    resp = es_json({"a": 1}, _request(**headers))
+    assert resp.headers["content-type"] == media
+    assert resp.headers["x-elastic-product"] == "Elasticsearch"
+
+
+def test_answers_are_compact_or_pretty_and_filtered_unless_an_error() -> None:
+    body = {"took": 3, "errors": False, "items": [{"index": {"_id": "1", "status": 201}}]}
+    compact = b'{"took":3,"errors":false,"items":[{"index":{"_id":"1","status":201}}]}'
+    assert es_json(body, _request()).body == compact
+    pretty = es_json(body, _request(query="pretty")).body
+    assert pretty.endswith(b"}\n") and json.loads(pretty) == body and b"\n  " in pretty
+    assert es_json(body, _request(query="pretty=false")).body.count(b"\n") == 0
+    filtered = es_json(body, _request(query="filter_path=items.*._id"))
+    assert json.loads(filtered.body) == {"items": [{"index": {"_id": "1"}}]}
+    error = {"error": {"type": "x", "reason": "y"}, "status": 409}
+    assert json.loads(es_json(error, _request(query="filter_path=took"), 409).body) == error
+
+
+@pytest.mark.parametrize(("spec", "out"), [
+    ("took", {"took": 3}),
+    ("items.*.status", {"items": [{"index": {"status": 201}}, {"delete": {"status": 404}}]}),
+    ("items.**.status", {"items": [{"index": {"status": 201}}, {"delete": {"status": 404}}]}),
+    ("**._id", {"items": [{"index": {"_id": "1"}}, {"delete": {"_id": "2"}}]}),
+    ("it*", {"items": [{"index": {"_id": "1", "status": 201}}, {"delete": {"_id": "2", "status": 404}}]}),
+    ("-took", {"errors": False, "items": [{"index": {"_id": "1", "status": 201}},
+                                          {"delete": {"_id": "2", "status": 404}}]}),
+    ("-items.*.status,-took", {"errors": False,
+                               "items": [{"index": {"_id": "1"}}, {"delete": {"_id": "2"}}]}),
+    ("errors,items.*.index.status", {"errors": False}),  # arrays are transparent: * is the action already
+    ("items.index.status,errors", {"errors": False, "items": [{"index": {"status": 201}}]}),
+    ("nothing", {})])
+def test_filter_path_selects_as_elasticsearch_does(spec: str, out: dict[str, Any]) -> None:
+    """The kinds of spec test_differential.py checks against a node, on a bulk answer's shape."""
+    body = {"took": 3, "errors": False,
+            "items": [{"index": {"_id": "1", "status": 201}}, {"delete": {"_id": "2", "status": 404}}]}
+    assert filter_path(body, spec) == out
+
+
+def test_errors_the_proxy_answers_itself_have_elasticsearchs_shape() -> None:
+    resp = es_error(413, "request_entity_too_large", "too many", {"Retry-After": "1"})
+    assert resp.status_code == 413 and resp.headers["x-elastic-product"] == "Elasticsearch"
+    assert resp.headers["retry-after"] == "1"
+    assert json.loads(resp.body) == {"error": {"root_cause": [{"type": "request_entity_too_large",
+                                                               "reason": "too many"}],
+                                               "type": "request_entity_too_large", "reason": "too many"},
+                                     "status": 413}
+
+
+def test_items_the_proxy_answers_itself() -> None:
+    op = BulkOp("create", {"_index": "news", "_id": "7"}, {"content": "x"})
+    item = bulk_item(op, 200, result="noop")
+    assert item == {"create": {"_index": "news", "_id": "7", "status": 200, "result": "noop"}}
+    assert not has_error(item)
+    assert has_error(bulk_item(op, 400, error={"type": "illegal_argument_exception", "reason": "r"}))
+
+
+def test_a_single_document_error_puts_its_root_cause_first() -> None:
+    cause = {"type": "json_parse_exception", "reason": "bad"}
+    item_error = {"type": "mapper_parsing_exception", "reason": "failed", "caused_by": cause}
+    err = single_error(item_error)
+    assert list(err) == ["root_cause", "type", "reason", "caused_by"]
+    assert err["root_cause"] == [{"type": "mapper_parsing_exception", "reason": "failed"}]
+    given = {"type": "t", "reason": "r", "root_cause": [{"type": "u", "reason": "v"}]}
+    assert single_error(given) == {"root_cause": [{"type": "u", "reason": "v"}], "type": "t", "reason": "r"}
+    assert "root_cause" not in item_error  # the item's own error is not changed
+
+
+@pytest.mark.parametrize(("doc_id", "location"), [
+    ("1", "/news/_doc/1"), ("a b", "/news/_doc/a+b"), ("a/b", "/news/_doc/a%2Fb"),
+    ("x~*y", "/news/_doc/x%7E*y"), ("é", "/news/_doc/%C3%A9"), ("a+b&c", "/news/_doc/a%2Bb%26c")])
+def test_location_of_a_created_document_is_encoded_as_elasticsearch_encodes_it(doc_id: str, location: str
+                                                                                 ) -> None:
+    assert doc_location("news", doc_id) == location
