@@ -1,10 +1,21 @@
-"""Options and helpers shared by the CLI commands."""
+"""Options and helpers shared by the CLI commands.
+
+An option that several commands take is declared here once, as a decorator, with one help text and one
+default: ``--k`` (:func:`k_option`), ``--keep`` (:func:`keep_option`), ``--on-duplicate``
+(:func:`on_duplicate_option`), ``--processes`` (:func:`processes_option`), ``--skip-errors``
+(:func:`skip_errors_option`), ``--output`` of the decisions (:func:`decisions_output_option`), ``--store``
+of the embedded store (:func:`store_option`), the fingerprint's own options (:func:`config_options`) and
+``--copy-marks`` (:func:`copy_marks_option`). What they need beyond click is imported when a command that
+uses them is loaded, so ``--help`` and ``distance`` stay light.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -46,6 +57,72 @@ def copy_marks_option(func: F) -> F:
              "between stored documents (about twice the fingerprinting work and a store several times "
              "larger). Recorded when the store or index is created; later writes follow it (default: "
              "what the store or index records, off for a new one).")(func)
+
+
+def default_store() -> Path:
+    """The store used when --store is not given: under the user's data directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
+
+
+def store_option(func: F) -> F:
+    """--store DIR: the embedded store a command reads or writes."""
+    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
+                        help=f"Store directory (default: {default_store()}).")(func)
+
+
+def k_option(func: F) -> F:
+    """--k: the near-duplicate distance."""
+    return click.option("--k", "k", type=click.IntRange(0, 63), default=3, show_default=True,
+                        help="Largest Hamming distance counted as near-duplicate; the block layout must "
+                             "serve it (k + 1 plain blocks serve distance k).")(func)
+
+
+def keep_option(note: str = "") -> Callable[[F], F]:
+    """--keep: which copy of a duplicate group is its canonical (``note``: what it means to this command)."""
+    from fingerprint_indexer.engine.rules import KEEP_POLICIES
+
+    def wrap(func: F) -> F:
+        return click.option(
+            "--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
+            help="Which copy of a duplicate group is its canonical: first (the first seen), longest or "
+                 "newest (a longer or newer copy takes over: it is reported with replaces, and the previous "
+                 "canonical is re-pointed at it)." + (f" {note}" if note else ""))(func)
+
+    return wrap
+
+
+def on_duplicate_option(func: F) -> F:
+    """--on-duplicate: what is written of a document decided a duplicate."""
+    from fingerprint_indexer.sidecar.settings import ON_DUPLICATE
+
+    return click.option("--on-duplicate", type=click.Choice(ON_DUPLICATE), default="tag", show_default=True,
+                        help="tag: index duplicates with duplicate_of set; skip: leave them out of the "
+                             "index.")(func)
+
+
+def processes_option(default: int | None = 1) -> Callable[[F], F]:
+    """--processes: fingerprinting worker processes (``default`` None: the CPU count)."""
+    def wrap(func: F) -> F:
+        return click.option("--processes", type=click.IntRange(1, 256),
+                            default=default if default is not None else max(1, os.cpu_count() or 1),
+                            show_default="CPU count" if default is None else True,
+                            help="Worker processes for fingerprinting.")(func)
+
+    return wrap
+
+
+def skip_errors_option(func: F) -> F:
+    """--skip-errors: go on past unreadable input."""
+    return click.option("--skip-errors", is_flag=True,
+                        help="Report bad input lines/files on stderr and go on.")(func)
+
+
+def decisions_output_option(func: F) -> F:
+    """--output/-o: where a deduplicating command writes its JSONL decisions."""
+    return click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+                        help="Write the JSONL decisions here instead of stdout.")(func)
 
 
 def build_config(top_k: int, idf_path: str | None, synonyms: str | None,

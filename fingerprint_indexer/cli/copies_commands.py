@@ -8,8 +8,15 @@ from typing import Any
 import click
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.cli.common import build_config, config_options, emit, fail
-from fingerprint_indexer.cli.dedupe_commands import _guard_store, _store_option, default_store
+from fingerprint_indexer.cli.common import (
+    build_config,
+    config_options,
+    default_store,
+    emit,
+    fail,
+    store_option,
+)
+from fingerprint_indexer.cli.dedupe_commands import _guard_store
 from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
 from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES
@@ -95,7 +102,7 @@ def _text_of(value: str, as_text: bool) -> str:
 @click.command("copies")
 @click.argument("a")
 @click.argument("b", required=False)
-@_store_option
+@store_option
 @search_options("store")
 @click.option("--show", is_flag=True, help="Add the passage's text in A (when A is a text or file).")
 @winnow_options

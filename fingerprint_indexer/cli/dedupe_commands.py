@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-import platformdirs
 import plyvel
 from tqdm import tqdm
 
@@ -17,25 +16,27 @@ from fingerprint_indexer.cli.common import (
     build_config,
     config_options,
     copy_marks_option,
+    decisions_output_option,
+    default_store,
     emit,
     fail,
+    k_option,
+    keep_option,
+    processes_option,
     run_guarded,
+    skip_errors_option,
+    store_option,
 )
 from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
-from fingerprint_indexer.pipeline import KEEP_POLICIES, Pipeline
+from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.records.record import founded_by
 from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
-
-
-def default_store() -> Path:
-    """The store used when --store is not given: under the user's data directory."""
-    return Path(platformdirs.user_data_dir("fingerprint-indexer")) / "store"
 
 
 def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> list[dict[str, Any]]:
@@ -45,16 +46,6 @@ def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> li
     if tag is None or mine is None or theirs is None:
         return []
     return [p.to_dict() for p in winnowed_passages(mine, theirs, WinnowParams.from_tag(tag))]
-
-
-def _store_option(func: Any) -> Any:
-    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
-                        help=f"Store directory (default: {default_store()}).")(func)
-
-
-def _k_option(func: Any) -> Any:
-    return click.option("--k", "k", type=click.IntRange(0, 63), default=3, show_default=True,
-                        help="Largest Hamming distance counted as near-duplicate (needs k + 1 blocks).")(func)
 
 
 def _guard_store(body: Any, store: Path | None = None) -> None:
@@ -75,15 +66,12 @@ def _guard_store(body: Any, store: Path | None = None) -> None:
 
 @click.command("dedupe")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@_store_option
-@_k_option
-@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
-              help="Which document of a duplicate group is canonical: first seen, longest, or newest.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="Write the JSONL decisions here instead of stdout.")
-@click.option("--skip-errors", is_flag=True, help="Report bad lines/files on stderr and go on.")
-@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes for fingerprinting.")
+@store_option
+@k_option
+@keep_option()
+@decisions_output_option
+@skip_errors_option
+@processes_option()
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
               help="Documents per atomic store commit.")
 @copy_marks_option
@@ -143,12 +131,12 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
 
 
 @click.command("similar")
-@_store_option
+@store_option
 @click.option("--id", "doc_id", help="A document already in the store.")
 @click.option("--text", help="Raw text to fingerprint and look up.")
 @click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
               help="A UTF-8 .txt/.html file to fingerprint and look up.")
-@_k_option
+@k_option
 @config_options
 @click.option("--explain", is_flag=True,
               help="Add why each document matched (distance, matched document/chunk, sketch similarity, "

@@ -27,9 +27,15 @@ from fingerprint_indexer.cli.common import (
     chosen_layout,
     config_options,
     copy_marks_option,
+    decisions_output_option,
     emit,
     fail,
+    k_option,
+    keep_option,
+    on_duplicate_option,
+    processes_option,
     run_guarded,
+    skip_errors_option,
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
@@ -38,7 +44,7 @@ from fingerprint_indexer.elastic.es_setup import MappingConflict, index_config, 
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.elastic.similar import similar
-from fingerprint_indexer.engine.rules import KEEP_POLICIES, Keep
+from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import (
@@ -68,11 +74,6 @@ def es_options(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Elasticsearch URL, e.g. http://127.0.0.1:9200; several nodes of one "
                              "cluster comma-separated.")(func)  # fmt: skip
     return func
-
-
-def _k_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--k", "k", type=click.IntRange(0, 63), default=3, show_default=True,
-                        help="Largest Hamming distance counted as near-duplicate.")(func)  # fmt: skip
 
 
 def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
@@ -134,19 +135,14 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @click.command("index")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @es_options
-@_k_option
-@click.option("--on-duplicate", type=click.Choice(["tag", "skip"]), default="tag", show_default=True,
-              help="tag: index duplicates with duplicate_of set; skip: leave them out of the index.")
-@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
-              help="Which copy of a group is its canonical: the first indexed, or a longer/newer copy that "
-                   "then takes over (reported with replaces; the previous canonical is re-pointed at it).")
-@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes for fingerprinting.")
+@k_option
+@on_duplicate_option
+@keep_option()
+@processes_option()
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               help="Documents per decision round trip and bulk request.")
-@click.option("--skip-errors", is_flag=True, help="Report bad input lines/files on stderr and go on.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="Where the JSONL decisions go.")
+@skip_errors_option
+@decisions_output_option
 @copy_marks_option
 @config_options
 def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
@@ -234,11 +230,10 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 
 @click.command("reindex")
 @es_options
-@_k_option
+@k_option
 @click.option("--source-field", default="content", show_default=True, help="Field holding the article text.")
 @click.option("--title-field", default="title", show_default=True, help="Field holding the title.")
-@click.option("--processes", type=click.IntRange(1, 256), default=max(1, (os.cpu_count() or 1)),
-              show_default="CPU count", help="Worker processes for fingerprinting.")  # fmt: skip
+@processes_option(default=None)
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               help="Documents per scan page and bulk request.")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
@@ -296,7 +291,7 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
 @click.option("--text", help="Raw text to fingerprint and look up.")
 @click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
               help="A .txt/.html/.jsonl file: its first document is looked up.")  # fmt: skip
-@_k_option
+@k_option
 @config_options
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
                 file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
@@ -340,7 +335,7 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
 @es_options
 @click.option("--id", "doc_id", required=True, help="The article to find related articles for.")
 @click.option("--size", type=click.IntRange(1, 100), default=10, show_default=True, help="Related stories.")
-@_k_option
+@k_option
 def related_cmd(es_url: str | None, index_name: str, doc_id: str, size: int, k: int) -> None:
     """Related articles (more_like_this, one entry per story with its count of similar reports) and the
     article's own near-duplicates, as one JSON object."""
@@ -354,7 +349,7 @@ def related_cmd(es_url: str | None, index_name: str, doc_id: str, size: int, k: 
 # ---------------------------------------------------------------------------------------------- dedupe
 @click.command("dedupe")
 @es_options
-@_k_option
+@k_option
 @click.option("--dry-run", is_flag=True, help="Find the groups but write nothing back.")
 def dedupe_cmd(es_url: str | None, index_name: str, k: int, dry_run: bool) -> None:
     """Deduplicate the whole index inside Elasticsearch: composite aggregations over the block fields find
@@ -395,15 +390,13 @@ def parse_time(text: str, now_ms: int) -> int:
 
 @click.command("reconcile")
 @es_options
-@_k_option
+@k_option
 @click.option("--since", required=True,
               help="Decide again the documents decided since then: a duration before now (10m, 2h, 1d), "
                    "an ISO time or epoch milliseconds.")
 @click.option("--until", default=None, help="...and before then (default: now); same forms as --since.")
-@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
-              help="The keep policy the writers of the index use.")
-@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Fingerprinting worker processes.")
+@keep_option("Give the one the writers of the index use.")
+@processes_option()
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True)
 def reconcile_cmd(es_url: str | None, index_name: str, k: int, since: str, until: str | None, keep: str,
                   processes: int, batch_size: int) -> None:

@@ -6,7 +6,15 @@ import sys
 
 import click
 
-from fingerprint_indexer.cli.common import build_config, config_options, emit, fail, run_guarded
+from fingerprint_indexer.cli.common import (
+    build_config,
+    config_options,
+    emit,
+    fail,
+    processes_option,
+    run_guarded,
+    skip_errors_option,
+)
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
 from fingerprint_indexer.io.readers import InputError, read_documents
@@ -30,9 +38,8 @@ def _stdin_documents(fmt: str) -> list[str] | Document:
 @click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "text"]), default="auto",
               show_default=True,
               help="How to read stdin: JSON lines, or all of it as one text (auto: sniff the first byte).")
-@click.option("--skip-errors", is_flag=True, help="Report bad lines/files on stderr and go on.")
-@click.option("--processes", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Worker processes for fingerprinting.")
+@skip_errors_option
+@processes_option()
 @click.option("--no-terms", is_flag=True, help="Leave top terms out of the output.")
 @config_options
 def fingerprint_cmd(inputs: tuple[str, ...], fmt: str, skip_errors: bool, processes: int, no_terms: bool,
@@ -81,7 +88,7 @@ def idf_group() -> None:
               help="Where to write the table (jieba's 'term idf' format).")
 @click.option("--min-df", type=click.IntRange(1), default=2, show_default=True,
               help="Drop terms seen in fewer documents (typos, ids).")
-@click.option("--skip-errors", is_flag=True, help="Report bad lines/files on stderr and go on.")
+@skip_errors_option
 def idf_fit_cmd(inputs: tuple[str, ...], output: str, min_df: int, skip_errors: bool) -> None:
     """Fit an IDF table on CORPUS (JSONL/.txt/.html files or folders); use it with --idf."""
     def body() -> None:

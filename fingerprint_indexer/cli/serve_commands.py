@@ -8,14 +8,21 @@ from pathlib import Path
 import click
 import platformdirs
 
-from fingerprint_indexer.cli.common import build_config, config_options, fail
+from fingerprint_indexer.cli.common import (
+    build_config,
+    config_options,
+    fail,
+    k_option,
+    keep_option,
+    on_duplicate_option,
+    processes_option,
+)
 from fingerprint_indexer.env import URL_HINT, EsSettings, EsSettingsError, env_flag
 from fingerprint_indexer.env import es_settings as read_es_settings
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.fingerprint.winnow import WinnowParams
-from fingerprint_indexer.pipeline import KEEP_POLICIES
 from fingerprint_indexer.sidecar.auth import AuthConfigError, check_bind, load_api_key
-from fingerprint_indexer.sidecar.settings import ON_DUPLICATE, STATES, ServiceSettings
+from fingerprint_indexer.sidecar.settings import STATES, ServiceSettings
 from fingerprint_indexer.sidecar.spool import SpoolLocked
 from fingerprint_indexer.store.errors import StoreError
 
@@ -51,19 +58,14 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
                    f"(default: {default_data_dir()}).")
 @click.option("--index", "default_index", default="news", show_default=True,
               help="Index used by /v1 requests that name none.")
-@click.option("--on-duplicate", type=click.Choice(ON_DUPLICATE), default="tag", show_default=True,
-              help="tag: index duplicates with duplicate_of; skip: do not index them.")
-@click.option("--keep", type=click.Choice(KEEP_POLICIES), default="first", show_default=True,
-              help="Which copy stays the canonical of a duplicate group; longest/newest make a later copy "
-                   "the canonical and re-point the earlier one (also in Elasticsearch).")
+@on_duplicate_option
+@keep_option()
 @click.option("--state", type=click.Choice(STATES), default="embedded", show_default=True,
               help="Where decisions are made: this service's embedded stores, or the Elasticsearch "
                    "cluster itself, so that several services in front of one cluster answer as one "
                    "(run `es reconcile` after near copies raced between them).")
-@click.option("--k", type=click.IntRange(0, 63), default=3, show_default=True,
-              help="Largest Hamming distance counted as near-duplicate.")
-@click.option("--processes", type=click.IntRange(1, 256), default=2, show_default=True,
-              help="Fingerprinting worker processes.")
+@k_option
+@processes_option(default=2)
 @click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False),
               help="File whose first line is the API key (default: FPI_API_KEY).")
 @click.option("--max-body-mb", type=click.IntRange(1, 2048), default=50, show_default=True)

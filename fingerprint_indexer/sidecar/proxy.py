@@ -7,585 +7,66 @@ fields are added to the source, and the duplicate policy applies (``tag``: index
 ``duplicate_of``; ``skip``: do not send it, and answer the item with ``result: noop``). An operation
 without ``_id`` gets one here (a random UUID), so a spooled replay can never index it twice.
 
-A ``create`` only enters the embedded store when Elasticsearch will accept it: for creates of ids the store
-already holds, the same ``_mget`` as for updates asks whether they exist (earlier operations of the request
-followed), and a create of an existing id is passed on unchanged, so Elasticsearch answers its own 409 and
-the stored entry keeps describing the text Elasticsearch has. When Elasticsearch cannot be asked, such a
-create is passed on unchanged too (the entry is kept; the id almost surely exists). Any fingerprinted
-operation that Elasticsearch still refuses (a 409 for a document written behind the proxy's back, a
-mapping error, an update of a missing document) leaves the store.
-
 ``update`` operations (bulk, and ``POST /{index}/_update/{id}``) whose partial ``doc`` or ``upsert`` sets a
-text field are fingerprinted as the document will be after the update: the current text fields of those
-ids are read in one ``_mget`` per request, the partial doc is merged over them as Elasticsearch merges it
-(objects key by key, everything else replaced), earlier operations of the same request on the same id are
-taken into account, and the fingerprint fields go into ``doc`` (or into ``upsert`` when the document does
-not exist yet). The embedded store replaces the document's entry. Updates are always applied (the ``skip``
-policy does not drop them). Scripted updates cannot be evaluated here and pass through unchanged, as do
-updates that set no text field. When the current document cannot be read (Elasticsearch unreachable,
-writes being spooled, ``_source`` disabled), the update passes through unchanged, a warning without
-document bodies is logged, and the document is dropped from the embedded store, whose entry no longer
-describes it.
-
-Under ``keep=longest|newest`` a document that becomes its group's canonical (``replaces`` in its
-``fingerprint_indexer`` summary) is followed, in the same bulk request to Elasticsearch (or the same spool
-frame), by an update that points the previous canonical at it; that update's item is not part of the
-answer, which keeps one item per operation of the request. Under ``skip`` such a document is indexed (it
-is the one kept), and the replaced canonical stays in Elasticsearch, tagged.
+text field are fingerprinted as the document will be after the update (:mod:`updates` says how); scripted
+updates, and updates that set no text field, pass through unchanged.
 
 Deletes and sources without text go through unchanged (sources byte for byte). Answers are in
 Elasticsearch's own format, with each fingerprinted item carrying an extra ``fingerprint_indexer`` object.
 Queued items (Elasticsearch unavailable, see :mod:`delivery`) are answered as applied and marked
 ``fingerprint_indexer.queued``.
 
-Requests are read as Elasticsearch reads them (see :func:`parse_bulk`, :func:`doc_target`); what the proxy
+Requests are read as Elasticsearch reads them (see :mod:`bulk_codec`, :func:`doc_target`); what the proxy
 cannot read that way is passed through, so Elasticsearch answers it itself. Every write first makes sure
 its index exists with the fingerprint mapping (:meth:`EsClient.ensure_index`, asked per request).
+
+This module holds the routes and the pass-through. The rest is split by concern: :mod:`bulk_codec` reads
+requests and writes answers in Elasticsearch's wire format, :mod:`updates` works out what updates (and
+creates of known ids) will do to a document, and :mod:`writes` fingerprints, decides and delivers the
+operations of a request (:func:`writes.process_ops`), creates and the ``keep`` policy's relinks included.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import json
 import logging
-import re
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote_plus, unquote
 
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
-from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
-from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
 from fingerprint_indexer.sidecar.auth import KEY_HEADERS
+from fingerprint_indexer.sidecar.bulk_codec import (
+    ANSWER_PARAMS,
+    OP_PARAMS,
+    QUEUED_HEADER,
+    BulkParseError,
+    doc_location,
+    es_error,
+    es_json,
+    has_error,
+    parse_bulk,
+    path_segments,
+    read_json,
+    readable,
+    single_error,
+)
 from fingerprint_indexer.sidecar.context import svc
-from fingerprint_indexer.sidecar.delivery import SOURCE_ACTIONS, BulkOp, creates_documents, is_queued
-from fingerprint_indexer.sidecar.errors import error_body
+from fingerprint_indexer.sidecar.delivery import BulkOp, creates_documents, is_queued
 from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
-from fingerprint_indexer.sidecar.es_state import Stores
-from fingerprint_indexer.sidecar.ingest import Decided, decide, es_fields, relink_op
 from fingerprint_indexer.sidecar.state import ServiceState
+from fingerprint_indexer.sidecar.updates import is_scripted, update_wants_source
 from fingerprint_indexer.sidecar.worker import valid_index_name
+from fingerprint_indexer.sidecar.writes import process_ops
 
 log = logging.getLogger("fingerprint_indexer.sidecar")
 router = APIRouter()
-PRODUCT = {"X-Elastic-Product": "Elasticsearch"}
-ACTIONS = frozenset({"index", "create", "update", "delete"})
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                         "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
-#: Query parameters of a single-document write that are per-operation metadata in a bulk request.
-OP_PARAMS = frozenset({"routing", "version", "version_type", "if_seq_no", "if_primary_term", "pipeline",
-                       "require_alias", "retry_on_conflict"})
-#: Query parameters about the shape of the answer, applied by the proxy (never sent on with a write).
-ANSWER_PARAMS = frozenset({"filter_path", "pretty", "human", "error_trace"})
-#: Response header giving the number of operations of the answer that were queued (spooled).
-QUEUED_HEADER = "X-Fingerprint-Indexer-Queued"
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
-
-
-#: Metadata keys Elasticsearch accepts on a bulk action line; a line with any other is passed through,
-#: so Elasticsearch refuses it with its own error.
-META_KEYS = frozenset({"_index", "_id", "routing", "op_type", "version", "version_type", "retry_on_conflict",
-                       "pipeline", "_source", "if_seq_no", "if_primary_term", "require_alias",
-                       "require_data_stream", "list_executed_pipelines", "dynamic_templates"})
-BOM = b"\xef\xbb\xbf"
-COMPATIBLE = re.compile(r"vnd\.elasticsearch\+[a-z-]+\s*;\s*compatible-with\s*=\s*(\d+)", re.IGNORECASE)
-#: Request content types the proxy reads (with or without ``compatible-with``); any other body goes
-#: through unchanged and Elasticsearch answers it (e.g. 406 for a missing Content-Type).
-READABLE_TYPES = ("application/json", "application/x-ndjson", "application/vnd.elasticsearch+json",
-                  "application/vnd.elasticsearch+x-ndjson")
-
-
-def es_error(status: int, type_: str, reason: str, headers: dict[str, str] | None = None) -> Response:
-    """An error answered by the proxy itself, in Elasticsearch's error shape."""
-    raw = json.dumps(error_body(status, type_, reason)).encode()
-    return Response(raw, status_code=status, media_type="application/json",
-                    headers={**PRODUCT, **(headers or {})})
-
-
-class BulkParseError(FingerprintIndexerError, ValueError):
-    """The body is not a bulk request the proxy can take apart exactly as Elasticsearch would: it is
-    passed through, so Elasticsearch answers with its own error (or, rarely, applies it unfingerprinted)."""
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):  # Elasticsearch refuses duplicate fields; re-encoding would hide them
-        raise ValueError("duplicate field")
-    return out
-
-
-def read_json(raw: bytes) -> Any:
-    """A JSON line as Elasticsearch reads it (a leading UTF-8 BOM is skipped, duplicate keys refused);
-    raises ValueError."""
-    if raw.startswith(BOM):
-        raw = raw[len(BOM):]
-    return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
-
-
-def parse_bulk(body: bytes, default_index: str | None) -> list[BulkOp]:
-    """The operations of an NDJSON bulk body (each with ``_index`` filled in from the path).
-
-    Follows Elasticsearch's own reading: the body must end with a newline; a last action without its
-    source line is ignored; a source line that is not valid UTF-8 JSON fails only its own item (it is
-    sent on as received, see :attr:`BulkOp.raw`). Anything else unusual raises :class:`BulkParseError`.
-    """
-    if not body or not body.endswith(b"\n"):
-        raise BulkParseError("the bulk request must be terminated by a newline")
-    lines = body.split(b"\n")[:-1]
-    ops: list[BulkOp] = []
-    i = 0
-    while i < len(lines):
-        try:
-            head = read_json(lines[i])
-        except ValueError:
-            raise BulkParseError(f"action line [{i + 1}] is not valid JSON") from None
-        if not isinstance(head, dict) or len(head) != 1 or next(iter(head)) not in ACTIONS:
-            raise BulkParseError(f"malformed action/metadata line [{i + 1}]")
-        action, meta = next(iter(head.items()))
-        if not isinstance(meta, dict) or not meta.keys() <= META_KEYS or meta.get("_id") == "":
-            raise BulkParseError(f"malformed action/metadata line [{i + 1}]")
-        if "_index" not in meta:
-            if default_index is None:
-                raise BulkParseError(f"action on line [{i + 1}] has no _index and the path names no index")
-            meta["_index"] = default_index
-        if action not in SOURCE_ACTIONS:
-            ops.append(BulkOp(action, meta))
-            i += 1
-            continue
-        if i + 1 >= len(lines):  # a dangling last action: Elasticsearch ignores it
-            break
-        raw = lines[i + 1]
-        if not raw.strip():
-            raise BulkParseError(f"source line [{i + 2}] is empty")
-        try:
-            source = read_json(raw)
-        except ValueError:
-            source = None  # its item fails alone, with Elasticsearch's own error
-        ops.append(BulkOp(action, meta, source, raw=raw))
-        i += 2
-    if not ops:
-        raise BulkParseError("request body is required")
-    return ops
-
-
-def readable(request: Request) -> bool:
-    """Whether the request's Content-Type is one the proxy reads (else it is passed through)."""
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return ctype in READABLE_TYPES
-
-
-def path_segments(request: Request) -> list[str]:
-    """The request path's segments, each percent-decoded on its own: ``/i/_doc/a%2Fb`` gives
-    ``["i", "_doc", "a/b"]`` (the routes match the decoded path, where that ``/`` splits the id)."""
-    raw = request.scope.get("raw_path") or request.url.path.encode()
-    path = raw.decode("latin-1").partition("?")[0]
-    return [unquote(seg, errors="strict") for seg in path.split("/")[1:]]
-
-
-def filter_path(body: Any, spec: str) -> Any:
-    """Elasticsearch's ``filter_path`` response filtering: comma-separated dotted paths, ``*`` inside a
-    name, ``**`` for any depth, a leading ``-`` to exclude; arrays are transparent and objects or arrays
-    left empty by an inclusive filter are dropped."""
-    paths = [p.strip() for p in spec.split(",") if p.strip()]
-    includes = [tuple(p.split(".")) for p in paths if not p.startswith("-")]
-    excludes = [tuple(p[1:].split(".")) for p in paths if p.startswith("-")]
-    out = body
-    if includes:
-        out = _filter(body, includes, True)
-        if out is _DROP:
-            out = {}
-    if excludes:
-        out = _filter(out, excludes, False)
-        if out is _DROP:
-            out = {}
-    return out
-
-
-_DROP = object()
-
-
-def _name_matches(pattern: str, name: str) -> bool:
-    if "*" not in pattern:
-        return pattern == name
-    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), name) is not None
-
-
-def _advance(paths: list[tuple[str, ...]], key: str) -> tuple[bool, list[tuple[str, ...]]]:
-    """Whether ``key`` completes one of ``paths``, and the paths that continue below it."""
-    done, rest = False, []
-    for p in paths:
-        if p[0] == "**":
-            rest.append(p)
-            if len(p) == 1:
-                done = True
-            elif _name_matches(p[1], key):
-                if len(p) == 2:
-                    done = True
-                else:
-                    rest.append(p[2:])
-        elif _name_matches(p[0], key):
-            if len(p) == 1:
-                done = True
-            else:
-                rest.append(p[1:])
-    return done, rest
-
-
-def _filter(value: Any, paths: list[tuple[str, ...]], include: bool) -> Any:
-    if isinstance(value, list):
-        kept = [v for v in (_filter(v, paths, include) for v in value) if v is not _DROP]
-        return _DROP if include and not kept else kept
-    if not isinstance(value, dict):
-        return _DROP if include else value
-    out: dict[str, Any] = {}
-    for key, v in value.items():
-        done, rest = _advance(paths, key)
-        if done:
-            if include:
-                out[key] = v
-            continue
-        if rest and isinstance(v, dict | list):
-            sub = _filter(v, rest, include)
-            if sub is not _DROP:
-                out[key] = sub
-        elif not include:
-            out[key] = v
-    return _DROP if include and not out else out
-
-
-def es_json(body: Any, request: Request, status: int = 200, headers: dict[str, str] | None = None
-            ) -> Response:
-    """An answer in Elasticsearch's manner: ``filter_path`` applied to successful answers (Elasticsearch
-    never filters its error answers), ``pretty`` honoured, ``X-Elastic-Product`` set."""
-    spec = request.query_params.get("filter_path")
-    if spec and status < 300:
-        body = filter_path(body, spec)
-    pretty = request.query_params.get("pretty") not in (None, "false")
-    raw = json.dumps(body, ensure_ascii=False, indent=2 if pretty else None,
-                     separators=None if pretty else (",", ":")).encode()
-    return Response(raw + (b"\n" if pretty else b""), status_code=status, media_type=answer_type(request),
-                    headers={**PRODUCT, **(headers or {})})
-
-
-def answer_type(request: Request) -> str:
-    """The Content-Type Elasticsearch answers with: its versioned media type when the request asked for
-    one (``compatible-with=N`` in Accept, else in Content-Type), plain JSON otherwise."""
-    for name in ("accept", "content-type"):
-        found = COMPATIBLE.search(request.headers.get(name, ""))
-        if found:
-            return f"application/vnd.elasticsearch+json;compatible-with={found.group(1)}"
-    return "application/json"
-
-
-class Unknown(enum.Enum):
-    """The current source of a document could not be read."""
-
-    SOURCE = "unknown"
-
-
-#: What is known of a document's text fields: the fields (it exists), None (it does not), or Unknown.
-Known = dict[str, Any] | None | Unknown
-
-
-@dataclass
-class UpdatePlan:
-    """How one update operation is fingerprinted: the merged document, and the part of the update body
-    (``doc`` or ``upsert``) that gets the fingerprint fields."""
-
-    target: str
-    document: Document | str
-
-
-def merge_source(old: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """Elasticsearch's merge of a partial ``doc`` into a source: objects key by key, recursively; every
-    other value (strings, numbers, arrays, null) replaced."""
-    out = dict(old)
-    for key, value in changes.items():
-        cur = out.get(key)
-        out[key] = merge_source(cur, value) if isinstance(cur, dict) and isinstance(value, dict) else value
-    return out
-
-
-def _touches_text(part: Any) -> bool:
-    return isinstance(part, dict) and any(f in part for f in TEXT_FIELDS)
-
-
-def _text_part(source: Any) -> Known:
-    return {f: source[f] for f in TEXT_FIELDS if f in source} if isinstance(source, dict) else Unknown.SOURCE
-
-
-def is_scripted(op: BulkOp) -> bool:
-    return op.action == "update" and isinstance(op.source, dict) and "script" in op.source
-
-
-def update_wants_source(op: BulkOp) -> bool:
-    """An unscripted update of a store-backed index whose ``doc`` or ``upsert`` sets a text field."""
-    body = op.source
-    return (op.action == "update" and isinstance(body, dict) and "script" not in body and op.id is not None
-            and valid_index_name(op.index)
-            and (_touches_text(body.get("doc")) or _touches_text(body.get("upsert"))))
-
-
-def _routing(op: BulkOp) -> Any:
-    return op.meta.get("routing", op.meta.get("_routing"))
-
-
-def _stored_ids(stores: Stores, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-    """The ``(index, id)`` pairs the embedded stores hold an entry for (runs on the store thread)."""
-    return {key for key in keys if stores.record(*key) is not None}
-
-
-async def current_sources(state: ServiceState, ops: list[BulkOp],
-                          creates: frozenset[tuple[str, str]] = frozenset(),
-                          ) -> tuple[dict[tuple[str, str], Known], str]:
-    """The text fields of every document an update in ``ops`` needs, and whether the ``creates`` ids
-    exist, as they are before the request (one ``_mget``); with the reason why they are Unknown when they
-    cannot be read."""
-    assert state.es is not None and state.delivery is not None
-    specs: dict[tuple[str, str], dict[str, Any]] = {}
-    for op in ops:
-        if update_wants_source(op) or (op.action == "create" and (op.index, str(op.id)) in creates):
-            spec: dict[str, Any] = {"_index": op.index, "_id": op.id, "_source": list(TEXT_FIELDS)}
-            if _routing(op) is not None:
-                spec["routing"] = _routing(op)
-            specs.setdefault((op.index, str(op.id)), spec)
-    if not specs:
-        return {}, ""
-    unknown: dict[tuple[str, str], Known] = dict.fromkeys(specs, Unknown.SOURCE)
-    if state.spool.depth > 0 or state.delivery.es_down:
-        # writes are queued in the spool: Elasticsearch's copy may be older than what was acknowledged
-        return unknown, "writes are being spooled"
-    try:
-        answers = await state.es.mget(list(specs.values()))
-    except EsUnavailable as exc:
-        return unknown, f"_mget failed: {exc}"
-    except BulkRejected as exc:
-        return unknown, f"_mget refused with {exc.status}"
-    out: dict[tuple[str, str], Known] = {}
-    for key, ans in zip(specs, answers, strict=True):
-        error = ans.get("error")
-        if error is not None:
-            missing = isinstance(error, dict) and error.get("type") == "index_not_found_exception"
-            out[key] = None if missing else Unknown.SOURCE
-        elif ans.get("found"):
-            out[key] = _text_part(ans.get("_source"))  # no _source (disabled in the mapping): Unknown
-        else:
-            out[key] = None
-    return out, "some documents could not be read"
-
-
-def plan_updates(ops: list[BulkOp], current: dict[tuple[str, str], Known]
-                 ) -> tuple[dict[int, UpdatePlan], dict[int, str], dict[int, str]]:
-    """Replay ``ops`` in order over the documents' current text fields: a plan per update to fingerprint,
-    the metric outcome of every update operation, and the ``create`` operations to pass on unchanged (by
-    position): ``"exists"`` when Elasticsearch will refuse them with 409, ``"unknown"`` when it is not
-    known whether the id exists. A create whose id is not in ``current`` is taken as a new id."""
-    known = dict(current)
-    for op in ops:
-        if op.action == "create" and op.id is not None:
-            known.setdefault((op.index, op.id), None)
-    plans: dict[int, UpdatePlan] = {}
-    outcomes: dict[int, str] = {}
-    held: dict[int, str] = {}
-    for pos, op in enumerate(ops):
-        if op.action == "update":
-            outcomes[pos] = "scripted" if is_scripted(op) else "no_text"
-        key = (op.index, str(op.id))
-        if op.id is None or key not in known:
-            continue
-        prev = known[key]
-        if op.action == "index":
-            known[key] = _text_part(op.source)
-        elif op.action == "create":
-            if prev is None:
-                known[key] = _text_part(op.source)
-            else:  # on an existing id: 409, nothing changes (or, when unknown, nothing is known)
-                held[pos] = "unknown" if isinstance(prev, Unknown) else "exists"
-        elif op.action == "delete":
-            known[key] = None
-        elif not isinstance(op.source, dict) or "script" in op.source or isinstance(prev, Unknown):
-            if update_wants_source(op):
-                outcomes[pos] = "unknown_source"
-            known[key] = Unknown.SOURCE
-        else:
-            body = op.source
-            doc, upsert = body.get("doc"), body.get("upsert")
-            target, after = "", prev
-            if prev is not None and isinstance(doc, dict):
-                target, after = "doc", merge_source(prev, doc)
-            elif prev is None and body.get("doc_as_upsert") is True and isinstance(doc, dict):
-                target, after = "doc", doc
-            elif prev is None and isinstance(upsert, dict):
-                target, after = "upsert", upsert
-            # otherwise Elasticsearch answers the item with an error and nothing changes
-            known[key] = _text_part(after)
-            applied = body[target] if target else None
-            if target and _touches_text(applied):
-                document = source_document(str(op.id), after)
-                if document is not None:
-                    plans[pos] = UpdatePlan(target, document)
-                    outcomes[pos] = "fingerprinted"
-    return plans, outcomes, held
-
-
-def _fingerprint_nulls(layout: Any) -> dict[str, None]:
-    """Fingerprint fields a result may leave out (block keys of degenerate documents, the sketch): set to
-    null in a partial doc, so no stale value of the previous text survives the merge."""
-    return dict.fromkeys([*block_fields(layout), SKETCH_FIELD])
-
-
-def _item(op: BulkOp, status: int, **fields: Any) -> dict[str, Any]:
-    return {op.action: {"_index": op.index, "_id": op.id, "status": status, **fields}}
-
-
-async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, str],
-                      answer: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Fingerprint, decide, apply the policy, deliver; one bulk item per operation, in order (``answer``
-    gets Elasticsearch's other top-level answer fields, see :meth:`Delivery.submit`)."""
-    assert state.pool is not None and state.delivery is not None
-    out: list[dict[str, Any] | None] = [None] * len(ops)
-    todo: list[tuple[int, str, Document]] = []
-    named: list[tuple[str, str]] = []  # creates with the caller's own id (an assigned one is new)
-    for op in ops:
-        if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None \
-                and op.source is not None:
-            op.meta["_id"] = uuid.uuid4().hex
-        elif op.action == "create" and valid_index_name(op.index):
-            named.append((op.index, str(op.id)))
-    # A create of an id the embedded store holds would replace that entry before Elasticsearch answers,
-    # and Elasticsearch refuses a create of an existing id (409): so whether those ids exist is asked in
-    # the same _mget as the updates' sources, and a create of an existing id is passed on unchanged.
-    # When Elasticsearch cannot be asked (unreachable, writes being spooled), such a create is passed on
-    # unchanged too and the stored entry is kept: it describes a document written through the proxy, so
-    # the create almost surely meets that document and is refused (on replay, a 409 counts as applied).
-    # Were the document in fact gone, it is created without fingerprint fields; index it again.
-    stored = await state.stores.call(_stored_ids, state.stores, named) if named else set()
-    current, why = await current_sources(state, ops, frozenset(stored))
-    plans, outcomes, held = plan_updates(ops, current)
-    for pos, op in enumerate(ops):
-        if op.action in ("index", "create") and valid_index_name(op.index):
-            doc = source_document(str(op.meta["_id"]), op.source)
-        elif pos in plans:
-            doc = plans[pos].document
-        else:
-            continue
-        if isinstance(doc, str):
-            out[pos] = _item(op, 400, error={"type": "illegal_argument_exception", "reason": doc})
-        elif doc is not None and pos not in held:
-            todo.append((pos, op.index, doc))
-    for outcome in outcomes.values():
-        state.metrics.updates.labels(outcome).inc()
-    stale = [pos for pos, outcome in outcomes.items() if outcome == "unknown_source"]
-    if stale:
-        log.warning("%d update(s) passed on without fingerprints (%s); their entries leave the embedded "
-                    "store", len(stale), why)
-    unsure = sum(1 for reason in held.values() if reason == "unknown")
-    if unsure:
-        log.warning("%d create(s) of ids in the embedded store passed on without fingerprints (%s); their "
-                    "entries are kept", unsure, why)
-    t0 = time.perf_counter()
-    decided = await decide_in_order(state, ops, todo)
-    if todo:
-        state.metrics.fingerprint_seconds.observe(time.perf_counter() - t0)
-    policy = state.settings.on_duplicate
-    relinks: dict[int, BulkOp] = {}  # updates of replaced canonicals, sent right after their operation
-    # once per index and request: an index that does not exist yet has no layout to remember, and asking
-    # per document would send one GET per document of the request that creates it
-    layouts = {ix: await state.es_layout(ix) for ix in dict.fromkeys(ops[pos].index for pos, _, _ in todo)}
-    for (pos, _, _), d in zip(todo, decided, strict=True):
-        op = ops[pos]
-        state.metrics.documents.labels(d.decision.decision).inc()
-        summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        layout = layouts[op.index]
-        fields = es_fields(d.result, d.decision, layout, d.doc.length)
-        plan = plans.get(pos)
-        if plan is not None:  # an update: the fields go into the part of the body that gets applied
-            extra = _fingerprint_nulls(layout) if plan.target == "doc" else {}
-            op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **fields}}
-            op.raw = None  # re-encoded with the fields inside doc/upsert
-        elif policy == "skip" and d.is_duplicate:
-            state.metrics.skipped.inc()
-            out[pos] = _item(op, 200, result="noop", fingerprint_indexer=summary)
-            await state.stores.call(state.stores.discard, op.index, [(d.doc.id, d.result.content_digest)])
-            continue
-        else:
-            op.added = fields
-        op.fingerprinted = True
-        op.extra = summary
-        if (relink := relink_op(op.index, d.decision)) is not None:
-            relinks[pos] = relink
-    # the last operation of the request decided into the store, per id: an entry it wrote is not
-    # forgotten because of an earlier operation on the same id (delete X, then create X again)
-    last_decided = {(idx, doc.id): pos for pos, idx, doc in todo}
-
-    def superseded(pos: int, op: BulkOp) -> bool:
-        return last_decided.get((op.index, str(op.id)), -1) > pos
-
-    forward = [pos for pos in range(len(ops)) if out[pos] is None]
-    sent = [o for pos in forward for o in (ops[pos], relinks.get(pos)) if o is not None]
-    answered = await state.delivery.submit(sent, params, answer)
-    written: dict[str, list[str]] = {}
-    for o in sent:
-        if (o.fingerprinted or o.relink) and o.id is not None:
-            written.setdefault(o.index, []).append(o.id)
-    for name, ids in written.items():
-        await state.stores.call(state.stores.settle, name, ids)
-    # the client sees one item per operation it sent: the relinks' items are left out (their failures
-    # are logged by the delivery)
-    items = [it for o, it in zip(sent, answered, strict=True) if not o.relink]
-    for pos, item in zip(forward, items, strict=True):
-        op = ops[pos]
-        if op.fingerprinted and _has_error(item):
-            # Elasticsearch refused the operation (a create whose id existed after all, a mapping error, an
-            # update of a missing document): the entry just decided describes text it does not hold
-            if not superseded(pos, op):
-                await state.stores.call(state.stores.forget, op.index, str(op.id))
-        elif op.fingerprinted:
-            body = next(iter(item.values()))
-            body["fingerprint_indexer"] = {**op.extra, **body.get("fingerprint_indexer", {})}
-        elif (op.action == "delete" or outcomes.get(pos) == "unknown_source") and op.id \
-                and valid_index_name(op.index) and not _has_error(item) and not superseded(pos, op):
-            # deleted (or queued for deletion) in Elasticsearch, or its text changed in a way we could not
-            # follow: later copies must not point at it
-            await state.stores.call(state.stores.forget, op.index, op.id)
-        out[pos] = item
-    return [it for it in out if it is not None]
-
-
-async def decide_in_order(state: ServiceState, ops: list[BulkOp], todo: list[tuple[int, str, Document]]
-                          ) -> list[Decided]:
-    """Decide the ``todo`` documents as if the request's operations ran one after the other: a ``delete``
-    leaves the embedded store before the documents after it are decided, so a copy of a document
-    deleted earlier in the same request is not called its duplicate. (Should Elasticsearch then refuse
-    that delete, which it does only for a version conflict or a missing routing, the entry stays out of
-    the store: later copies of it count as new rather than pointing at it.)"""
-    assert state.pool is not None
-    deletes = [pos for pos, op in enumerate(ops)
-               if op.action == "delete" and op.id is not None and valid_index_name(op.index)]
-    if not deletes or not todo:
-        return await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in todo])
-    out: list[Decided] = []
-    start = 0
-    for cut in [*deletes, len(ops)]:
-        run = [t for t in todo if start <= t[0] < cut]
-        if run:
-            out += await decide(state.pool, state.stores, [(idx, doc) for _, idx, doc in run])
-        if cut < len(ops):
-            await state.stores.call(state.stores.forget, ops[cut].index, str(ops[cut].id))
-        start = cut
-    return out
-
-
-def _has_error(item: dict[str, Any]) -> bool:
-    return "error" in next(iter(item.values()))
 
 
 async def _bulk(request: Request, index: str | None) -> Response:
@@ -610,7 +91,7 @@ async def _bulk(request: Request, index: str | None) -> Response:
         items = await process_ops(state, ops, params, extra)
     except BulkRejected as exc:
         return es_json(exc.body, request, exc.status)
-    out = {"errors": any(_has_error(it) for it in items),
+    out = {"errors": any(has_error(it) for it in items),
            "took": round((time.perf_counter() - started) * 1000), **extra, "items": items}
     queued = sum(1 for it in items if is_queued(it))
     return es_json(out, request, headers={QUEUED_HEADER: str(queued)} if queued else None)
@@ -684,16 +165,10 @@ async def _single(request: Request, endpoint: str, action: str) -> Response:
         return es_json(exc.body, request, exc.status)
     status = int(item.pop("status", 500))
     if "error" in item:
-        err = dict(item["error"])
-        err.setdefault("root_cause", [{k: v for k, v in err.items() if k != "caused_by"}])
-        # Elasticsearch puts root_cause first
-        err = {"root_cause": err.pop("root_cause"), **err}
-        return es_json({"error": err, "status": status}, request, status)
+        return es_json({"error": single_error(item["error"]), "status": status}, request, status)
     headers: dict[str, str] = {}
     if status == 201:
-        # as Elasticsearch writes it (Java's URLEncoder: form encoding, a space as '+')
-        encoded = quote_plus(str(item.get("_id")), safe="*").replace("~", "%7E")
-        headers["Location"] = f"/{index}/_doc/{encoded}"
+        headers["Location"] = doc_location(index, item.get("_id"))
     if is_queued({action: item}):
         headers[QUEUED_HEADER] = "1"
     return es_json(item, request, status, headers)
