@@ -303,14 +303,19 @@ def report(c: Corpus, command: str, with_peers: bool) -> str:
         m = prf(counts([c.pairs[i] for i in tpl], [default_said[i] for i in tpl]))
         lines.append(f"| **template_{lang} (all)** | {len(tpl)} | {fmt(m['p'])} | {fmt(m['p_low'])} | "
                      f"{fmt(m['r'])} | {fmt(m['f1'])} | {m['tp']} | {m['fp']} | {m['fn']} |")
-    for src in ("natural", "reposts_dated"):
+    # the same repost pairs as if no day were given (time then plays no part): the undated repost sets
+    undated_said = judge(c, dataclasses.replace(DEFAULT_POLICY, name="undated", time_grace_days=10**6,
+                                                time_horizon_days=10**6 + 1))  # fmt: skip
+    rows = (("natural", default_said, "natural"), ("reposts_dated", default_said, "reposts_dated"),
+            ("reposts_dated", undated_said, "reposts (days not given)"))
+    for src, said, label in rows:
         for lang, corpus in (("zh", "zh_news"), ("en", "en_bbc")):
             idx = [i for i, p in enumerate(c.pairs) if p.source == src and p.corpus == corpus]
             levels = sorted({c.pairs[i].level for i in idx if c.pairs[i].duplicate})
-            m = prf(counts([c.pairs[i] for i in idx], [default_said[i] for i in idx]))
-            per = ", ".join(f"{lv} {fmt(_level_recall(c, idx, default_said, lv))}" for lv in levels)
-            lines.append(f"| {lang}_{src} | {len(idx)} | {fmt(m['p'])} | {fmt(m['p_low'])} | {fmt(m['r'])} | "
-                         f"{fmt(m['f1'])} | {m['tp']} | {m['fp']} | {m['fn']} |")
+            m = prf(counts([c.pairs[i] for i in idx], [said[i] for i in idx]))
+            per = ", ".join(f"{lv} {fmt(_level_recall(c, idx, said, lv))}" for lv in levels)
+            lines.append(f"| {lang}_{label} | {len(idx)} | {fmt(m['p'])} | {fmt(m['p_low'])} | "
+                         f"{fmt(m['r'])} | {fmt(m['f1'])} | {m['tp']} | {m['fp']} | {m['fn']} |")
             lines.append(f"| &nbsp;&nbsp;recall by level | | | | {per} | | | | |")
     lines.append("")
 

@@ -33,8 +33,9 @@ class VerifyPolicy:
     min_passage_similarity: float = 0.375
     #: only a shared sketch band (every fingerprint farther than ``k``): the 5-grams alone show the copy.
     min_band_similarity: float = 0.5
-    #: the same for a text of one passage (a headline, a one-line notice), whose few 5-grams are half a
-    #: stock opening in other one-line items.
+    #: the same for two texts of one passage each (headlines, one-line notices), whose few 5-grams are
+    #: half a stock opening in other one-line items; a one-passage excerpt of a long text is not held to
+    #: it (its 5-grams are a small part of the long text's, so a stock opening alone never reaches 0.5).
     min_short_band_similarity: float = 0.65
 
     # Time (keys on the publication days of the two documents, when both give one). Time is evidence,
@@ -132,7 +133,7 @@ class VerifyPolicy:
         template writes; default ``short``) and how many days apart the two were published."""
         notices = short if notices is None else notices
         if band:
-            base = self.min_short_band_similarity if short else self.min_band_similarity
+            base = self.min_short_band_similarity if notices else self.min_band_similarity
             stale = self.stale_short_band_similarity if notices else self.stale_band_similarity
         elif notices:
             base, stale = self.min_similarity, self.stale_short_similarity

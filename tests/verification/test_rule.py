@@ -240,6 +240,12 @@ def test_weak_evidence_needs_more_of_the_text_the_farther_apart_in_time() -> Non
         assert check(replace(a, fingerprints=[0]), replace(same, fingerprints=[0]), 3).accepted
 
 
+def test_only_two_one_line_items_are_held_to_the_stock_opening_bar() -> None:
+    p = DEFAULT_POLICY
+    assert p.text_need(band=True, short=True, notices=True, whole=False, days=0) == MIN_SHORT_BAND_SIMILARITY
+    assert p.text_need(band=True, short=True, notices=False, whole=False, days=0) == MIN_BAND_SIMILARITY
+
+
 def test_a_policy_can_raise_every_kind_of_weak_evidence_with_time() -> None:
     """The band bars are graded the same way when a policy raises them (the shipped one keeps them flat:
     docs/quality.md)."""
