@@ -3,7 +3,7 @@
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
 byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates). These
 requests are the same on every supported server (Elasticsearch 8/9, OpenSearch 2/3); the server is still
-identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.servers`), so an
+identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.es.servers`), so an
 unsupported one is reported by ``/readyz`` rather than failing on some later write.
 Credentials and the CA bundle come from :class:`EsSettings`; the caller's own ``Authorization`` header is
 never passed on.
@@ -24,9 +24,8 @@ from typing import Any
 import httpx
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, index_creation, mapping_layout
-from fingerprint_indexer.servers import (
+from fingerprint_indexer.es.mapping import ES_LAYOUT, index_creation, mapping_layout
+from fingerprint_indexer.es.servers import (
     NODES_PATH,
     ROOT_PATH,
     Server,
@@ -34,6 +33,7 @@ from fingerprint_indexer.servers import (
     from_nodes,
     from_root,
 )
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.sidecar.settings import EsSettings
 
 NDJSON = "application/x-ndjson"

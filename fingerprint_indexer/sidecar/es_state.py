@@ -28,16 +28,12 @@ from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, reco
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
+from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
-from fingerprint_indexer.index.elasticsearch import (
-    WHOLE,
-    ElasticsearchIndex,
-    ElasticsearchUnavailable,
-    connect,
-    data_nodes_of,
-    replicas_for,
-    wait_for_primaries,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.near import MAX_CANDIDATES
