@@ -7,7 +7,7 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, TransportError
 
 from fingerprint_indexer.env import EsSettingsError, es_settings
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable, as_es_error
 from fingerprint_indexer.es.servers import UnsupportedServer, client_for
 
 #: How a client rides out a node that dies, restarts or is overloaded: a request that fails to connect or
@@ -57,12 +57,13 @@ def connect(
     except UnsupportedServer as exc:
         raise ElasticsearchUnavailable(f"{url}: {exc}") from exc
     except TransportError as exc:
-        raise ElasticsearchUnavailable(f"cannot reach Elasticsearch at {url}: {exc}") from exc
+        raise as_es_error(exc, f"cannot reach Elasticsearch at {url}", ElasticsearchUnavailable) from exc
     if check:
         try:
             client.cluster.health(timeout="10s")
         except (TransportError, ApiError) as exc:
             client.close()
-            raise ElasticsearchUnavailable(f"cannot reach Elasticsearch at {url}: {exc}") from exc
+            raise as_es_error(exc, f"cannot reach Elasticsearch at {url}", ElasticsearchUnavailable,
+                              ElasticsearchUnavailable) from exc
     return client
 
