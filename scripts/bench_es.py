@@ -37,9 +37,11 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.mapping import force_merge, load_index_body
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many, fingerprint_stream
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect, force_merge, load_index_body
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FPI_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -354,7 +354,7 @@ def new_document_actions(pairs: Iterable[tuple[Document, FingerprintResult]], in
     copy: the document body and the one builder's fields (``decision_fields``) with decision ``new``,
     each document the founder of its own cluster."""
     from fingerprint_indexer.elastic.es_ingest import document_fields
-    from fingerprint_indexer.index.elasticsearch import decision_fields
+    from fingerprint_indexer.es.codec import decision_fields
 
     for doc, res in pairs:
         if res.marks:
@@ -385,7 +385,7 @@ def bulk_load(client: Any, name: str, pairs: Iterable[tuple[Document, Fingerprin
     refreshed: load time and the index's size on disk."""
     from elasticsearch import helpers
 
-    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, create_index
+    from fingerprint_indexer.es.mapping import ES_LAYOUT, create_index
 
     delete_index(client, name)
     layout = layout or ES_LAYOUT
@@ -645,7 +645,7 @@ def settle(client: Any, index: str, timeout_s: float = 1800.0) -> dict[str, Any]
         merges = client.indices.stats(index=index, metric="merge").body["_all"]["total"]["merges"]
         quiet = quiet + 1 if int(merges["current"]) == 0 else 0
         time.sleep(5)
-    from fingerprint_indexer.index.elasticsearch import segment_count
+    from fingerprint_indexer.es.mapping import segment_count
 
     return {"waited_s": round(time.perf_counter() - t, 1), "segments": segment_count(client, index),
             "merging": quiet < 2}
@@ -661,8 +661,9 @@ def es_scale(url: str, n: int, cache: Path, seed: int, real: int = 20_000, small
     Every index has the default layout of a new index (permuted keys), or with ``plain`` the 4 x 16-bit
     blocks of the indexes of before. ``merge_to``: then force-merge the ``n`` index to that many segments
     (what a rolled-over, read-only index gets) and time ``es index`` into it once more."""
+    from fingerprint_indexer.es.connection import connect
+    from fingerprint_indexer.es.mapping import ES_LAYOUT, force_merge
     from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect, force_merge
 
     client = connect(url, request_timeout=600)
     fpr = Fingerprinter()

@@ -50,8 +50,9 @@ import numpy as np
 from elasticsearch import helpers
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.mapping import ES_LAYOUT, data_nodes_of, index_creation
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, connect, data_nodes_of, index_creation
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.sidecar.ingest import es_fields
 

@@ -28,7 +28,6 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
     "errors": 0,
     "env": 1,
-    "servers": 1,
     "calibration": 1,
     "documents": 1,
     "io": 1,
@@ -38,20 +37,22 @@ LAYERS: dict[str, int] = {
     "verification": 4,
     # the shared record and match types every store and the engine speak
     "records": 5,
+    # the Elasticsearch adapter: server dialects, connection, errors, document fields, mapping, scans
+    "es": 6,
     # where records and fingerprints are kept and found
-    "index": 6,
-    "store": 6,
+    "index": 7,
+    "store": 7,
     # what reads stores
-    "copies": 7,
-    "cluster": 7,
-    "engine": 8,
+    "copies": 8,
+    "cluster": 8,
+    "engine": 9,
     # jobs
-    "elastic": 9,
-    "pipeline": 9,
+    "elastic": 10,
+    "pipeline": 10,
     # front ends
-    "sidecar": 10,
-    "cli": 10,
-    "scrapy": 10,
+    "sidecar": 11,
+    "cli": 11,
+    "scrapy": 11,
 }
 
 

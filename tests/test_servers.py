@@ -1,4 +1,4 @@
-"""fingerprint_indexer.servers: identifying a server and its wire format (pure parts; the compatibility
+"""fingerprint_indexer.es.servers: identifying a server and its wire format (pure parts; the compatibility
 suite in tests/compat runs them against real servers)."""
 
 from __future__ import annotations
@@ -9,13 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fingerprint_indexer.servers import (
-    Server,
-    UnsupportedServer,
-    binary_doc_value,
-    from_nodes,
-    from_root,
-)
+from fingerprint_indexer.es.servers import Server, UnsupportedServer, binary_doc_value, from_nodes, from_root
 
 ES8, ES9, OS2, OS3 = (Server("elasticsearch", "8.19.0"), Server("elasticsearch", "9.5.2"),
                       Server("opensearch", "2.19.1"), Server("opensearch", "3.5.0"))  # fmt: skip

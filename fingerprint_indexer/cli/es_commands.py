@@ -46,14 +46,12 @@ from fingerprint_indexer.elastic.related import related
 from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.env import es_url as read_es_url
+from fingerprint_indexer.es.codec import source_evidence
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.mapping import force_merge
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
-from fingerprint_indexer.index.elasticsearch import (
-    ElasticsearchIndex,
-    ElasticsearchUnavailable,
-    connect,
-    force_merge,
-    source_evidence,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 
 DEFAULT_INDEX = "news"

@@ -114,7 +114,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     """
     import uvicorn
 
-    from fingerprint_indexer.index.elasticsearch import ElasticsearchUnavailable
+    from fingerprint_indexer.es.errors import ElasticsearchUnavailable
     from fingerprint_indexer.sidecar.app import create_app
     from fingerprint_indexer.sidecar.protocol import GuardedH11Protocol
     from fingerprint_indexer.sidecar.state import ServiceState

@@ -25,11 +25,8 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.index.elasticsearch import (
-    ElasticsearchUnavailable,
-    create_if_absent,
-    wait_for_primaries,
-)
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.mapping import create_if_absent, wait_for_primaries
 from fingerprint_indexer.records.record import DocRecord
 
 #: Seconds a claim whose owner's document is not in the index yet is still honoured.

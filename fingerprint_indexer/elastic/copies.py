@@ -25,8 +25,8 @@ from fingerprint_indexer.copies.search import (
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_setup import MappingConflict, require_index_marks
+from fingerprint_indexer.es.codec import copy_postings_search
 from fingerprint_indexer.fingerprint.winnow import document_text
-from fingerprint_indexer.index.elasticsearch import copy_postings_search
 
 TEXT_FIELDS = ("title", "content")
 

@@ -35,20 +35,20 @@ import numpy.typing as npt
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.engine.rules import batch_canonical, duplicate_kind
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
-from fingerprint_indexer.index.elasticsearch import (
+from fingerprint_indexer.es.codec import (
     BANDS_FIELD,
     FP_FIELD,
     VERIFY_FIELDS,
-    ElasticsearchIndex,
-    ElasticsearchWriteError,
     block_fields,
     hit_evidence,
     hit_fingerprints,
-    pit_scan,
 )
+from fingerprint_indexer.es.errors import ElasticsearchWriteError
+from fingerprint_indexer.es.scan import pit_scan
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import MASK64
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence, check, closest, joins
 
 TOP_HITS = 100  # a bucket of more members is read by itself, a page at a time

@@ -27,18 +27,14 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.codec import decision_fields, source_evidence
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable, ElasticsearchWriteError
+from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
-from fingerprint_indexer.index.elasticsearch import (
-    WHOLE,
-    ElasticsearchIndex,
-    ElasticsearchUnavailable,
-    ElasticsearchWriteError,
-    decision_fields,
-    source_evidence,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
@@ -123,7 +119,7 @@ class BatchResult:
 
 def document_fields(doc: Document) -> dict[str, Any]:
     """The searchable body of a news document (text, url, date); the segmented ``terms`` are among the
-    fingerprint fields (:func:`~fingerprint_indexer.index.elasticsearch.decision_fields`)."""
+    fingerprint fields (:func:`~fingerprint_indexer.es.codec.decision_fields`)."""
     out: dict[str, Any] = {"title": doc.title, "content": doc.content if doc.content is not None else
                            clean(None, doc.html)}  # fmt: skip
     if doc.url:

@@ -14,10 +14,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
-from fingerprint_indexer.fingerprint.winnow import WinnowParams
-from fingerprint_indexer.index.elasticsearch import (
+from fingerprint_indexer.es.mapping import (
     ES_LAYOUT,
     META_KEY,
     create_index,
@@ -25,6 +22,9 @@ from fingerprint_indexer.index.elasticsearch import (
     stored_copy_marks,
     stored_layout,
 )
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
 
 
 class MappingConflict(FingerprintIndexerError, ValueError):
@@ -78,8 +78,8 @@ def setup_index(
 ) -> SetupReport:
     """Create ``name`` (alias over ``name-000001``) or check/extend an existing index or alias.
 
-    A new index is made by :func:`~fingerprint_indexer.index.elasticsearch.create_index` (the one rule
-    of :func:`~fingerprint_indexer.index.elasticsearch.index_creation`): ``replicas`` None means one
+    A new index is made by :func:`~fingerprint_indexer.es.mapping.create_index` (the one rule
+    of :func:`~fingerprint_indexer.es.mapping.index_creation`): ``replicas`` None means one
     replica when the cluster has more than one data node, else none. ``copy_marks`` True records in a new
     index that its writers add copy marks (partial-copy search);
     on an existing index True or False must match what it records (None: no check).

@@ -29,14 +29,11 @@ from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import index_config
 from fingerprint_indexer.engine.rules import Keep
+from fingerprint_indexer.es.codec import DECIDED_FIELD, bulk_failures
+from fingerprint_indexer.es.errors import ElasticsearchWriteError
+from fingerprint_indexer.es.scan import pit_scan
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_stream
-from fingerprint_indexer.index.elasticsearch import (
-    DECIDED_FIELD,
-    ElasticsearchIndex,
-    ElasticsearchWriteError,
-    bulk_failures,
-    pit_scan,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 DECISION_FIELDS = ["decision", "duplicate_of", "cluster_id", "distance"]
 MAX_LISTED = 100

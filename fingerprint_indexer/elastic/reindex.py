@@ -29,9 +29,10 @@ from tqdm import tqdm
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.es.scan import pit_scan
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_stream
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, pit_scan
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 MAX_LISTED = 1000  # ids listed in the report per kind of problem (all are counted)
 

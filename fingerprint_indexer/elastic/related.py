@@ -25,15 +25,15 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
-from fingerprint_indexer.index.elasticsearch import (
+from fingerprint_indexer.es.codec import (
     FACTS_FIELD,
     FP_FIELD,
     FPS_FIELD,
     FRAMES_FIELD,
     SKETCH_FIELD,
-    ElasticsearchIndex,
     source_evidence,
 )
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 MLT_FIELDS = ("terms",)
 QUERY_TERMS = 40

@@ -7,11 +7,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.index.elasticsearch import (
-    VERIFY_FIELDS,
-    ElasticsearchIndex,
-    hit_fingerprints,
-)
+from fingerprint_indexer.es.codec import VERIFY_FIELDS, hit_fingerprints
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence, closest
 
 #: Exact copies listed at most (documents sharing the content digest).

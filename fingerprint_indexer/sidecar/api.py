@@ -18,9 +18,9 @@ from fingerprint_indexer.elastic.related import (
     related_query,
     with_cluster_sizes,
 )
+from fingerprint_indexer.es.codec import result_fields
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.index.elasticsearch import result_fields
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
 from fingerprint_indexer.sidecar.errors import ApiError

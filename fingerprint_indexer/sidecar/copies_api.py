@@ -21,8 +21,8 @@ from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES, query_marks
 from fingerprint_indexer.elastic.copies import TEXT_FIELDS, EsCopySearch, rank, source_text
 from fingerprint_indexer.elastic.es_setup import ES_ENABLE_HINT
+from fingerprint_indexer.es.mapping import META_KEY
 from fingerprint_indexer.fingerprint.winnow import WinnowParams
-from fingerprint_indexer.index.elasticsearch import META_KEY
 from fingerprint_indexer.sidecar import worker
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.errors import ApiError

@@ -3,7 +3,7 @@
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
 byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates). These
 requests are the same on every supported server (Elasticsearch 8/9, OpenSearch 2/3); the server is still
-identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.servers`), so an
+identified when it first answers (:attr:`EsClient.server`, :mod:`fingerprint_indexer.es.servers`), so an
 unsupported one is reported by ``/readyz`` rather than failing on some later write.
 Credentials and the CA bundle come from :class:`EsSettings`; the caller's own ``Authorization`` header is
 never passed on.
@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 
+import fingerprint_indexer.es.errors as adapter_errors
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, index_creation, mapping_layout
-from fingerprint_indexer.servers import (
+from fingerprint_indexer.es.mapping import ES_LAYOUT, index_creation, mapping_layout
+from fingerprint_indexer.es.servers import (
     NODES_PATH,
     ROOT_PATH,
     Server,
@@ -34,14 +34,18 @@ from fingerprint_indexer.servers import (
     from_nodes,
     from_root,
 )
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.sidecar.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
 log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
-class EsUnavailable(FingerprintIndexerError):
-    """Elasticsearch could not take the request now (connection failure, timeout, 429 or 5xx)."""
+class EsUnavailable(adapter_errors.EsUnavailable):
+    """Elasticsearch could not take the request now (connection failure, timeout, 401/403, 429 or 5xx):
+    the service's writes wait in the spool. Mapped from httpx here (:func:`failure_reason`,
+    :func:`not_now`), not by :func:`fingerprint_indexer.es.errors.as_es_error`: the service's own
+    credentials refused (401/403) count as unavailable too."""
 
 
 def auth_headers(es: EsSettings) -> dict[str, str]:

@@ -27,17 +27,12 @@ from fingerprint_indexer.elastic.claims import DigestClaims
 from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, record_from_source
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
-from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable, EsError, EsUnavailable, as_es_error
+from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
+from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
-from fingerprint_indexer.index.elasticsearch import (
-    WHOLE,
-    ElasticsearchIndex,
-    ElasticsearchUnavailable,
-    connect,
-    data_nodes_of,
-    replicas_for,
-    wait_for_primaries,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.near import MAX_CANDIDATES
@@ -52,8 +47,13 @@ REFRESH_S = 1.0
 UNSETTLED_S = 120.0
 
 
-class DecisionUnavailable(FingerprintIndexerError):
+class DecisionUnavailable(EsUnavailable):
     """The cluster could not be asked, so nothing was decided (the request may be sent again)."""
+
+
+def _unavailable(exc: Exception, what: str) -> EsError:
+    """Any failure of the cluster, refusals included, as :class:`DecisionUnavailable` (``<what>: <exc>``)."""
+    return as_es_error(exc, what, DecisionUnavailable, DecisionUnavailable)
 
 
 class EsStateOwner(OneThread):
@@ -88,7 +88,7 @@ class EsStateOwner(OneThread):
             wait_for_primaries(self.client, index)  # another sidecar may have just created it
             claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
         except (TransportError, ApiError) as exc:
-            raise DecisionUnavailable(f"index {index!r}: {exc}") from exc
+            raise _unavailable(exc, f"index {index!r}") from exc
         d = EsDecider(es_index, self.k, on_duplicate=self.on_duplicate, keep=self.keep,  # type: ignore[arg-type]
                       claims=claims)
         self._deciders[index] = d
@@ -110,7 +110,7 @@ class EsStateOwner(OneThread):
         try:
             decisions, writes = d.decide(pairs)
         except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
-            raise DecisionUnavailable(f"deciding against index {index!r}: {exc}") from exc
+            raise _unavailable(exc, f"deciding against index {index!r}") from exc
         now = time.monotonic()
         waiting = self._unsettled.setdefault(index, {})
         for rec in [*writes, *d.relinks]:
@@ -141,7 +141,7 @@ class EsStateOwner(OneThread):
             d.index.refresh()
         except (TransportError, ApiError) as exc:
             self._settled[index] = done + self._settled[index]
-            raise DecisionUnavailable(f"refreshing index {index!r}: {exc}") from exc
+            raise _unavailable(exc, f"refreshing index {index!r}") from exc
         self._refreshed[index] = now
         d.drop_pending(done)
 
@@ -157,7 +157,7 @@ class EsStateOwner(OneThread):
         try:
             return d.records([doc_id]).get(doc_id)
         except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
-            raise DecisionUnavailable(f"reading {doc_id!r} of {index!r}: {exc}") from exc
+            raise _unavailable(exc, f"reading {doc_id!r} of {index!r}") from exc
 
     def forget(self, index: str, doc_id: str) -> bool:
         """A document Elasticsearch refused or deleted: its pending records go now, and the claim of its
@@ -204,7 +204,7 @@ class EsStateOwner(OneThread):
             resp = self.client.search(index=index, query=query, source_includes=RECORD_FIELDS,
                                       size=MAX_CANDIDATES, **WHOLE)  # fmt: skip
         except (TransportError, ApiError) as exc:
-            raise DecisionUnavailable(f"searching index {index!r}: {exc}") from exc
+            raise _unavailable(exc, f"searching index {index!r}") from exc
         recs = [r for h in resp["hits"]["hits"] if str(h["_id"]) != exclude
                 if (r := record_from_source(str(h["_id"]), h["_source"])) is not None]  # fmt: skip
         judged: list[tuple[DocRecord, Verdict]] = []

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.es.codec import decision_fields
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
-from fingerprint_indexer.index.elasticsearch import decision_fields
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.es_state import Stores
@@ -47,7 +47,7 @@ def es_fields(
     result: FingerprintResult, decision: Decision, layout: BlockLayout, text_length: int
 ) -> dict[str, Any]:
     """The fields the service adds to an Elasticsearch document: the same as ``es index`` writes
-    (:func:`~fingerprint_indexer.index.elasticsearch.decision_fields`)."""
+    (:func:`~fingerprint_indexer.es.codec.decision_fields`)."""
     return decision_fields(result, layout, cluster_id=decision.cluster_id, duplicate_of=decision.duplicate_of,
                            distance=decision.distance, decision=decision.decision, text_length=text_length,
                            replaces=decision.replaces)

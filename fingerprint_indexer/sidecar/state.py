@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from fingerprint_indexer.es.mapping import ES_LAYOUT
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT
 from fingerprint_indexer.sidecar.delivery import Delivery, Replayer
 from fingerprint_indexer.sidecar.es import EsClient
 from fingerprint_indexer.sidecar.es_state import EsStateOwner, Stores

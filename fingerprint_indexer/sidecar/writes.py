@@ -26,7 +26,7 @@ import uuid
 from typing import Any
 
 from fingerprint_indexer.documents import Document, source_document
-from fingerprint_indexer.index.elasticsearch import SKETCH_FIELD, block_fields
+from fingerprint_indexer.es.codec import SKETCH_FIELD, block_fields
 from fingerprint_indexer.sidecar.bulk_codec import bulk_item, has_error
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.es_state import Stores

@@ -150,7 +150,7 @@ def test_unreachable_cluster_is_one_clear_error():
 
 
 def test_update_mapping_adds_chunk_fingerprints_and_sketch_to_an_older_index(es_url, es_client, es_index):
-    from fingerprint_indexer.index.elasticsearch import load_index_body
+    from fingerprint_indexer.es.mapping import load_index_body
 
     body = load_index_body()
     for name in ("fingerprints", "sketch"):  # the mapping before chunks and sketches were stored
@@ -170,7 +170,8 @@ def test_update_mapping_adds_chunk_fingerprints_and_sketch_to_an_older_index(es_
 def test_update_mapping_adds_the_decision_fields_to_an_index_made_before_them(es_url, es_client, es_index):
     """``text_length``, ``replaces`` and ``decided_at`` (written by every writer) were once in ``_source``
     only: ``es setup`` names them as missing and adds them with ``--update-mapping``."""
-    from fingerprint_indexer.index.elasticsearch import DECIDED_FIELD, load_index_body
+    from fingerprint_indexer.es.codec import DECIDED_FIELD
+    from fingerprint_indexer.es.mapping import load_index_body
 
     body = load_index_body()
     new_fields = ["decided_at", "replaces", "text_length"]
@@ -224,8 +225,8 @@ def test_parse_time_reads_durations_iso_times_and_epoch_milliseconds():
 def test_an_index_of_the_plain_layout_keeps_it_for_every_command(es_url, es_client, es_index, news_file):
     """An index made before permuted keys (4 x 16-bit blocks, recorded as ``block_layout``) is written,
     looked up and deduplicated with its own layout; a new index gets the permuted keys."""
+    from fingerprint_indexer.es.mapping import ES_LAYOUT, load_index_body, stored_layout
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
-    from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, load_index_body, stored_layout
 
     body = load_index_body(BlockLayout())
     meta = body["mappings"]["_meta"]["fingerprint_indexer"]

@@ -24,8 +24,9 @@ from support.corpus import ZH_NEWS, iter_records
 from support.es_node import MAIN_DISTRIBUTION, local_node
 from support.service import ServiceProcess
 
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, connect
-from fingerprint_indexer.servers import Server, server_of
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.servers import Server, server_of
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.sidecar.es import EsClient
 from fingerprint_indexer.sidecar.settings import EsSettings
 from fingerprint_indexer.verification import Evidence

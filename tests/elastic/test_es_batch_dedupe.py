@@ -8,9 +8,10 @@ import pytest
 from elasticsearch import helpers
 
 from fingerprint_indexer.elastic.es_batch_dedupe import TOP_HITS, batch_dedupe, shared_buckets
+from fingerprint_indexer.es.mapping import ES_LAYOUT
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 pytestmark = pytest.mark.elasticsearch
 K = 3
@@ -125,8 +126,8 @@ def test_dry_run_writes_nothing_and_large_k_is_refused(es_client, es_index):
 def test_pairs_need_the_sketch_and_match_through_chunks(es_client, es_index):
     """Fingerprints within K but disagreeing sketches stay apart; a chunk fingerprint within K of another
     document's fingerprint, with agreeing sketches, joins the two."""
+    from fingerprint_indexer.es.codec import fingerprint_fields
     from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
-    from fingerprint_indexer.index.elasticsearch import fingerprint_fields
 
     weather = "市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。" * 3
     football = "国家队主教练在赛后新闻发布会上表示，球队在下半场调整了阵型。" * 3

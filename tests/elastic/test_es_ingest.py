@@ -14,8 +14,9 @@ from support.templates import EDITED_HEADLINES
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
+from fingerprint_indexer.es.codec import BANDS_FIELD, TIME_FIELDS
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
-from fingerprint_indexer.index.elasticsearch import BANDS_FIELD, TIME_FIELDS, ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence, check, joins
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]

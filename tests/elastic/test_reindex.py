@@ -16,9 +16,10 @@ from support.corpus import ZH_NEWS, iter_records
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
+from fingerprint_indexer.es.codec import source_evidence
+from fingerprint_indexer.es.mapping import segment_count
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
-from fingerprint_indexer.index.elasticsearch import segment_count, source_evidence
 from fingerprint_indexer.verification import closest
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]

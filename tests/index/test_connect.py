@@ -11,8 +11,9 @@ import trustme
 from support.tcp_forwarder import TcpForwarder
 from support.tls_forwarder import TlsForwarder
 
-from fingerprint_indexer.index.elasticsearch import ElasticsearchUnavailable, connect
-from fingerprint_indexer.servers import hosts
+from fingerprint_indexer.es.connection import connect
+from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.servers import hosts
 
 pytestmark = pytest.mark.elasticsearch
 

@@ -12,15 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.index_contract import Scenario, brute_force, check_scenario, index_scenarios
 
+from fingerprint_indexer.es.errors import ElasticsearchWriteError
+from fingerprint_indexer.es.mapping import ES_LAYOUT, load_index_body, stored_layout
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_signed, to_unsigned
-from fingerprint_indexer.index.elasticsearch import (
-    ES_LAYOUT,
-    ElasticsearchIndex,
-    ElasticsearchWriteError,
-    load_index_body,
-    stored_layout,
-)
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 pytestmark = pytest.mark.elasticsearch
 REPO = Path(__file__).resolve().parents[2]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from elasticsearch import Elasticsearch
 
+from fingerprint_indexer.es.codec import fingerprint_fields
 from fingerprint_indexer.fingerprint.sketch import sketch, to_bytes
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex, fingerprint_fields
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence
 
 pytestmark = pytest.mark.elasticsearch

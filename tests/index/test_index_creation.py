@@ -14,21 +14,19 @@ from elasticsearch import Elasticsearch
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_setup import compare, setup_index
 from fingerprint_indexer.env import EsSettings
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
-from fingerprint_indexer.fingerprint.winnow import WinnowParams
-from fingerprint_indexer.index.elasticsearch import (
-    DECIDED_FIELD,
+from fingerprint_indexer.es.codec import DECIDED_FIELD, decision_fields, now_millis
+from fingerprint_indexer.es.mapping import (
     ES_LAYOUT,
     META_KEY,
-    ElasticsearchIndex,
-    decision_fields,
     index_creation,
     load_index_body,
-    now_millis,
     replicas_for,
     stored_copy_marks,
 )
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
+from fingerprint_indexer.fingerprint.winnow import WinnowParams
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.sidecar.es import EsClient
 from fingerprint_indexer.verification import DEFAULT_POLICY
 

@@ -7,8 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint_indexer.es.codec import FP_FIELD
 from fingerprint_indexer.fingerprint.hamming import to_signed
-from fingerprint_indexer.index.elasticsearch import FP_FIELD, ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence
 
 

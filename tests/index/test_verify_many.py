@@ -9,19 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.hamming import to_signed
-from fingerprint_indexer.fingerprint.sketch import to_bytes
-from fingerprint_indexer.index.elasticsearch import (
+from fingerprint_indexer.es.codec import (
     FACTS_FIELD,
     FP_FIELD,
     FPS_FIELD,
     SKETCH_FIELD,
-    ElasticsearchIndex,
     block_keys,
     hit_fingerprints,
     hit_sketch,
 )
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.hamming import to_signed
+from fingerprint_indexer.fingerprint.sketch import to_bytes
+from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.verification import Evidence, check, closest, closest_many
 

@@ -124,8 +124,9 @@ def test_unreachable_cluster_fails_in_ci_and_skips_elsewhere(tmp_path: Path, ci:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    repo = ES_LOCAL.parents[1]  # the child imports the package and test support of this tree
     env = {**os.environ, "ES_URL": f"http://127.0.0.1:{port}", "CI": ci,
-           "PYTHONPATH": str(ES_LOCAL.parents[1] / "tests")}  # fmt: skip
+           "PYTHONPATH": os.pathsep.join([str(repo / "tests"), str(repo)])}  # fmt: skip
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "support.es_node", "-q", "-rfs", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],

@@ -16,8 +16,8 @@ from elasticsearch import Elasticsearch
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 from support.service import ServiceProcess
 
+from fingerprint_indexer.es.mapping import load_index_body
 from fingerprint_indexer.fingerprint.winnow import WinnowParams
-from fingerprint_indexer.index.elasticsearch import load_index_body
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 API_KEY = "test-key-" + "y" * 24

@@ -14,7 +14,7 @@ from elasticsearch import Elasticsearch
 from support.differential import JSON, NDJSON, Differential, ndjson
 from support.service import ServiceProcess
 
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, load_index_body
+from fingerprint_indexer.es.mapping import ES_LAYOUT, load_index_body
 
 pytestmark = [pytest.mark.elasticsearch]
 

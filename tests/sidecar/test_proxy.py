@@ -19,8 +19,9 @@ from support.service import ServiceProcess
 from support.tcp_forwarder import TcpForwarder
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.es.codec import SKETCH_FIELD, block_fields, result_fields
+from fingerprint_indexer.es.mapping import ES_LAYOUT
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
-from fingerprint_indexer.index.elasticsearch import ES_LAYOUT, SKETCH_FIELD, block_fields, result_fields
 from fingerprint_indexer.pipeline import Pipeline
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
@@ -62,8 +63,8 @@ def test_an_index_of_another_layout_is_written_in_its_own(
 ) -> None:
     """The proxy writes the block keys of the layout an existing index records (here the plain 4 x 16-bit
     blocks of an index made before permuted keys), not the layout it gives a new index."""
+    from fingerprint_indexer.es.mapping import create_index
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
-    from fingerprint_indexer.index.elasticsearch import create_index
 
     create_index(es_client, svc_index, BlockLayout(), replicas=0)
     a = zh_articles[12]

@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
+from fingerprint_indexer.es.codec import TIME_FIELDS
+from fingerprint_indexer.es.mapping import index_creation
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
-from fingerprint_indexer.index.elasticsearch import TIME_FIELDS, index_creation
 
 #: Values that differ between two runs of the same request, masked before comparing (with the fields of a
 #: written document that differ by the time it was written).

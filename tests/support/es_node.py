@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import pytest
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.servers import hosts
+from fingerprint_indexer.es.servers import hosts
 from support.tiers import require
 
 __all__ = ["ES_ENV", "ES_LOCAL", "MAIN_DISTRIBUTION", "es_client", "es_client_kwargs", "es_env", "es_index",

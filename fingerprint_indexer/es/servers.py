@@ -32,7 +32,7 @@ from elastic_transport._node import NodeApiResponse
 from elastic_transport.client_utils import DEFAULT, DefaultType
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.errors import EsError
 
 Kind = Literal["elasticsearch", "opensearch"]
 #: Major versions each kind is tested against.
@@ -40,7 +40,7 @@ SUPPORTED: dict[str, tuple[int, ...]] = {"elasticsearch": (8, 9), "opensearch": 
 _COMPAT = re.compile(r"application/vnd\.elasticsearch\+([a-z-]+)(?:\s*;\s*compatible-with=\d+)?")
 
 
-class UnsupportedServer(FingerprintIndexerError, RuntimeError):
+class UnsupportedServer(EsError, RuntimeError):
     """The server is not one of the supported kinds or versions."""
 
 

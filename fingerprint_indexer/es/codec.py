@@ -1,0 +1,193 @@
+"""The document-field codec: the fields a document's fingerprint, evidence and decision are written as,
+and how they are read back from hits and ``_source``.
+
+Each document carries its document fingerprint as a ``long`` (two's complement of the unsigned value) and
+its hex form, all its fingerprints (document first, then content-defined chunks) in the multi-valued long
+``fingerprints``, its MinHash sketch as ``binary`` with doc values, and one multi-valued ``keyword`` field
+per key of the block layout (``block_<n>``, :func:`block_fields`) holding that key of every fingerprint.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fingerprint_indexer.es.servers import binary_doc_value
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
+from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.fingerprint.winnow import Marks
+from fingerprint_indexer.verification import DEFAULT_POLICY, Evidence
+
+FP_FIELD = "fingerprint"
+FPS_FIELD = "fingerprints"
+SKETCH_FIELD = "sketch"
+FACTS_FIELD = "facts"
+FRAMES_FIELD = "frames"
+COPY_FIELD = "copy_marks"  # winnowed block hashes (hex): partial-copy search
+BANDS_FIELD = "bands"
+#: Doc values a verified lookup needs of each candidate.
+VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}, {"field": FACTS_FIELD},
+                 {"field": FRAMES_FIELD}]  # fmt: skip
+
+
+def block_fields(layout: BlockLayout) -> list[str]:
+    """The keyword field of each key of ``layout`` (``block_<n>``, in key order)."""
+    return [f"block_{i}" for i in range(layout.n_keys)]
+
+
+#: Per key of the layout, one stored key per fingerprint (see :func:`block_keys`).
+BlockKeys = list[list[str]]
+
+
+def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
+    """Per key of the layout, the stored key of each fingerprint (:meth:`BlockLayout.keys_many`)."""
+    fps = np.fromiter((f & MASK64 for f in fingerprints), dtype=np.uint64, count=len(fingerprints))
+    return layout.keys_many(fps)
+
+
+def fingerprint_fields(
+    fingerprint: int,
+    layout: BlockLayout,
+    with_blocks: bool = True,
+    chunks: Sequence[int] = (),
+    sketch: bytes = b"",
+    facts: Sequence[str] = (),
+    frames: Sequence[int] = (),
+) -> dict[str, Any]:
+    """The fields that store a document's fingerprints: the document fingerprint, every fingerprint
+    (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents),
+    the base64 ``sketch`` when there is one with its band keys (not for degenerate documents either), and the
+    facts and frames verification compares."""
+    fp = fingerprint & MASK64
+    fps = [fp, *(c & MASK64 for c in chunks)]
+    out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
+                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
+    if with_blocks:
+        per_field = [list(dict.fromkeys(col)) for col in block_keys(layout, fps)]  # first-seen order
+        out.update((name, keys[0] if len(keys) == 1 else keys)
+                   for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
+    if sketch:
+        out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
+        if with_blocks:
+            out[BANDS_FIELD] = band_keys(sketch)
+    out[FACTS_FIELD] = list(facts)
+    out[FRAMES_FIELD] = [to_signed(f) for f in frames]
+    return out
+
+
+def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
+    """:func:`fingerprint_fields` of a fingerprinted document (chunks, sketch, facts and frames included),
+    and its copy marks."""
+    return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
+                                 sketch=res.sketch, facts=res.facts, frames=res.frames),
+            **copy_fields(res)}  # fmt: skip
+
+
+#: Terms kept in the ``terms`` field, highest weight first: every term of a news article (the real corpora's
+#: run to a few hundred; with 256, long articles lost tail terms and more_like_this then failed to fold a
+#: story's copies), bounded so that a huge document stays cheap to index.
+MAX_TERMS = 1024
+
+
+def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
+    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
+    return " ".join(t for t, _ in res.top_terms[:limit])
+
+
+#: When the decision was made, epoch milliseconds: the only field two writers of the same decision write
+#: differently, and what an incremental reconciliation selects recent decisions by.
+DECIDED_FIELD = "decided_at"
+#: Fields of a written document that differ by the time it was written, not by what was decided (left
+#: out when the documents of two writers or two runs are compared).
+TIME_FIELDS = frozenset({DECIDED_FIELD})
+
+
+def now_millis() -> int:
+    """The current time in epoch milliseconds (the ``decided_at`` of a decision made now)."""
+    return time.time_ns() // 1_000_000
+
+
+def decision_fields(
+    res: FingerprintResult, layout: BlockLayout, *, cluster_id: str, duplicate_of: str | None,
+    distance: int | None, decision: str, text_length: int, replaces: str | None = None,
+    decided_at: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The one set of fields every writer adds to an Elasticsearch document (``es index``, ``es reindex``,
+    the sidecar's ``/v1/ingest`` and proxy): :func:`result_fields`, the digests, the ``terms`` (at most
+    :data:`MAX_TERMS`), the algorithm version, the verification policy's tag and the decision
+    (``text_length`` and ``replaces`` are what the keep policy compares and reports; ``replaces`` is
+    written as null when unset, so a rewrite leaves no stale value), and ``decided_at`` (epoch
+    milliseconds, default now)."""
+    out = result_fields(res, layout)
+    out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
+               fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
+               duplicate_of=duplicate_of, distance=distance, decision=decision, degenerate=res.degenerate,
+               text_length=text_length, replaces=replaces)
+    out[DECIDED_FIELD] = now_millis() if decided_at is None else decided_at
+    return out
+
+
+def copy_fields(res: FingerprintResult) -> dict[str, Any]:
+    """The copy-marks field of a fingerprinted document (absent when it has none)."""
+    return {COPY_FIELD: Marks.from_bytes(res.marks).hex_hashes()} if res.marks else {}
+
+
+def copy_postings_search(mark: str, limit: int) -> dict[str, Any]:
+    """At most ``limit`` documents holding copy mark ``mark``, with their cluster."""
+    return {"size": limit, "_source": False, "docvalue_fields": ["cluster_id"], "track_total_hits": False,
+            "query": {"term": {COPY_FIELD: mark}}}
+
+
+def hit_fingerprints(fields: Mapping[str, Any]) -> list[int]:
+    """Unsigned fingerprints of a hit's doc values (``fingerprints``, else the document ``fingerprint``)."""
+    values = fields.get(FPS_FIELD) or fields.get(FP_FIELD) or []
+    return [to_unsigned(int(v)) for v in values]
+
+
+def hit_sketch(fields: Mapping[str, Any]) -> bytes:
+    """The sketch bytes of a hit's doc values (empty when the document has none)."""
+    values = fields.get(SKETCH_FIELD)
+    return binary_doc_value(values[0]) if values else b""
+
+
+def _listed(value: Any) -> list[Any]:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def hit_evidence(fields: Mapping[str, Any]) -> Evidence:
+    """What verification compares, from a hit's doc values (fingerprints in doc-value order: the closest
+    pair does not depend on it). A document written by an older version has no facts or frames: the
+    fact check then has nothing to compare and the other checks decide."""
+    facts = [str(f) for f in _listed(fields.get(FACTS_FIELD))]
+    frames = [to_unsigned(int(f)) for f in _listed(fields.get(FRAMES_FIELD))]
+    return Evidence(hit_fingerprints(fields), hit_sketch(fields), facts, frames)
+
+
+def source_evidence(src: Mapping[str, Any]) -> Evidence:
+    """:func:`hit_evidence` of a document's ``_source``: the document fingerprint first, then its chunks
+    (``_source`` keeps the written order); a document indexed before chunks and sketches were stored has
+    its document fingerprint only, and no sketch. No fingerprint at all: empty evidence."""
+    if src.get(FP_FIELD) is None:
+        return Evidence([])
+    fp = to_unsigned(int(src[FP_FIELD]))
+    fps = hit_fingerprints({FPS_FIELD: _listed(src.get(FPS_FIELD))})
+    sketch = hit_sketch({SKETCH_FIELD: [src[SKETCH_FIELD]]}) if src.get(SKETCH_FIELD) else b""
+    rest = hit_evidence({FACTS_FIELD: src.get(FACTS_FIELD), FRAMES_FIELD: src.get(FRAMES_FIELD)})
+    return Evidence([fp, *fps[1:]] if fps and fps[0] == fp else [fp], sketch, rest.facts, rest.frames)
+
+
+def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(doc id, reason) of each failed item of a bulk response."""
+    out = []
+    for item in errors:
+        op = next(iter(item.values()))
+        err = op.get("error")
+        reason = f"{err.get('type')}: {err.get('reason')}" if isinstance(err, dict) else str(err or op)
+        out.append((str(op.get("_id")), reason))
+    return out

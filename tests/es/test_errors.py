@@ -1,0 +1,71 @@
+"""The adapter's one error category: client errors mapped at one boundary (es/errors.py)."""
+
+from __future__ import annotations
+
+import pytest
+from elastic_transport import ApiResponseMeta, ConnectionError, ConnectionTimeout, HttpHeaders, NodeConfig
+from elasticsearch import ApiError
+
+from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.errors import (
+    ElasticsearchUnavailable,
+    ElasticsearchWriteError,
+    EsError,
+    EsRequestError,
+    EsUnavailable,
+    as_es_error,
+    es_errors,
+)
+from fingerprint_indexer.es.servers import UnsupportedServer
+from fingerprint_indexer.sidecar.es import EsUnavailable as SidecarUnavailable
+from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
+
+
+def api_error(status: int) -> ApiError:
+    meta = ApiResponseMeta(status=status, http_version="1.1", headers=HttpHeaders(), duration=0.0,
+                           node=NodeConfig("http", "localhost", 9200))  # fmt: skip
+    return ApiError(f"status {status}", meta=meta, body={"error": {"type": "x", "reason": "why"}})
+
+
+@pytest.mark.parametrize("exc", [ConnectionError("refused"), ConnectionTimeout("slow"), api_error(429),
+                                 api_error(500), api_error(503)])  # fmt: skip
+def test_no_answer_or_overload_is_unavailable(exc: Exception) -> None:
+    err = as_es_error(exc, "searching index 'news'")
+    assert type(err) is EsUnavailable
+    assert str(err) == f"searching index 'news': {exc}"
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409])
+def test_a_refusal_is_a_request_error(status: int) -> None:
+    exc = api_error(status)
+    err = as_es_error(exc, "creating 'news'")
+    assert type(err) is EsRequestError
+    assert str(err) == f"creating 'news': {exc}"
+
+
+def test_a_caller_keeps_its_own_classes() -> None:
+    refused = as_es_error(api_error(400), "x", DecisionUnavailable, DecisionUnavailable)
+    assert type(refused) is DecisionUnavailable
+    cause = ConnectionError("refused")
+    err = as_es_error(cause, "cannot reach Elasticsearch at http://es:9200", ElasticsearchUnavailable,
+                      ElasticsearchUnavailable)  # fmt: skip
+    assert type(err) is ElasticsearchUnavailable
+    assert str(err) == f"cannot reach Elasticsearch at http://es:9200: {cause}"
+
+
+def test_the_block_form_raises_from_the_client_error() -> None:
+    cause = api_error(404)
+    with pytest.raises(EsRequestError, match=r"^reading: ") as info, es_errors("reading"):
+        raise cause
+    assert info.value.__cause__ is cause
+
+
+def test_one_tree() -> None:
+    for cls in (EsUnavailable, EsRequestError, ElasticsearchUnavailable, ElasticsearchWriteError,
+                UnsupportedServer, SidecarUnavailable, DecisionUnavailable):  # fmt: skip
+        assert issubclass(cls, EsError) and issubclass(cls, FingerprintIndexerError)
+    for cls in (ElasticsearchUnavailable, SidecarUnavailable, DecisionUnavailable):
+        assert issubclass(cls, EsUnavailable)
+    # what callers caught before still catches them
+    assert issubclass(ElasticsearchUnavailable, RuntimeError) and issubclass(UnsupportedServer, RuntimeError)
+    assert issubclass(ElasticsearchWriteError, RuntimeError)
