@@ -258,7 +258,7 @@ class Fingerprinter:
         """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
         ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
         cfg = self.config
-        body = strip_boilerplate(text) if cfg.strip_boilerplate else text
+        body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
         doc, inv, spans, has_lead = self._count(body)
         # one weighting of the whole document (row 0) and of its lead and chunks (the other rows)
         counts = np.empty((1 + len(spans), len(doc)), dtype=np.int64)

@@ -17,7 +17,9 @@ So the rules are deliberately broad and act on short units only:
 - menus (lines of four or more short items separated by bars) and short bylines ("by ...");
 - at the top and bottom edges, short lines without sentence-final punctuation (titles, datelines,
   breadcrumbs, bylines), except the first line of a hard-wrapped article (it ends on a word such as
-  "said" or "the" that runs on into the next line) and a closing table that the text introduces: when
+  "said" or "the" that runs on into the next line, or, where the text's case is known, the next line
+  goes on in lower case: "Red Lion Inns Limited Partnership" / "said it filed ...") and a closing
+  table that the text introduces: when
   the last kept line ends with a colon or a dash ("adjusted its rates as follows:") and the short lines
   after it hold figures, they are the article's own rows (wire rate tables, results), not furniture;
   likewise an opening table: when the short lines at the top hold figures in two or more lines and one
@@ -161,11 +163,23 @@ def _opening_table(rows: list[str]) -> int | None:
     return min(figures[0], compares[0]) if len(figures) >= 2 and compares else None
 
 
-def strip_boilerplate(text: str) -> str:
-    """Article text with page furniture removed (see the module docstring for the rules)."""
+# A line of the text as written that goes on with a lower-case Latin word continues the sentence above.
+_CONTINUES = re.compile(r"^[a-z]")
+
+
+def strip_boilerplate(text: str, cased: str = "") -> str:
+    """Article text with page furniture removed (see the module docstring for the rules). ``cased`` is
+    the same text normalised without lower-casing (:func:`fingerprint_indexer.text.clean.normalize` with
+    ``lower=False``), line for line; with it, a top line that the next line continues in lower case is
+    the article's first line, not a title."""
+    raw_lines = text.split("\n")
+    cased_lines = cased.split("\n") if cased else []
+    if len(cased_lines) != len(raw_lines):
+        cased_lines = []
     lines: list[str] = []
+    goes_on: list[bool] = []  # the kept line's next non-empty line, as written, starts in lower case
     prose: list[str] = []  # the lines that are not code: what the safety net below falls back to
-    for raw in text.split("\n"):
+    for i, raw in enumerate(raw_lines):
         line = raw.strip()
         if not line or is_code(line):
             continue
@@ -175,8 +189,11 @@ def strip_boilerplate(text: str) -> str:
         line = _strip_sentences(line)
         if line:
             lines.append(line)
+            after = next((c.strip() for c in cased_lines[i + 1:] if c.strip()), "")
+            goes_on.append(bool(_CONTINUES.match(after)))
     start, end = 0, len(lines)
-    while start < end - 1 and _is_edge_furniture(lines[start]) and not _RUNS_ON.search(lines[start]):
+    while (start < end - 1 and _is_edge_furniture(lines[start]) and not _RUNS_ON.search(lines[start])
+           and not goes_on[start]):  # fmt: skip
         start += 1
     if start == end - 1 and _is_edge_furniture(lines[start]):
         start = end

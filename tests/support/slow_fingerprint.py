@@ -199,7 +199,7 @@ class SlowFingerprinter:
 
     def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
         cfg = self.config
-        body = strip_boilerplate(text) if cfg.strip_boilerplate else text
+        body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
         counts, chunks = self._count(body)
         terms = self.weigh(counts)
         names_ = [t for t, _ in terms]

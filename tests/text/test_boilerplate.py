@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fingerprint_indexer.text.boilerplate import has_marker, is_code, strip_boilerplate
-from fingerprint_indexer.text.clean import clean
+from fingerprint_indexer.text.clean import clean, normalize
 
 ARTICLE = (
     "北京时间11月4日,休斯顿火箭在客场以96-88战胜芝加哥公牛,哈登第三节两分钟内连得11分,率队将分差拉开。"
@@ -82,6 +82,19 @@ def test_the_first_line_of_a_hard_wrapped_item_is_its_text() -> None:
     assert strip_boilerplate(clean(WRAPPED)).startswith("tcf banking and savings fa said it\n")
     # a short unpunctuated first line that does not run on is still a title
     assert strip_boilerplate(clean("Prime rate news\n" + WRAPPED.replace("\n", " "))).startswith("tcf")
+
+
+def test_a_first_line_the_next_line_continues_in_lower_case_is_text() -> None:
+    """Hard-wrapped wire items often break before the verb: the subject and its figures are on the first
+    line. With the text's case, a next line that goes on in lower case shows the sentence runs on."""
+    item = ("Japanese crushers bought 2,000 tonnes\nof Canadian rapeseed in export business overnight "
+            "for May\nshipment, trade sources said.\n Reuter\n")
+    cased = normalize(item, lower=False)
+    assert strip_boilerplate(cased.lower(), cased).startswith("japanese crushers bought 2,000 tonnes\n")
+    assert strip_boilerplate(cased.lower()).startswith("of canadian")  # without the case: a title
+    page = normalize("Acme wins the cup\nBy John Smith\nAcme beat the visitors on Sunday.", lower=False)
+    assert strip_boilerplate(page.lower(), page) == "acme beat the visitors on sunday."
+    assert strip_boilerplate("a\nb", "A\nB\nC") == strip_boilerplate("a\nb")  # not line for line: ignored
 
 
 def test_a_table_the_text_announces_is_kept() -> None:
