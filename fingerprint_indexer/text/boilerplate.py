@@ -174,8 +174,15 @@ def strip_boilerplate(text: str, cased: str = "") -> str:
     the article's first line, not a title."""
     raw_lines = text.split("\n")
     cased_lines = cased.split("\n") if cased else []
-    if len(cased_lines) != len(raw_lines):
-        cased_lines = []
+    # for each line, whether the next non-empty line as written starts in lower case (one backward pass)
+    continued = [False] * len(raw_lines)
+    if len(cased_lines) == len(raw_lines):
+        after = False
+        for i in range(len(cased_lines) - 1, -1, -1):
+            continued[i] = after
+            stripped = cased_lines[i].strip()
+            if stripped:
+                after = bool(_CONTINUES.match(stripped))
     lines: list[str] = []
     goes_on: list[bool] = []  # the kept line's next non-empty line, as written, starts in lower case
     prose: list[str] = []  # the lines that are not code: what the safety net below falls back to
@@ -189,8 +196,7 @@ def strip_boilerplate(text: str, cased: str = "") -> str:
         line = _strip_sentences(line)
         if line:
             lines.append(line)
-            after = next((c.strip() for c in cased_lines[i + 1:] if c.strip()), "")
-            goes_on.append(bool(_CONTINUES.match(after)))
+            goes_on.append(continued[i])
     start, end = 0, len(lines)
     while (start < end - 1 and _is_edge_furniture(lines[start]) and not _RUNS_ON.search(lines[start])
            and not goes_on[start]):  # fmt: skip
