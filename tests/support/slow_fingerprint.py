@@ -208,7 +208,7 @@ class SlowFingerprinter:
         if self._fast_sketch is None:
             sketch = to_bytes(slow_sketch(body, cfg.sketch_size))
         else:
-            sketch = self._fast_sketch.fingerprint_text(text).sketch
+            sketch = self._fast_sketch.fingerprint_text(text, doc_id, cased).sketch
         latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else set()
         facts, frames = slow_analyse(body, counts, latin) if cfg.facts else ((), ())
         return FingerprintResult(
