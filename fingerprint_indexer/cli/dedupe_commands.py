@@ -179,16 +179,17 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
             if explain and store.marks_tag is None:
                 click.echo(f"note: no copied passages: store {store_path} keeps no copy marks (nor texts); "
                            f"{ENABLE_HINT}", err=True)
-            hits = store.neighbours(ev, digest, k, exclude=doc_id, rejected=explain)
-            for other, why in hits:
-                row: dict[str, Any] = {"id": other.id, "distance": why.distance,
+            found = store.neighbours(ev, digest, k, exclude=doc_id)
+            for other in found.all() if explain else found.matches:
+                row: dict[str, Any] = {"id": other.id, "distance": other.distance,
                                        "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
                 if explain:
-                    row["why"] = why.to_dict()
+                    assert other.verdict is not None  # the store judges every candidate
+                    row["why"] = other.verdict.to_dict()
                     if store.marks_tag is not None:
                         row["why"]["passages"] = explain_passages(store, my_marks, other.id)
                 emit(row)
-            if not any(why.accepted for _, why in hits):
+            if not found.matches:
                 click.echo(f"no near-duplicates within distance {k}", err=True)
     _guard_store(body, Path(store_dir) if store_dir else default_store())
 

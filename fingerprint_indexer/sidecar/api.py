@@ -122,9 +122,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
 async def _judged(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,
                   exclude: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(near-duplicates, candidates the verification rule rejected with the reason), nearest first."""
-    hits = await state.stores.call(state.stores.neighbours, index, ev, digest, k, exclude)
-    return ([h.to_dict() for h in hits if not h.rejected_because],
-            [h.to_dict() for h in hits if h.rejected_because])
+    found = await state.stores.call(state.stores.neighbours, index, ev, digest, k, exclude)
+    return [n.to_dict() for n in found.matches], [n.to_dict() for n in found.rejected]
 
 
 async def _similar(state: ServiceState, index: str, ev: Evidence, digest: str, k: int,

@@ -33,10 +33,11 @@ from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for
 from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import DocRecord
-from fingerprint_indexer.sidecar.worker import Neighbour, OneThread, StoreOwner, valid_index_name
+from fingerprint_indexer.sidecar.worker import OneThread, StoreOwner, valid_index_name
 from fingerprint_indexer.store.near import MAX_CANDIDATES
-from fingerprint_indexer.verification import Evidence, Verdict, check_many
+from fingerprint_indexer.verification import Evidence, check_many
 
 T = TypeVar("T")
 #: An index is refreshed (to make acknowledged writes searchable and drop them from the pending set) at
@@ -192,12 +193,12 @@ class EsStateOwner(OneThread):
             pass  # the claim goes stale on its own (see claims.GRACE_S)
 
     def neighbours(self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
-                   ) -> list[Neighbour]:  # fmt: skip
-        """Indexed near-duplicates (and exact copies) with the rule's verdict, nearest first, then the
+                   ) -> Neighbours:  # fmt: skip
+        """Indexed near-duplicates (and exact copies) with the rule's verdict, nearest first, and the
         candidates it rejected with the reason (the embedded store's answer, from the index)."""
         d = self.decider(index, create=False)
         if d is None:
-            return []
+            return Neighbours([], [])
         query = {"bool": {"should": [d.index.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch)),
                                      {"term": {"content_digest": digest}}], "minimum_should_match": 1}}
         try:
@@ -207,14 +208,9 @@ class EsStateOwner(OneThread):
             raise _unavailable(exc, f"searching index {index!r}") from exc
         recs = [r for h in resp["hits"]["hits"] if str(h["_id"]) != exclude
                 if (r := record_from_source(str(h["_id"]), h["_source"])) is not None]  # fmt: skip
-        judged: list[tuple[DocRecord, Verdict]] = []
-        for rec, v in zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True):
-            if rec.content_digest == digest and not v.accepted:  # the same text
-                v = Verdict(v.distance, v.matched, v.similarity, True)
-            judged.append((rec, v))
-        judged.sort(key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
-        return [Neighbour(rec.id, v.distance, rec.cluster_id, rec.duplicate_of, v.reason, v.step)
-                for rec, v in judged]
+        verdicts = check_many(ev, [r.evidence for r in recs], k)
+        return split_neighbours(Neighbour.judged(rec, v, exact=rec.content_digest == digest)
+                                for rec, v in zip(recs, verdicts, strict=True))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
+from fingerprint_indexer.records.neighbour import Neighbours
 from fingerprint_indexer.store.embedded import EmbeddedStore
 
 T = TypeVar("T")
@@ -123,24 +123,6 @@ class FingerprintPool:
 
 
 # ----------------------------------------------------------------------------------- store owner
-@dataclass(frozen=True)
-class Neighbour:
-    id: str
-    distance: int
-    cluster_id: str | None
-    duplicate_of: str | None
-    rejected_because: str = ""  # set on candidates the verification rule turned down
-    rejected_at: str = ""  # the step of the rule that turned it down
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "distance": self.distance, "cluster_id": self.cluster_id,
-               "duplicate_of": self.duplicate_of}
-        if self.rejected_because:
-            out["rejected_at"] = self.rejected_at
-            out["rejected_because"] = self.rejected_because
-        return out
-
-
 #: LevelDB block cache per open store. The service keeps up to ``max_open`` stores open, so the
 #: command line's 256 MB would let the cache alone reach gigabytes; 16 MB keeps memory flat.
 STORE_CACHE_BYTES = 16 << 20
@@ -209,15 +191,13 @@ class StoreOwner(OneThread):
 
     def neighbours(
         self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
-    ) -> list[Neighbour]:
-        """Stored near-duplicates (plus exact copies, which may be degenerate), nearest first, then the
+    ) -> Neighbours:
+        """Stored near-duplicates (plus exact copies, which may be degenerate), nearest first, and the
         candidates the verification rule rejected, each with its reason."""
         pipe = self.pipeline(index, create=False)
         if pipe is None:
-            return []
-        hits = pipe.store.neighbours(ev, digest, k, exclude, rejected=True)
-        return [Neighbour(rec.id, why.distance, rec.cluster_id, rec.duplicate_of, why.reason, why.step)
-                for rec, why in hits]
+            return Neighbours([], [])
+        return pipe.store.neighbours(ev, digest, k, exclude)
 
     def settle(self, index: str, ids: Sequence[str]) -> None:
         """Writes answered: nothing to do here (the store committed the decision already)."""

@@ -43,6 +43,7 @@ from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.records.match import Match
+from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
@@ -55,7 +56,7 @@ from fingerprint_indexer.store.errors import (
     rebuild_error,
 )
 from fingerprint_indexer.store.near import doc_of, entry_id, judged_near, verified_near
-from fingerprint_indexer.verification import Verdict, check_many
+from fingerprint_indexer.verification import check_many
 
 # 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
 # (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
@@ -298,18 +299,16 @@ class EmbeddedStore:
         """Verified near-duplicate documents of a document with this evidence, nearest first."""
         return verified_near(ev, k, self.index.query, self.record, exclude, self.band_docs)
 
-    def neighbours(
-        self, ev: Evidence, digest: str, k: int, exclude: str | None = None, rejected: bool = False
-    ) -> list[tuple[DocRecord, Verdict]]:
-        """Stored near-duplicates with the rule's verdict, nearest first: block-index candidates, exact
-        copies (same content digest; always accepted), and documents with the same document fingerprint
-        (degenerate ones are in no block bucket). With ``rejected`` the candidates the rule turned down
-        are listed too, each with its reason.
+    def neighbours(self, ev: Evidence, digest: str, k: int, exclude: str | None = None) -> Neighbours:
+        """Stored near-duplicates with the rule's verdict, nearest first, and the candidates the rule
+        turned down, each with its reason: block-index candidates, exact copies (same content digest;
+        always accepted), and documents with the same document fingerprint (degenerate ones are in no
+        block bucket).
 
         A shared document fingerprint alone proves little: under ``tf^3`` weighting one dominant term
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
-        judged = {r.id: (r, v)
+        judged = {r.id: Neighbour.judged(r, v)
                   for r, v in judged_near(ev, k, self.index.query, self.record, exclude, self.band_docs)}
         exact = self.doc_with_digest(digest)
         extra = {exact} if exact is not None else set()
@@ -317,11 +316,8 @@ class EmbeddedStore:
         extra -= {exclude or "", *judged}
         recs = [r for r in map(self.record, sorted(extra)) if r is not None]
         for rec, v in zip(recs, check_many(ev, [r.evidence for r in recs], k), strict=True):
-            if rec.id == exact and not v.accepted:  # the same text: the checks cannot disagree with it
-                v = Verdict(v.distance, v.matched, v.similarity, True)
-            judged[rec.id] = (rec, v)
-        out = [x for x in judged.values() if rejected or x[1].accepted]
-        return sorted(out, key=lambda x: (not x[1].accepted, x[1].distance, x[0].id))
+            judged[rec.id] = Neighbour.judged(rec, v, exact=rec.id == exact)
+        return split_neighbours(judged.values())
 
     def note_policy(self, tag: str) -> None:
         """Record that decisions of the verification policy ``tag`` are written to this store: the store

@@ -198,7 +198,7 @@ def test_neighbours_by_shared_document_fingerprint_need_the_sketch(tmp_path):
             tx.put_record(rec, index=not deg)
         tx.commit()
         mine = to_bytes(sketch(text))
-        hits = {rec.id for rec, _ in store.neighbours(Evidence([fp], mine), "digest-query", 3)}
+        hits = {n.id for n in store.neighbours(Evidence([fp], mine), "digest-query", 3).matches}
     assert hits == {"copy", "short"}
 
 
