@@ -40,7 +40,6 @@ import jieba.analyse
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_many
-from fingerprint_indexer.fingerprint.winnow import WinnowParams
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 
@@ -129,6 +128,10 @@ def main() -> None:
     ours = Fingerprinter()
     ours_jieba = Fingerprinter(FingerprintConfig(segmenter="jieba"))
     ours_no_facts = Fingerprinter(FingerprintConfig(facts=False))  # what the fact check costs
+    # imported here, not at the top: a --baseline child imports this module against an older tree, where
+    # winnowing lived elsewhere
+    from fingerprint_indexer.fingerprint.winnow import WinnowParams
+
     ours_marks = Fingerprinter(FingerprintConfig(winnow=WinnowParams()))  # opt-in copy marks (--copy-marks)
     import rjieba
     from simhash import Simhash
