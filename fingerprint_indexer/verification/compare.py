@@ -114,17 +114,32 @@ def _natural(fact: str) -> tuple[str, int, float, str]:
         return (order, 1, 0.0, fact)
 
 
+#: ``days`` of :func:`compare_facts` and the rule: read the days apart from the two samples' DAY facts.
+READ_DAYS = -1
+
+
+def days_of(a: Sequence[str], b: Sequence[str], days: int | None = READ_DAYS) -> int | None:
+    """``days`` when given, else how many days apart the two samples say their documents were published
+    (None unless both say)."""
+    if days != READ_DAYS:
+        return days
+    apart = days_apart(a, b)
+    return apart[0] if apart is not None else None
+
+
 def compare_facts(
-    a: Sequence[str], b: Sequence[str], policy: VerifyPolicy = DEFAULT_POLICY, limit: int = MAX_FACTS
+    a: Sequence[str], b: Sequence[str], policy: VerifyPolicy = DEFAULT_POLICY, limit: int = MAX_FACTS,
+    days: int | None = READ_DAYS,
 ) -> FactDiff:
     """Shared and one-sided facts of two fact samples (the facts :func:`analyse` returns).
 
     A sample that holds ``limit`` facts may have dropped some above its largest hash, so only facts up to
     the smaller of the two cut-offs are compared: below it both samples are complete. The samples may come
-    in any order (Elasticsearch returns doc values sorted by value).
+    in any order (Elasticsearch returns doc values sorted by value). ``days`` apart, when the caller has
+    read them already (:data:`READ_DAYS`: read them here).
     """
-    apart = days_apart(a, b)  # a correction is re-sent soon: far apart, it needs more facts that stand
-    need_figures, need_facts = policy.correction_needs(apart[0] if apart is not None else None)
+    # a correction is re-sent soon: far apart, it needs more facts that stand
+    need_figures, need_facts = policy.correction_needs(days_of(a, b, days))
     a = [f for f in a if f[:1] not in (DAY, TITLE)]  # compared by days_apart and title_conflict
     b = [f for f in b if f[:1] not in (DAY, TITLE)]
     cut = min((max(map(fact_hash, s)) if len(s) >= limit else 1 << 64) for s in (a, b))

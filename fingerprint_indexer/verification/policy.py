@@ -141,24 +141,29 @@ class VerifyPolicy:
             return self.min_similarity  # the same words throughout: strong at any distance in time
         else:
             base, stale = self.min_passage_similarity, self.stale_passage_similarity
-        return base + self.staleness(days) * max(0.0, stale - base)
+        return max(base, self.graded(base, stale, days))  # a bar never falls with time
+
+    def graded(self, base: float, stale: float, days: int | None) -> float:
+        """``base`` within the grace period, ``stale`` from the horizon on, and in between moved from one
+        toward the other by :meth:`staleness`: how every threshold that keys on time is graded."""
+        return base + self.staleness(days) * (stale - base)
 
     def edit_share(self, *, short: bool, days: int | None) -> float:
         """The share of replaced facts an edit may have (0 for a text of one passage)."""
         if short:
             return 0.0
-        shrink = max(0.0, self.max_edit_share - self.stale_edit_share)
-        return self.max_edit_share - self.staleness(days) * shrink
+        # an allowance never grows with time
+        return min(self.max_edit_share, self.graded(self.max_edit_share, self.stale_edit_share, days))
 
     def correction_needs(self, days: int | None) -> tuple[float, float]:
         """Shared figures, and shared facts, that a one-digit figure change, and a single changed date or
         ordinal, need to count as corrections, ``days`` apart."""
-        s = self.staleness(days)
-        figures = self.min_figures_for_correction + s * max(
-            0, self.stale_figures_for_correction - self.min_figures_for_correction)
-        facts = self.min_facts_for_occurrence_correction + s * max(
-            0, self.stale_facts_for_occurrence_correction - self.min_facts_for_occurrence_correction)
-        return figures, facts
+        # what a correction needs never falls with time
+        figures = max(self.min_figures_for_correction, self.graded(
+            self.min_figures_for_correction, self.stale_figures_for_correction, days))
+        facts = max(self.min_facts_for_occurrence_correction, self.graded(
+            self.min_facts_for_occurrence_correction, self.stale_facts_for_occurrence_correction, days))
+        return float(figures), float(facts)
 
     def to_dict(self) -> dict[str, Any]:
         """Every threshold, the name and the tag (what ``fingerprint-indexer policy`` prints)."""

@@ -48,10 +48,11 @@ from fingerprint_indexer.fingerprint.sketch import (
     similarity,
 )
 from fingerprint_indexer.verification.compare import (
+    READ_DAYS,
     FactDiff,
     compare_facts,
     compare_frames,
-    days_apart,
+    days_of,
     is_ordinal,
     title_conflict,
 )
@@ -129,22 +130,27 @@ def closest_many(
     return np.minimum.reduceat(per_value, starts).astype(np.int64)
 
 
+def one_passage(ev: Evidence) -> bool:
+    """A text of one passage (a headline, a one-line notice): it has no lead or chunk fingerprint."""
+    return len(ev.fingerprints) < 2
+
+
 def facts_conflict(
-    a: Evidence, b: Evidence, policy: VerifyPolicy = DEFAULT_POLICY, diff: FactDiff | None = None
+    a: Evidence, b: Evidence, policy: VerifyPolicy = DEFAULT_POLICY, diff: FactDiff | None = None,
+    days: int | None = READ_DAYS,
 ) -> tuple[str, str]:
     """``(step, reason)`` why two texts' facts say they report different occurrences (``("", "")`` when
     they do not): the fact steps of the rule."""
     titled = title_conflict(a.facts, b.facts)
     if titled:
         return "title", titled
-    diff = diff if diff is not None else compare_facts(a.facts, b.facts, policy)
+    days = days_of(a.facts, b.facts, days)
+    diff = diff if diff is not None else compare_facts(a.facts, b.facts, policy, days=days)
     occ = diff.of_kind(OCCURRENCE)
     if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there
         ordinals = FactDiff((), tuple(filter(is_ordinal, occ.only_a)), tuple(filter(is_ordinal, occ.only_b)))
         return "ordinals", ordinals.describe()
-    apart = days_apart(a.facts, b.facts)
-    short = len(a.fingerprints) < 2 or len(b.fingerprints) < 2
-    allowance = policy.edit_share(short=short, days=apart[0] if apart is not None else None)
+    allowance = policy.edit_share(short=one_passage(a) or one_passage(b), days=days)
     replaced = min(len(diff.only_a), len(diff.only_b))
     edited = replaced <= allowance * (replaced + len(diff.shared))
     limits = {OCCURRENCE: policy.max_occurrence_change, FIGURE: policy.max_figure_change,
@@ -216,17 +222,15 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
     if distance > k and not band:  # callers pass ``band`` only for pairs farther than k
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}", step="distance", policy=tag)
     whole = hamming(a.fingerprints[0], b.fingerprints[0]) <= k
-    short = len(a.fingerprints) < 2 or len(b.fingerprints) < 2
-    notices = len(a.fingerprints) < 2 and len(b.fingerprints) < 2
-    apart = days_apart(a.facts, b.facts)
-    days = apart[0] if apart is not None else None
+    short, notices = one_passage(a) or one_passage(b), one_passage(a) and one_passage(b)
+    days = days_of(a.facts, b.facts)
     need = policy.text_need(band=band, short=short, notices=notices, whole=whole, days=days)
     if sim < need:
         when = f", published {days} days apart" if policy.staleness(days) > 0 else ""
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need:.2f}{when}",
                        band=band, step="text", policy=tag)  # fmt: skip
-    diff = compare_facts(a.facts, b.facts, policy)
-    step, reason = facts_conflict(a, b, policy, diff)
+    diff = compare_facts(a.facts, b.facts, policy, days=days)
+    step, reason = facts_conflict(a, b, policy, diff, days)
     return Verdict(distance, where, sim, not reason, reason, diff, band=band, step=step, policy=tag)
 
 
