@@ -42,6 +42,7 @@ from fingerprint_indexer.fingerprint.facts import (
     title_facts,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
+from fingerprint_indexer.fingerprint.native import Folded, NativePass, native_pass
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
@@ -154,7 +155,9 @@ class FingerprintResult:
 class Fingerprinter:
     """Fingerprints documents under one configuration."""
 
-    def __init__(self, config: FingerprintConfig | None = None) -> None:
+    def __init__(self, config: FingerprintConfig | None = None, reference: bool = False) -> None:
+        """``reference``: run the Python reference even where the compiled pass is built
+        (:mod:`fingerprint_indexer.fingerprint.native`; both give the same fingerprints)."""
         self.config = cfg = config or FingerprintConfig()
         synonyms = load_synonyms(cfg.synonyms_path) if cfg.synonyms_path else {}
         self.tokenizer = Tokenizer(synonyms=synonyms, engine=cfg.segmenter)
@@ -169,6 +172,10 @@ class Fingerprinter:
             f"idf={self._idf.name if self._idf else JIEBA_IDF};syn={synonyms_id(synonyms)}"
         )
         self._table = TermTable(self.tokenizer, lambda: self.idf)
+        # the compiled pass (None: the reference runs), made on first use unless ``reference``
+        self._native: NativePass | None = None
+        self._native_made = reference
+        self._native_lock = threading.Lock()
 
     @property
     def idf(self) -> IdfTable:
@@ -254,11 +261,10 @@ class Fingerprinter:
         chunks = sorted((fp for _, fp in kept), key=order.__getitem__)
         return chunks if lead is None else [lead, *(c for c in chunks if c != lead)]
 
-    def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
-        """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
-        ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
+    def _fold(self, body: str) -> Folded:
+        """The reference pass over stripped text: terms, weights, the document, lead and chunk
+        SimHashes, the sketch and the terms that are names (what the compiled pass computes alike)."""
         cfg = self.config
-        body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
         doc, inv, spans, has_lead = self._count(body)
         # one weighting of the whole document (row 0) and of its lead and chunks (the other rows)
         counts = np.empty((1 + len(spans), len(doc)), dtype=np.int64)
@@ -267,7 +273,6 @@ class Fingerprinter:
             counts[row] = np.bincount(inv[start:end], minlength=len(doc))
         order, weights, n = doc.weigh(counts, cfg.top_k, cfg.tf_power, cfg.max_term_share)
         sel, w = order[0, : n[0]], weights[0, : n[0]]
-        names = [doc.terms[i] for i in sel.tolist()]
         fp = doc.simhash(sel, w)
         distinct = np.count_nonzero(counts, axis=1).tolist()
         folded = [
@@ -276,23 +281,52 @@ class Fingerprinter:
         ]
         chunks = self._chunks(folded[1:], folded[0]) if has_lead else self._chunks(folded, None)
         degenerate = len(doc) < cfg.min_features
+        return Folded(
+            fingerprint=fp,
+            chunks=() if degenerate else tuple(c for c in chunks if c != fp),
+            top_terms=list(zip([doc.terms[i] for i in sel.tolist()], w.tolist(), strict=True)),
+            n_tokens=int(doc.counts.sum()),
+            n_terms=len(doc),
+            sketch=to_bytes(sketch(body, cfg.sketch_size)),
+            names=doc.names() if cfg.facts else [],
+        )
+
+    def _native_pass(self) -> NativePass | None:
+        """The compiled pass of this configuration, made on first use (None: the reference runs)."""
+        if not self._native_made:
+            with self._native_lock:
+                if not self._native_made:
+                    self._native = native_pass(self.config, self.tokenizer, self.config.idf_path)
+                    self._native_made = True
+        return self._native
+
+    def fingerprint_text(self, text: str, doc_id: str = "", cased: str = "") -> FingerprintResult:
+        """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
+        ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
+        cfg = self.config
+        body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
+        compiled = self._native_pass()
+        got = compiled.fold(body) if compiled is not None else None
+        if got is None:
+            got = self._fold(body)
         if cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
-            facts, frames = analyse(body, doc.names(), latin=latin, terms_are_names=True)
+            facts, frames = analyse(body, got.names, latin=latin, terms_are_names=True)
         else:
             facts, frames = (), ()
+        names = [t for t, _ in got.top_terms[: cfg.keyword_digest_n]]
         return FingerprintResult(
             id=doc_id,
-            fingerprint=fp,
-            blocks=cfg.layout.keys(fp),
+            fingerprint=got.fingerprint,
+            blocks=cfg.layout.keys(got.fingerprint),
             content_digest=content_digest(text),
-            keyword_digest=keyword_digest(names[: cfg.keyword_digest_n]),
-            top_terms=list(zip(names, w.tolist(), strict=True)),
-            degenerate=degenerate,
-            n_tokens=int(doc.counts.sum()),
+            keyword_digest=keyword_digest(names),
+            top_terms=got.top_terms,
+            degenerate=got.n_terms < cfg.min_features,
+            n_tokens=got.n_tokens,
             version=self.version,
-            chunks=() if degenerate else tuple(c for c in chunks if c != fp),
-            sketch=to_bytes(sketch(body, cfg.sketch_size)),
+            chunks=got.chunks,
+            sketch=got.sketch,
             facts=facts,
             frames=frames,
         )

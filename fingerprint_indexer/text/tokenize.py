@@ -29,6 +29,9 @@ _LATIN_WORD = re.compile(r"[a-z0-9]+(?:['.\-][a-z0-9]+)*")
 CHUNK_CHARS = 1 << 16
 
 
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Han character (what the segmenter is asked about)."""
+    return _CJK_CHAR.search(text) is not None
 
 def _jieba() -> ModuleType:
     import jieba
@@ -83,7 +86,7 @@ class Tokenizer:
         return self._segmenter(text)
 
     def _make_segmenter(self) -> Callable[[str], list[str]]:
-        variants = [v for v in self.synonyms if _CJK_CHAR.search(v)]
+        variants = [v for v in self.synonyms if has_cjk(v)]
         # Synonym variants go into a private dictionary, so multi-word variants segment as one token
         # without touching the process-wide instance.
         if self.engine == "rjieba":

@@ -106,7 +106,7 @@ def test_a_table_started_afresh_fingerprints_alike(monkeypatch: pytest.MonkeyPat
     """Past its bound the term table starts afresh (bounded memory); nothing else changes."""
     import fingerprint_indexer.fingerprint.fingerprinter as module
 
-    fast, slow = Fingerprinter(), PAIRS["default"][1]
+    fast, slow = Fingerprinter(reference=True), PAIRS["default"][1]  # the reference's table
     monkeypatch.setattr(module, "MAX_ENTRIES", 5)
     texts_ = ["北京会议第三十三次。经济增长了。公司发布新冠", "profits rose 3.5 in march 5", "北京 profits"]
     tables = set()

@@ -1,0 +1,107 @@
+"""The compiled fingerprint pass (``fingerprint_indexer.fingerprint._core``, Rust), and when it is used.
+
+The Python modules stay the reference: the compiled pass ports them operation for operation (the same
+segmenter, jieba-rs, at the version rjieba ships; the same IEEE operations in the same order), and
+``scripts/check_native.py`` proves its output byte-identical on every document of every corpus. A
+document the pass does not take (no sentence, a sentence longer than the reference reads whole) goes
+the reference's way, so output never depends on which ran.
+
+The pass is used when the extension was built (a Rust toolchain at install time), the configuration's
+segmenter is rjieba's ("auto" or "rjieba", not pure jieba, whose tokens differ on a few documents) and
+``FPI_NATIVE`` is not ``0``. ``FPI_NATIVE=0`` forces the reference (what the equality checks compare).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from fingerprint_indexer.fingerprint.chunks import MAX_SENTENCE, MIN_CHUNK_SENTENCES, MIN_CHUNK_TERMS
+from fingerprint_indexer.text.tokenize import has_cjk
+from fingerprint_indexer.text.weights import jieba_file
+
+if TYPE_CHECKING:
+    from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+    from fingerprint_indexer.text.tokenize import Tokenizer
+
+_core: ModuleType | None
+try:
+    from fingerprint_indexer.fingerprint import _core
+except ImportError:  # built without a Rust toolchain: the reference runs
+    _core = None
+
+#: Whether the compiled pass was built into this installation.
+AVAILABLE = _core is not None
+
+
+def enabled() -> bool:
+    """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
+    return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What one pass gives a fingerprint, facts aside (the reference's ``Fingerprinter._fold`` alike)."""
+
+    fingerprint: int
+    chunks: tuple[int, ...]
+    top_terms: list[tuple[str, float]]
+    n_tokens: int
+    n_terms: int
+    sketch: bytes
+    names: list[str]
+
+
+class NativePass:
+    """The compiled pass for one configuration and its tokenizer."""
+
+    def __init__(self, config: FingerprintConfig, tokenizer: Tokenizer, idf_path: str) -> None:
+        assert _core is not None
+        variants = [v for v in tokenizer.synonyms if has_cjk(v)]
+        self._core: Any = _core.Core(
+            variants=variants, stopwords=set(tokenizer.stopwords), synonyms=tokenizer.synonyms,
+            min_len=tokenizer.min_len, idf_path=idf_path, dict_path=str(jieba_file("dict.txt")),
+            top_k=config.top_k, tf_power=config.tf_power, max_share=config.max_term_share,
+            chunk_every=config.chunk_every, max_chunks=config.max_chunks,
+            lead_sentences=config.lead_sentences,
+            sketch_size=config.sketch_size, min_features=config.min_features,
+            min_chunk_terms=MIN_CHUNK_TERMS,
+            min_chunk_sentences=MIN_CHUNK_SENTENCES, max_sentence=MAX_SENTENCE,
+        )  # fmt: skip
+
+    def fold(self, body: str) -> Folded | None:
+        """The pass over stripped text ``body``, or None where the reference must run."""
+        got = self._core.fold(body)
+        if got is None:
+            return None
+        fp, chunks, top, n_tokens, n_terms, sketch, names = got
+        return Folded(fp, tuple(chunks), top, n_tokens, n_terms, sketch, names)
+
+    def cut(self, text: str) -> list[str]:
+        """The compiled segmenter's tokens (``rjieba.cut``'s)."""
+        return list(self._core.cut(text))
+
+    def sentence_spans(self, text: str) -> list[tuple[int, int]] | None:
+        """:func:`fingerprint_indexer.fingerprint.chunks.sentence_spans`, compiled."""
+        got = self._core.sentence_spans(text)
+        return None if got is None else [tuple(s) for s in got]
+
+    def idf_summary(self) -> tuple[int, float]:
+        """(entries, default) of the IDF table the pass read."""
+        n, default = self._core.idf_summary()
+        return int(n), float(default)
+
+
+def sketch_bytes(text: str, size: int) -> bytes:
+    """:func:`fingerprint_indexer.fingerprint.sketch.sketch` as bytes, compiled."""
+    assert _core is not None
+    return bytes(_core.sketch_bytes(text, size))
+
+
+def native_pass(config: FingerprintConfig, tokenizer: Tokenizer, idf_path: str | None) -> NativePass | None:
+    """The compiled pass for ``config`` where it applies, else None (the reference runs)."""
+    if not enabled() or tokenizer.engine != "rjieba":
+        return None
+    return NativePass(config, tokenizer, idf_path or str(jieba_file("analyse", "idf.txt")))

@@ -1,0 +1,135 @@
+//! The compiled fingerprint pass of `fingerprint_indexer`: from stripped text to SimHash fingerprints,
+//! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
+//! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
+
+mod pass;
+mod simhash;
+mod sketch;
+mod text;
+mod weights;
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+
+use jieba_rs::Jieba;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::pass::{run, Settings};
+
+/// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
+/// the median value.
+fn read_idf(path: &str) -> PyResult<(HashMap<String, f64>, f64)> {
+    let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let mut idf = HashMap::new();
+    for (n, line) in raw.lines().enumerate() {
+        let line = line.trim_matches(text::py_isspace);
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (term, value) = line.rsplit_once(' ').unwrap_or(("", line));
+        let v: f64 = value.parse().map_err(|_| PyValueError::new_err(format!("{path}:{}: bad line", n + 1)))?;
+        idf.insert(term.to_owned(), v);
+    }
+    let mut values: Vec<f64> = idf.values().copied().collect();
+    values.sort_by(|a, b| a.partial_cmp(b).expect("numbers"));
+    let default = values.get(values.len() / 2).copied().unwrap_or(1.0);
+    Ok((idf, default))
+}
+
+/// The words of jieba's dictionary that are not tagged as proper nouns (`facts._read_dictionary`).
+fn read_common(path: &str) -> PyResult<HashSet<String>> {
+    let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let mut proper: HashMap<&str, bool> = HashMap::new();
+    for line in raw.split('\n') {
+        let parts: Vec<&str> = line.split(text::py_isspace).filter(|p| !p.is_empty()).collect();
+        if let Some(word) = parts.first() {
+            let name = parts.len() == 3 && matches!(parts[2], "nr" | "nrfg" | "nrt" | "ns" | "nt");
+            let e = proper.entry(word).or_insert(false);
+            *e = *e || name;
+        }
+    }
+    Ok(proper.into_iter().filter(|&(_, p)| !p).map(|(w, _)| w.to_owned()).collect())
+}
+
+/// One configuration's loaded tables and segmenter.
+#[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
+struct Core {
+    jieba: Jieba,
+    settings: Settings,
+}
+
+#[pymethods]
+impl Core {
+    #[new]
+    #[pyo3(signature = (*, variants, stopwords, synonyms, min_len, idf_path, dict_path, top_k, tf_power,
+        max_share, chunk_every, max_chunks, lead_sentences, sketch_size, min_features, min_chunk_terms,
+        min_chunk_sentences, max_sentence))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>, variants: Vec<String>, stopwords: HashSet<String>, synonyms: HashMap<String, String>,
+        min_len: usize, idf_path: String, dict_path: String, top_k: usize, tf_power: f64, max_share: f64,
+        chunk_every: usize, max_chunks: usize, lead_sentences: usize, sketch_size: usize, min_features: usize,
+        min_chunk_terms: usize, min_chunk_sentences: usize, max_sentence: usize,
+    ) -> PyResult<Self> {
+        py.detach(|| {
+            let mut jieba = Jieba::new();
+            for v in &variants {
+                jieba.add_word(v, Some(100000), None);
+            }
+            let (idf, idf_default) = read_idf(&idf_path)?;
+            let common = read_common(&dict_path)?;
+            Ok(Core {
+                jieba,
+                settings: Settings {
+                    stopwords, synonyms, min_len, idf, idf_default, common, top_k, tf_power, max_share,
+                    chunk_every, max_chunks, lead_sentences, sketch_size, min_features, min_chunk_terms,
+                    min_chunk_sentences, max_sentence,
+                },
+            })
+        })
+    }
+
+    /// The pass over `body`: `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, names)`, or
+    /// None where the reference must run.
+    #[allow(clippy::type_complexity)]
+    fn fold<'py>(
+        &self, py: Python<'py>, body: &str,
+    ) -> Option<(u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>)> {
+        let got = py.detach(|| run(&self.jieba, &self.settings, body))?;
+        Some((got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
+              PyBytes::new(py, &got.sketch), got.names))
+    }
+
+    /// The segmenter's tokens of `text` (as `rjieba.cut(text)`), for the equality checks.
+    fn cut(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        py.detach(|| self.jieba.cut(text, true).into_iter().map(|t| t.word.to_owned()).collect())
+    }
+
+    /// `sentence_spans` of `text` as character offsets (the reference's), for the equality checks.
+    fn sentence_spans(&self, text: &str) -> Option<Vec<(usize, usize)>> {
+        let spans = text::sentence_spans(text, self.settings.max_sentence)?;
+        let chars = |b: usize| text[..b].chars().count();
+        Some(spans.into_iter().map(|(a, b)| (chars(a), chars(b))).collect())
+    }
+
+    /// The IDF table's size and default, for the equality checks.
+    fn idf_summary(&self) -> (usize, f64) {
+        (self.settings.idf.len(), self.settings.idf_default)
+    }
+}
+
+/// The MinHash sketch of `text` (`fingerprint.sketch.sketch`, as bytes).
+#[pyfunction]
+fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyBytes> {
+    let got = py.detach(|| sketch::sketch(text, size));
+    PyBytes::new(py, &got)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Core>()?;
+    m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    Ok(())
+}

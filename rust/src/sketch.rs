@@ -1,0 +1,39 @@
+//! The MinHash sketch of `fingerprint/sketch.py`: 5-gram code-point shingles of the text without
+//! whitespace, rolling FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
+
+use crate::text::py_isspace;
+
+const P: u64 = 0x100000001B3;
+const GOLDEN: u64 = 0x9E3779B97F4A7C15;
+pub const SHINGLE: usize = 5;
+
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D049BB133111EB);
+    x ^ (x >> 31)
+}
+
+/// `size` minima as little-endian uint32 bytes (all 0xFFFFFFFF for a text without shingles).
+pub fn sketch(text: &str, size: usize) -> Vec<u8> {
+    let codes: Vec<u64> = text.chars().filter(|&c| !py_isspace(c)).map(|c| c as u64).collect();
+    let mut mins = vec![u64::MAX; size];
+    if !codes.is_empty() {
+        let n = SHINGLE.min(codes.len());
+        let mut hashes: Vec<u64> = codes
+            .windows(n)
+            .map(|w| mix(w.iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c))))
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        let seeds: Vec<u64> = (1..=size as u64).map(|i| GOLDEN.wrapping_mul(i)).collect();
+        for h in hashes {
+            for (m, s) in mins.iter_mut().zip(&seeds) {
+                let x = mix(h ^ s);
+                if x < *m {
+                    *m = x;
+                }
+            }
+        }
+    }
+    mins.iter().flat_map(|m| ((m >> 32) as u32).to_le_bytes()).collect()
+}
