@@ -139,11 +139,6 @@ def names(terms: Iterable[str]) -> set[str]:
     return {t for t, flag in zip(chinese, flags.tolist(), strict=True) if flag > 0.0}
 
 
-def _proper(term: str) -> bool:
-    """Whether jieba's dictionary tags ``term`` as a proper noun."""
-    return _dictionary().get(term, 0.0) > 0.0
-
-
 def _qualified(ordinal: str | None, value: str, unit: str | None) -> str:
     """``第`` + 33 + ``次`` -> ``#第33次``; 569 + ``例``... -> ``=569`` (only occurrence units are kept)."""
     if ordinal or (unit and unit in _OCCURRENCE_UNITS):
@@ -422,7 +417,9 @@ def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> 
     dropped first."""
     head = _SITE_SUFFIX.sub("", title)
     # only names the dictionary knows: a headline's new words are mostly slang
-    found = {NAME + n for n in terms if n in head and _proper(n)}
+    present = [n for n in terms if n in head]
+    proper = values_of(_dictionary(), present, 0.0).tolist()  # one look-up for all: _proper of each
+    found = {NAME + n for n, flag in zip(present, proper, strict=True) if flag > 0.0}
     found |= {NAME + n for n in latin if n in head}
     found |= _numbers(head)
     return tuple(TITLE + f for f in _by_hash(found, MAX_TITLE_FACTS))

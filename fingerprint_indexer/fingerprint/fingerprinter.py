@@ -282,6 +282,7 @@ class Fingerprinter:
         chunks = self._chunks(folded[1:], folded[0]) if has_lead else self._chunks(folded, None)
         degenerate = len(doc) < cfg.min_features
         return Folded(
+            body=body,
             fingerprint=fp,
             chunks=() if degenerate else tuple(c for c in chunks if c != fp),
             top_terms=list(zip([doc.terms[i] for i in sel.tolist()], w.tolist(), strict=True)),
@@ -304,11 +305,11 @@ class Fingerprinter:
         """Fingerprint already-normalised text (see :func:`fingerprint_indexer.text.clean.clean`);
         ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
         cfg = self.config
-        body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
         compiled = self._native_pass()
-        got = compiled.fold(body) if compiled is not None else None
+        got = compiled.fold(text, cased) if compiled is not None else None
         if got is None:
-            got = self._fold(body)
+            got = self._fold(strip_boilerplate(text, cased) if cfg.strip_boilerplate else text)
+        body = got.body
         if cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
             facts, frames = analyse(body, got.names, latin=latin, terms_are_names=True)
@@ -362,7 +363,9 @@ class Fingerprinter:
         title = clean(doc.title) if doc.title else ""
         title = title if title != text else ""  # a headline-only document: its title is its body
         latin = latin_names(doc.title) if title else set()
-        extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
+        compiled = self._native_pass()
+        terms = self.tokenizer.terms if compiled is None else compiled.terms
+        extra = title_facts(title, terms(title), latin) if title else ()
         day = publication_day(doc.published_at)
         extra = (*extra, day) if day else extra
         return replace(res, facts=(*res.facts, *extra)) if extra else res

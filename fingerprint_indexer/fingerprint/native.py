@@ -45,6 +45,7 @@ def enabled() -> bool:
 class Folded:
     """What one pass gives a fingerprint, facts aside (the reference's ``Fingerprinter._fold`` alike)."""
 
+    body: str  # the text fingerprinted: page furniture stripped (when the configuration strips it)
     fingerprint: int
     chunks: tuple[int, ...]
     top_terms: list[tuple[str, float]]
@@ -59,6 +60,7 @@ class NativePass:
 
     def __init__(self, config: FingerprintConfig, tokenizer: Tokenizer, idf_path: str) -> None:
         assert _core is not None
+        self._strip = config.strip_boilerplate
         variants = [v for v in tokenizer.synonyms if has_cjk(v)]
         self._core: Any = _core.Core(
             variants=variants, stopwords=set(tokenizer.stopwords), synonyms=tokenizer.synonyms,
@@ -71,13 +73,18 @@ class NativePass:
             min_chunk_sentences=MIN_CHUNK_SENTENCES, max_sentence=MAX_SENTENCE,
         )  # fmt: skip
 
-    def fold(self, body: str) -> Folded | None:
-        """The pass over stripped text ``body``, or None where the reference must run."""
-        got = self._core.fold(body)
+    def fold(self, text: str, cased: str = "") -> Folded | None:
+        """The pass over normalised ``text`` (``cased``: the same before lower-casing), or None where
+        the reference must run."""
+        got = self._core.fold(text, cased, self._strip)
         if got is None:
             return None
-        fp, chunks, top, n_tokens, n_terms, sketch, names = got
-        return Folded(fp, tuple(chunks), top, n_tokens, n_terms, sketch, names)
+        body, fp, chunks, top, n_tokens, n_terms, sketch, names = got
+        return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names)
+
+    def terms(self, text: str) -> list[str]:
+        """:meth:`Tokenizer.terms <fingerprint_indexer.text.tokenize.Tokenizer.terms>`, compiled."""
+        return self._core.terms(text)
 
     def cut(self, text: str) -> list[str]:
         """The compiled segmenter's tokens (``rjieba.cut``'s)."""
@@ -92,6 +99,13 @@ class NativePass:
         """(entries, default) of the IDF table the pass read."""
         n, default = self._core.idf_summary()
         return int(n), float(default)
+
+
+def strip_boilerplate(text: str, cased: str = "") -> str | None:
+    """:func:`fingerprint_indexer.text.boilerplate.strip_boilerplate`, compiled; None where the
+    reference must run."""
+    assert _core is not None
+    return _core.strip_boilerplate(text, cased)
 
 
 def sketch_bytes(text: str, size: int) -> bytes:

@@ -2,6 +2,7 @@
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
+mod boilerplate;
 mod pass;
 mod simhash;
 mod sketch;
@@ -16,7 +17,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::pass::{run, Settings};
+use crate::pass::{run, terms, Settings};
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.
@@ -91,15 +92,26 @@ impl Core {
         })
     }
 
-    /// The pass over `body`: `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, names)`, or
-    /// None where the reference must run.
+    /// The pass over normalised `text` (`cased`: the same before lower-casing), its page furniture
+    /// stripped first when `strip`: `(body, fingerprint, chunks, top_terms, n_tokens, n_terms, sketch,
+    /// names)`, or None where the reference must run.
+    #[pyo3(signature = (text, cased = "", strip = true))]
     #[allow(clippy::type_complexity)]
     fn fold<'py>(
-        &self, py: Python<'py>, body: &str,
-    ) -> Option<(u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>)> {
-        let got = py.detach(|| run(&self.jieba, &self.settings, body))?;
-        Some((got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
+        &self, py: Python<'py>, text: &str, cased: &str, strip: bool,
+    ) -> Option<(String, u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>)> {
+        let (body, got) = py.detach(|| {
+            let body = if strip { boilerplate::strip_boilerplate(text, cased)? } else { text.to_owned() };
+            let got = run(&self.jieba, &self.settings, &body)?;
+            Some((body, got))
+        })?;
+        Some((body, got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
               PyBytes::new(py, &got.sketch), got.names))
+    }
+
+    /// `Tokenizer.terms(text)`: the content terms of a short text (a title).
+    fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        py.detach(|| terms(&self.jieba, &self.settings, text))
     }
 
     /// The segmenter's tokens of `text` (as `rjieba.cut(text)`), for the equality checks.
@@ -120,6 +132,13 @@ impl Core {
     }
 }
 
+/// `strip_boilerplate(text, cased)` of `text/boilerplate.py`, or None where the reference must run.
+#[pyfunction]
+#[pyo3(signature = (text, cased = ""))]
+fn strip_boilerplate(py: Python<'_>, text: &str, cased: &str) -> Option<String> {
+    py.detach(|| boilerplate::strip_boilerplate(text, cased))
+}
+
 /// The MinHash sketch of `text` (`fingerprint.sketch.sketch`, as bytes).
 #[pyfunction]
 fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyBytes> {
@@ -131,5 +150,6 @@ fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyB
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     Ok(())
 }

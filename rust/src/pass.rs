@@ -4,6 +4,8 @@
 //! `TermTable.text_ids` / `sentence_ids`, `Tokenizer.keep`, `_chunks`.
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 
 use jieba_rs::Jieba;
@@ -50,14 +52,15 @@ pub struct Folded {
 /// A document's kept tokens as ids into its own distinct terms.
 struct Tokens<'s> {
     terms: Vec<String>,
-    ids: HashMap<String, u32>,
-    segmented: HashMap<&'s str, Option<u32>>,
-    latin: HashMap<&'s str, Option<u32>>,
+    ids: FxHashMap<String, u32>,
+    segmented: FxHashMap<&'s str, Option<u32>>,
+    latin: FxHashMap<&'s str, Option<u32>>,
 }
 
 impl<'s> Tokens<'s> {
     fn new() -> Self {
-        Tokens { terms: Vec::new(), ids: HashMap::new(), segmented: HashMap::new(), latin: HashMap::new() }
+        Tokens { terms: Vec::new(), ids: FxHashMap::default(), segmented: FxHashMap::default(),
+                 latin: FxHashMap::default() }
     }
 
     /// `Tokenizer.keep` then the term's id: None when the token does not count.
@@ -85,6 +88,27 @@ impl<'s> Tokens<'s> {
         if segmented { self.segmented.insert(token, got) } else { self.latin.insert(token, got) };
         got
     }
+}
+
+/// `Tokenizer.terms`: the content terms of a short text, the segmenter's then the Latin words.
+pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
+    let mut toks = Tokens::new();
+    let mut out = Vec::new();
+    if has_cjk(text) {
+        for t in jieba.cut(text, true) {
+            if let Some(i) = toks.id(s, t.word, true) {
+                out.push(toks.terms[i as usize].clone());
+            }
+        }
+    }
+    let mut words = Vec::new();
+    latin_words(text, 0, text.len(), &mut words);
+    for &(a, b) in &words {
+        if let Some(i) = toks.id(s, &text[a..b], false) {
+            out.push(toks.terms[i as usize].clone());
+        }
+    }
+    out
 }
 
 /// The kept term ids of each sentence, concatenated, and where each sentence ends in them: from one

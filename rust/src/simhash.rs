@@ -2,25 +2,38 @@
 //! `((a + b) + c) + d`, the groups added in turn, then the last `n mod 4` one by one. Every vote then
 //! has the sign the reference gives it, ties included.
 
+/// `w` when bit `63 - bit` of `h` is set, else `-w` (a sign flip: exact, and branch-free).
+#[inline(always)]
+fn vote(w: u64, h: u64, bit: usize) -> f64 {
+    f64::from_bits(w ^ ((!h >> (63 - bit)) & 1) << 63)
+}
+
 pub fn fold(hashes: &[u64], weights: &[f64]) -> u64 {
     if hashes.is_empty() {
         return 0;
     }
-    let prod = |i: usize, bit: usize| -> f64 {
-        if (hashes[i] >> (63 - bit)) & 1 == 1 { weights[i] } else { -weights[i] }
-    };
     let n = hashes.len();
     let full = n - n % 4;
     let mut votes = [0.0f64; 64];
     for g in (0..full).step_by(4) {
-        for (bit, v) in votes.iter_mut().enumerate() {
-            let s = ((prod(g, bit) + prod(g + 1, bit)) + prod(g + 2, bit)) + prod(g + 3, bit);
-            *v = if g == 0 { s } else { *v + s };
+        let (h, w) = (&hashes[g..g + 4], &weights[g..g + 4]);
+        let wb = [w[0].to_bits(), w[1].to_bits(), w[2].to_bits(), w[3].to_bits()];
+        let mut group = [0.0f64; 64];
+        for (bit, s) in group.iter_mut().enumerate() {
+            *s = ((vote(wb[0], h[0], bit) + vote(wb[1], h[1], bit)) + vote(wb[2], h[2], bit)) + vote(wb[3], h[3], bit);
+        }
+        if g == 0 {
+            votes = group;
+        } else {
+            for (v, s) in votes.iter_mut().zip(group) {
+                *v += s;
+            }
         }
     }
     for i in full..n {
+        let wb = weights[i].to_bits();
         for (bit, v) in votes.iter_mut().enumerate() {
-            *v += prod(i, bit);
+            *v += vote(wb, hashes[i], bit);
         }
     }
     votes.iter().enumerate().fold(0u64, |fp, (bit, &v)| if v > 0.0 { fp | 1 << (63 - bit) } else { fp })

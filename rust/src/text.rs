@@ -35,6 +35,12 @@ const DOT_CLOSERS: [char; 5] = ['"', '\'', '\u{201d}', '\u{2019}', ')'];
 /// The matches of `_SENTENCE` (`.+?(?:[。!?;…]+[closers]*|\.[closers]*(?=\s)|$)`, DOTALL) in `text`,
 /// as byte ranges, in order. `text` holds no line break (the callers replace them by spaces).
 pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
+    sentence_matches_with(text, false)
+}
+
+/// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
+/// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
+pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let n = chars.len();
     let at = |i: usize| if i < n { chars[i].0 } else { text.len() };
@@ -62,7 +68,7 @@ pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
                 while j < n && DOT_CLOSERS.contains(&chars[j].1) {
                     j += 1;
                 }
-                if j < n && py_isspace(chars[j].1) {
+                if (j < n && py_isspace(chars[j].1)) || (dot_at_end && j == n) {
                     break j;
                 }
             }

@@ -1,0 +1,272 @@
+//! `strip_boilerplate` of `text/boilerplate.py`, rule for rule. The patterns that only answer "is there
+//! a match" use the `regex` crate; those whose matches are read are scanners with Python's semantics.
+//! Text holding a character on which Python's and this crate's Unicode classes could disagree (see
+//! [`risky`]) is left to the reference.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::text::{py_isspace, sentence_matches_with};
+
+const MARKERS_ZH: &[&str] = &[
+    "责任编辑", "编辑:", "编辑 :", "审核:", "校对:", "作者:", "记者:", "来源:", "信息来源", "稿件来源",
+    "原标题", "免责声明", "声明:", "版权", "转载", "侵权", "icp", "举报", "分享到", "分享至", "扫码",
+    "扫描二维码", "二维码", "客户端", "app", "公众号", "微信", "微博", "相关阅读", "推荐阅读", "延伸阅读",
+    "相关新闻", "热门推荐", "点击",
+    "阅读原文", "阅读全文", "查看更多", "更多精彩", "打印", "字号", "关闭窗口", "当前位置", "首页", "频道",
+    "广告", "优惠券", "限时特惠", "招商", "热线", "新用户", "收藏", "评论(", "浏览次数", "发布时间", "未完",
+    "专题", "独家稿件", "本文系", "本文转自", "图片来源",
+];
+const MARKERS_EN: &[&str] = &[
+    "advertisement", "sponsored", "subscribe", "newsletter", "sign up", "follow us", "follow @", "share this",
+    "share on", "related:", "read more", "more from", "don't miss", "click here", "download the", "the app",
+    "copyright", "(c) ", "©", "all rights reserved", "reporting by", "editing by", "originally appeared",
+    "originally published", "terms of use", "privacy policy", "cookie", "contact us", "report an error",
+    "print this", "comments (", "text size", "listen to this article", "published:", "updated:", "breaking:",
+    "continue reading", "story continues", "email us", "staff", "views expressed", "home >", "continued...",
+    "on twitter", "on facebook", "whatsapp", "linkedin",
+];
+const LINE_MARKERS: &[&str] = &[
+    "免责声明", "声明:", "凡本网", "凡注明", "版权所有", "版权声明", "本文系", "违法和不良信息", "copyright",
+    "the views expressed", "all rights reserved", "this article originally", "this material may not",
+];
+const RUNS_ON: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "but", "that",
+    "which", "who", "it", "its", "is", "are", "was", "were", "has", "have", "had", "will", "would", "said",
+    "says", "as", "than", "be", "been",
+];
+const FINAL_PUNCT: &[char] = &['\u{3002}', '!', '?', '.', '\u{2026}', '"', '\'', '\u{201d}', '\u{300d}', ')'];
+
+const SHORT_SENTENCE: usize = 80;
+const CODE_LINE: usize = 200;
+const ASCII_SHARE: f64 = 0.6;
+const MIN_KEPT: f64 = 0.2;
+const EDGE_LINE: usize = 40;
+
+struct Patterns {
+    marker: Regex,
+    code: Regex,
+    code_bounded: Regex,
+    menu: Regex,
+    byline: Regex,
+    digit: Regex,
+    compares: Regex,
+    word: Regex,
+    risky: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
+    P.get_or_init(|| {
+        let markers: Vec<String> = MARKERS_ZH.iter().chain(MARKERS_EN).map(|m| regex::escape(m)).collect();
+        let re = |p: &str| Regex::new(p).expect("a valid pattern");
+        Patterns {
+            marker: re(&markers.join("|")),
+            // `_CODE_RE` in two parts: a Unicode word boundary keeps a pattern off the fast engines, so
+            // the three alternatives that hold one are tried only where their words occur
+            code: re(concat!(
+                r"function\s*\(|document\.|window\.|^\s*[{}()\[\];,]+\s*$",
+                r"|\}\s*\)\s*\(|https?://|//[a-z0-9-]+\.[a-z]|[a-z-]:\s*[^;]{0,40};\s*[a-z-]+:",
+                r"|^/\*.*\*/$|\{\s*\}|^//",
+            )),
+            code_bounded: re(concat!(
+                r"\bvar\s+[\w$]+\s*=|\.(?:js|css|png|jpg|gif)\b",
+                r"|^(?:if|else|for|while|switch)\b[^{}]{0,80}\{$",
+            )),
+            menu: re(r"^(?:[^|]{1,30}\|){3,}[^|]{0,30}$"),
+            byline: re(r"^by [^.!?]{2,60}$"),
+            digit: re(r"\d"),
+            compares: re(r"^[ -~]*\S \s*vs\.? +\S[ -~]*$"),
+            word: re(r"^\w$"),
+            // where Python's \w, \b, \s, \d could answer otherwise than this crate's: combining marks,
+            // connector punctuation but "_", other and letter numbers, joiners, the separators Python
+            // counts as space, and characters newer than Python's Unicode tables (14.0)
+            risky: re(r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]"),
+        }
+    })
+}
+
+/// Whether `text` holds a character on which the reference's regular expressions and this module's
+/// could disagree; such text is left to the reference.
+pub fn risky(text: &str) -> bool {
+    patterns().risky.is_match(text)
+}
+
+fn is_word(c: char) -> bool {
+    c == '_' || c.is_ascii_alphanumeric() || (!c.is_ascii() && patterns().word.is_match(c.encode_utf8(&mut [0; 4])))
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `_has_css_rule`: `word {... : ... ;` with no `}` in between.
+fn has_css_rule(line: &str) -> bool {
+    let cs: Vec<char> = line.chars().collect();
+    let find = |c: char, from: usize, to: usize| (from..to.min(cs.len())).find(|&i| cs[i] == c);
+    let mut pos = 0;
+    loop {
+        // the first `{` whose preceding non-space character is a word character at or after pos
+        let mut brace_end = None;
+        for q in pos..cs.len() {
+            if cs[q] != '{' {
+                continue;
+            }
+            let mut p = q;
+            while p > 0 && py_isspace(cs[p - 1]) {
+                p -= 1;
+            }
+            if p > pos && is_word(cs[p - 1]) {
+                brace_end = Some(q + 1);
+                break;
+            }
+        }
+        let Some(after) = brace_end else { return false };
+        let end = find('}', after, cs.len()).unwrap_or(cs.len());
+        if let Some(colon) = find(':', after, end) {
+            if find(';', colon + 1, end).is_some() {
+                return true;
+            }
+        }
+        pos = end + 1;
+        if pos > cs.len() {
+            return false;
+        }
+    }
+}
+
+/// Whether a line may match `code_bounded`: it holds one of the words its alternatives need.
+fn may_be_bounded_code(line: &str) -> bool {
+    line.contains("var")
+        || [".js", ".css", ".png", ".jpg", ".gif"].iter().any(|x| line.contains(x))
+        || (["if", "else", "for", "while", "switch"].iter().any(|x| line.starts_with(x)) && line.ends_with('{'))
+}
+
+fn is_code(line: &str) -> bool {
+    let p = patterns();
+    let found = p.code.is_match(line)
+        || (may_be_bounded_code(line) && p.code_bounded.is_match(line))
+        || (line.contains('{') && has_css_rule(line));
+    if !found {
+        return false;
+    }
+    let n = chars(line);
+    if n <= CODE_LINE {
+        return true;
+    }
+    line.chars().filter(char::is_ascii).count() as f64 >= ASCII_SHARE * n as f64
+}
+
+fn py_strip(s: &str) -> &str {
+    s.trim_matches(py_isspace)
+}
+
+/// The line without its short marker-carrying sentences (`_strip_sentences`).
+fn strip_sentences(line: &str) -> String {
+    let p = patterns();
+    let mut kept = String::new();
+    for (a, b) in sentence_matches_with(line, true) {
+        let piece = &line[a..b];
+        let core = py_strip(piece);
+        if core.is_empty() {
+            continue;
+        }
+        if chars(core) > SHORT_SENTENCE || !p.marker.is_match(piece) {
+            kept.push_str(piece);
+        }
+    }
+    py_strip(&kept).to_owned()
+}
+
+fn is_edge_furniture(line: &str) -> bool {
+    chars(line) <= EDGE_LINE && !line.chars().last().is_some_and(|c| FINAL_PUNCT.contains(&c))
+}
+
+fn runs_on(line: &str) -> bool {
+    RUNS_ON.iter().any(|w| {
+        line.ends_with(w) && {
+            let before = &line[..line.len() - w.len()];
+            before.chars().last().is_none_or(|c| !is_word(c))
+        }
+    })
+}
+
+fn introduced_table(kept: &str, rows: &[String]) -> bool {
+    (kept.ends_with(':') || kept.ends_with(" -")) && rows.iter().any(|r| patterns().digit.is_match(r))
+}
+
+fn opening_table(rows: &[String]) -> Option<usize> {
+    let p = patterns();
+    let figures: Vec<usize> = (0..rows.len()).filter(|&i| p.digit.is_match(&rows[i])).collect();
+    let compares = (0..rows.len()).find(|&i| rows[i].contains("vs") && p.compares.is_match(&rows[i]));
+    match compares {
+        Some(c) if figures.len() >= 2 => Some(figures[0].min(c)),
+        _ => None,
+    }
+}
+
+/// `strip_boilerplate(text, cased)`; None when `text` or `cased` is [`risky`].
+pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
+    if risky(text) || risky(cased) {
+        return None;
+    }
+    let p = patterns();
+    let raw_lines: Vec<&str> = text.split('\n').collect();
+    let cased_lines: Vec<&str> = if cased.is_empty() { Vec::new() } else { cased.split('\n').collect() };
+    let mut continued = vec![false; raw_lines.len()];
+    if cased_lines.len() == raw_lines.len() {
+        let mut after = false;
+        for i in (0..cased_lines.len()).rev() {
+            continued[i] = after;
+            let s = py_strip(cased_lines[i]);
+            if !s.is_empty() {
+                after = s.starts_with(|c: char| c.is_ascii_lowercase());
+            }
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut goes_on: Vec<bool> = Vec::new();
+    let mut prose: Vec<&str> = Vec::new();
+    for (i, raw) in raw_lines.iter().enumerate() {
+        let line = py_strip(raw);
+        if line.is_empty() || is_code(line) {
+            continue;
+        }
+        prose.push(line);
+        let menu = line.matches('|').count() >= 3 && p.menu.is_match(line);
+        let byline = line.starts_with("by ") && p.byline.is_match(line);
+        if LINE_MARKERS.iter().any(|m| line.starts_with(m)) || menu || byline {
+            continue;
+        }
+        let line = strip_sentences(line);
+        if !line.is_empty() {
+            lines.push(line);
+            goes_on.push(continued[i]);
+        }
+    }
+    let (mut start, mut end) = (0usize, lines.len());
+    while start + 1 < end && is_edge_furniture(&lines[start]) && !runs_on(&lines[start]) && !goes_on[start] {
+        start += 1;
+    }
+    if end > 0 && start == end - 1 && is_edge_furniture(&lines[start]) {
+        start = end;
+    } else if start > 0 {
+        if let Some(table) = opening_table(&lines[..start]) {
+            start = table;
+        }
+    }
+    let last = lines.len();
+    while end > start && is_edge_furniture(&lines[end - 1]) {
+        end -= 1;
+    }
+    if start < end && end < last && introduced_table(&lines[end - 1], &lines[end..]) {
+        end = last;
+    }
+    let mut out = lines[start..end].join("\n");
+    if out.is_empty() {
+        out = lines.join("\n");
+    }
+    let rest = prose.join("\n");
+    Some(if chars(&out) as f64 >= MIN_KEPT * chars(&rest) as f64 { out } else { rest })
+}
