@@ -48,7 +48,7 @@ from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
 from fingerprint_indexer.fingerprint.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import clean, html_to_text, normalize
+from fingerprint_indexer.text.clean import html_to_text, normalize
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
@@ -332,12 +332,18 @@ class Fingerprinter:
             frames=frames,
         )
 
+    def _normalize(self, text: str, lower: bool = True) -> str:
+        """:func:`fingerprint_indexer.text.clean.normalize`, compiled where the pass is."""
+        compiled = self._native_pass()
+        got = compiled.normalize(text, lower) if compiled is not None else None
+        return normalize(text, lower) if got is None else got
+
     def fingerprint(
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
         raw = html_to_text(html) if html else text or ""  # what clean() reads, parsed once
-        cased = normalize(raw, lower=False)
+        cased = self._normalize(raw, lower=False)
         res = self.fingerprint_text(cased.lower(), doc_id, cased)
         return self._with_marks(res, lambda: raw)
 
@@ -352,15 +358,15 @@ class Fingerprinter:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication
         day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
         # clean(doc.content, doc.html), with the HTML parsed and the text normalised once for both cases
-        cased = normalize((html_to_text(doc.html) if doc.html else doc.content) or "", lower=False)
+        cased = self._normalize((html_to_text(doc.html) if doc.html else doc.content) or "", lower=False)
         if not cased and doc.title:
-            cased = normalize(doc.title, lower=False)
+            cased = self._normalize(doc.title, lower=False)
         text = cased.lower()
         res = self.fingerprint_text(text, doc.id, cased)
         res = self._with_marks(res, lambda: document_text(doc))
         if not self.config.facts:
             return res
-        title = clean(doc.title) if doc.title else ""
+        title = self._normalize(doc.title) if doc.title else ""  # clean(doc.title)
         title = title if title != text else ""  # a headline-only document: its title is its body
         latin = latin_names(doc.title) if title else set()
         compiled = self._native_pass()

@@ -82,6 +82,12 @@ class NativePass:
         body, fp, chunks, top, n_tokens, n_terms, sketch, names = got
         return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names)
 
+    @staticmethod
+    def normalize(text: str, lower: bool = True) -> str | None:
+        """:func:`fingerprint_indexer.text.clean.normalize`, compiled; None where the reference must run."""
+        assert _core is not None
+        return _core.normalize(text, lower)
+
     def terms(self, text: str) -> list[str]:
         """:meth:`Tokenizer.terms <fingerprint_indexer.text.tokenize.Tokenizer.terms>`, compiled."""
         return self._core.terms(text)

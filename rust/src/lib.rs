@@ -132,6 +132,13 @@ impl Core {
     }
 }
 
+/// `normalize(text, lower)` of `text/clean.py`, or None where the reference must run.
+#[pyfunction]
+#[pyo3(signature = (text, lower = true))]
+fn normalize(py: Python<'_>, text: &str, lower: bool) -> Option<String> {
+    py.detach(|| text::normalize(text, lower))
+}
+
 /// `strip_boilerplate(text, cased)` of `text/boilerplate.py`, or None where the reference must run.
 #[pyfunction]
 #[pyo3(signature = (text, cased = ""))]
@@ -151,5 +158,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
     Ok(())
 }

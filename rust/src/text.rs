@@ -143,3 +143,73 @@ mod tests {
         assert_eq!(w, vec!["u.s", "covid-19", "abc", "def", "x"]);
     }
 }
+
+/// Whether `text` holds a character assigned after Unicode 14.0 (the tables of Python 3.11's
+/// `unicodedata`): normalisation and case mapping of such text are left to the reference.
+pub fn newer_than_reference(text: &str) -> bool {
+    use std::sync::OnceLock;
+    static NEW: OnceLock<regex::Regex> = OnceLock::new();
+    !text.is_ascii()
+        && NEW
+            .get_or_init(|| regex::Regex::new(r"[\p{Age=V16_0}--\p{Age=V14_0}]").expect("a valid pattern"))
+            .is_match(text)
+}
+
+/// `normalize` of `text/clean.py`: NFKC, lower case (when `lower`), `\r` as a line break, runs of other
+/// space as one space, blank lines dropped, each line and the whole stripped. None for text that
+/// [`newer_than_reference`] leaves to the reference.
+pub fn normalize(text: &str, lower: bool) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    if newer_than_reference(text) {
+        return None;
+    }
+    let nfkc: String = if text.is_ascii() { text.to_owned() } else { text.nfkc().collect() };
+    let cased = if lower { nfkc.to_lowercase() } else { nfkc };
+    // line breaks: \r\n and \r become \n; any other run of space becomes one space
+    let mut flat = String::with_capacity(cased.len());
+    let mut chars = cased.chars().peekable();
+    let mut in_space = false;
+    while let Some(c) = chars.next() {
+        let c = if c == '\r' {
+            if chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            '\n'
+        } else {
+            c
+        };
+        if c != '\n' && py_isspace(c) {
+            if !in_space {
+                flat.push(' ');
+                in_space = true;
+            }
+            continue;
+        }
+        in_space = false;
+        flat.push(c);
+    }
+    // `\n\s*\n+` -> `\n`: from a line break to the last line break of the space run that follows it
+    let b = flat.as_bytes();
+    let mut joined = String::with_capacity(flat.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\n' {
+            let mut j = i + 1;
+            let mut last_nl = None;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\n') {
+                if b[j] == b'\n' {
+                    last_nl = Some(j);
+                }
+                j += 1;
+            }
+            joined.push('\n');
+            i = last_nl.map_or(i + 1, |k| k + 1);
+            continue;
+        }
+        let ch_len = flat[i..].chars().next().map_or(1, char::len_utf8);
+        joined.push_str(&flat[i..i + ch_len]);
+        i += ch_len;
+    }
+    let lines: Vec<&str> = joined.split('\n').map(|l| l.trim_matches(py_isspace)).collect();
+    Some(lines.join("\n").trim_matches(py_isspace).to_owned())
+}
