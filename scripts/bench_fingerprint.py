@@ -2,7 +2,9 @@
 """Fingerprinting throughput on real news, side by side in one run, one core each.
 
 Contenders, on the same texts:
-  ours            the full pipeline (clean, segment, TF-IDF top-K, vectorised SimHash, digests)
+  ours            the full pipeline (clean, segment, TF-IDF top-K, vectorised SimHash, digests), on
+                  the compiled pass where it is built (fingerprint/native.py)
+  ours-python     the same pipeline on the Python reference (what the compiled pass must equal)
   ours-jieba      the same pipeline forced onto pure-Python jieba
   ours-no-facts   the pipeline without facts and frames
   ours-copy-marks the pipeline with passage-level copy marks (opt-in: --copy-marks)
@@ -14,7 +16,7 @@ Contenders, on the same texts:
   baseline        with ``--baseline DIR``: ours from another source tree (say an export of the main
                   line: ``git archive main fingerprint_indexer | tar -x -C DIR``), in a child process on
                   the same texts, zh and English, timed between two timings of ours
-Then ``fingerprint_many`` with 1 and 2 processes. The load average is printed before and after: the
+Then ``fingerprint_many`` with 1 and 2 processes, and with 1 and 2 threads (wall clock). The load average is printed before and after: the
 ratios come from CPU time in one run, but a loaded machine still shifts them (caches, frequency).
 
     python3 scripts/bench_fingerprint.py --corpus ../shared/data/zh_news.jsonl.gz --docs 2000
@@ -126,6 +128,7 @@ def main() -> None:
     texts = load(args.corpus, args.docs, args.min_chars)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     ours = Fingerprinter()
+    ours_python = Fingerprinter(reference=True)
     ours_jieba = Fingerprinter(FingerprintConfig(segmenter="jieba"))
     ours_no_facts = Fingerprinter(FingerprintConfig(facts=False))  # what the fact check costs
     # imported here, not at the top: a --baseline child imports this module against an older tree, where
@@ -140,6 +143,7 @@ def main() -> None:
         "jieba.lcut": jieba.lcut,
         "rjieba.cut": rjieba.cut,
         "ours": lambda t: ours.fingerprint(t),
+        "ours-python": lambda t: ours_python.fingerprint(t),
         "ours-jieba": lambda t: ours_jieba.fingerprint(t),
         "ours-no-facts": lambda t: ours_no_facts.fingerprint(t),
         "ours-copy-marks": lambda t: ours_marks.fingerprint(t),
@@ -147,7 +151,8 @@ def main() -> None:
         "simhash-pypi": Simhash,
     }
     if args.only_ours:
-        contenders = {k: v for k, v in contenders.items() if k in ("rjieba.cut", "ours", "ours-no-facts")}
+        contenders = {k: v for k, v in contenders.items()
+                      if k in ("rjieba.cut", "ours", "ours-python", "ours-no-facts")}
     for fn in contenders.values():  # warm dictionaries and caches
         fn(texts[0])
     print(f"# {len(texts)} docs, {mb:.2f} MB UTF-8 from {args.corpus.name}; "
@@ -166,7 +171,8 @@ def main() -> None:
     if "ours-copy-marks" in results:
         marks = results["ours-copy-marks"] / results["ours"] - 1
         print(f"copy marks (opt-in) add {marks:.0%} to fingerprinting")
-    print(f"ours vs rjieba.cut alone: {results['ours'] / results['rjieba.cut']:.1f}x its time")
+    print(f"ours vs rjieba.cut alone: {results['ours'] / results['rjieba.cut']:.1f}x its time "
+          f"(the Python reference: {results['ours-python'] / results['rjieba.cut']:.1f}x)")
     if args.baseline:
         print(f"baseline vs ours: {results['baseline'] / results['ours']:.2f}x / "
               f"{results['baseline'] / results['ours (again)']:.2f}x ours' time (before / after it)")
@@ -176,8 +182,10 @@ def main() -> None:
         en = load(args.en_corpus, args.docs, args.min_chars)
         tok = timed(_LATIN_WORD.findall, en, args.repeat)
         full = timed(ours.fingerprint, en, args.repeat)
+        full_py = timed(ours_python.fingerprint, en, args.repeat)
         print(f"English ({len(en)} docs of {args.en_corpus.name}): word pattern alone {len(en) / tok:.0f} "
-              f"docs/s, ours {len(en) / full:.0f} docs/s: {full / tok:.1f}x the tokeniser's time")
+              f"docs/s, ours {len(en) / full:.0f} docs/s: {full / tok:.1f}x the tokeniser's time "
+              f"(the Python reference: {full_py / tok:.1f}x)")
         if base.get("en"):
             en_base = base["en"] or float("nan")
             print(f"English baseline {len(en) / en_base:.0f} docs/s: {en_base / tok:.1f}x the tokeniser's "
@@ -200,6 +208,14 @@ def main() -> None:
         rate[procs] = n / sec
         print(f"fingerprint_many processes={procs}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
     print(f"2 processes vs 1: {rate[2] / rate[1]:.2f}x")
+    threaded = {}
+    for threads in (1, 2):
+        t0 = time.perf_counter()
+        n = sum(1 for _ in fingerprint_many(docs, threads=threads, chunksize=16, fingerprinter=ours))
+        sec = time.perf_counter() - t0
+        threaded[threads] = n / sec
+        print(f"fingerprint_many threads={threads}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
+    print(f"2 threads vs 1: {threaded[2] / threaded[1]:.2f}x")
     print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -16,7 +16,9 @@ import multiprocessing as mp
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -399,12 +401,19 @@ def fingerprint_many(
     chunksize: int = 32,
     fingerprinter: Fingerprinter | None = None,
     in_flight: int | None = None,
+    threads: int = 1,
 ) -> Iterator[FingerprintResult]:
-    """Fingerprints in input order; ``processes > 1`` spreads the CPU work over a process pool.
+    """Fingerprints in input order; ``processes > 1`` spreads the CPU work over a process pool, and
+    ``threads > 1`` (with one process) over threads of this process, which share its tables: the
+    compiled pass (:mod:`fingerprint_indexer.fingerprint.native`) runs without the GIL.
 
     The pool reads at most ``in_flight`` documents (default: 8 chunks per worker) ahead of the results
     taken from this iterator: a consumer slower than the workers (the decision step, a network write)
     holds a bounded backlog instead of the rest of the input and its fingerprints."""
+    if processes <= 1 and threads > 1:
+        fpr = fingerprinter or Fingerprinter(config)
+        yield from _threaded(docs, fpr.warm(), threads, chunksize, in_flight)
+        return
     if processes <= 1:
         fpr = fingerprinter or Fingerprinter(config)
         for doc in docs:
@@ -432,6 +441,26 @@ def fingerprint_many(
                 yield res
         finally:
             stop.set()  # the task thread must not wait for a slot while the pool shuts down
+
+
+def _threaded(
+    docs: Iterable[Document], fpr: Fingerprinter, threads: int, chunksize: int, in_flight: int | None
+) -> Iterator[FingerprintResult]:
+    """:func:`fingerprint_many` over a thread pool: chunks of documents in flight, results in order."""
+    window = max(1, (in_flight or 8 * threads * chunksize) // chunksize)
+    pending: deque[Future[list[FingerprintResult]]] = deque()
+
+    def run(chunk: list[Document]) -> list[FingerprintResult]:
+        return [fpr.fingerprint_document(d) for d in chunk]
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="fingerprint") as pool:
+        it = iter(docs)
+        for chunk in iter(lambda: list(islice(it, chunksize)), []):
+            pending.append(pool.submit(run, chunk))
+            if len(pending) >= window:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
 
 
 def fingerprint_stream(

@@ -16,15 +16,12 @@ pub fn weigh_row(counts: &[i64], idf: &[f64], k: usize, tf_power: f64, max_share
         }
     };
     let norm = if tf_power == 1.0 { total as f64 } else { (total as f64).powf(tf_power) };
-    let scored: Vec<f64> = (0..width)
-        .map(|j| if counts[j] == 0 { f64::INFINITY } else { -pow(counts[j]) * idf[j] })
-        .collect();
-    let mut order: Vec<usize> = (0..width).collect();
+    let scored: Vec<f64> = (0..width).map(|j| if counts[j] == 0 { f64::INFINITY } else { -pow(counts[j]) * idf[j] }).collect();
+    // the reference sorts every column, the row's absent terms (score +inf) last, stably; sorting the
+    // present ones alone gives the same order of those, and only they are folded
+    let mut order: Vec<usize> = (0..width).filter(|&j| counts[j] != 0).collect();
     order.sort_by(|&a, &b| scored[a].partial_cmp(&scored[b]).expect("weights are numbers"));
-    let mut n = counts.iter().filter(|&&c| c != 0).count();
-    if k > 0 {
-        n = n.min(k);
-    }
+    let n = if k > 0 { order.len().min(k) } else { order.len() };
     order.truncate(n);
     let mut w: Vec<f64> = order.iter().map(|&j| scored[j]).collect();
     if max_share < 1.0 && n > 1 {
