@@ -32,6 +32,7 @@ from fingerprint_indexer.cli.common import (
     fail,
     k_option,
     keep_option,
+    neighbour_rows,
     on_duplicate_option,
     processes_option,
     run_guarded,
@@ -291,14 +292,18 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
               help="A .txt/.html/.jsonl file: its first document is looked up.")  # fmt: skip
 @k_option
 @config_options
+@click.option("--explain", is_flag=True,
+              help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
+                   "facts) and list the look-alike candidates the check rejected, with the reason.")
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
                 file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
-                n_blocks: int | None) -> None:  # fmt: skip
+                n_blocks: int | None, explain: bool) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
-    A near-duplicate has a document or chunk fingerprint within k of one of ours and passes the
-    verification rule (sketch, facts); distance is the smallest over all fingerprint pairs. Exact copies
-    (same content digest) are listed too, also those too short to be in the block index.
+    A near-duplicate has a document or chunk fingerprint within k of one of ours (or a shared sketch
+    band) and passes the verification rule (sketch, facts); distance is the smallest over all fingerprint
+    pairs. Exact copies (same content digest) are listed too, also those too short to be in the block
+    index. With --explain the rejected look-alikes follow, as in `similar --explain`.
     """
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
@@ -320,10 +325,10 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             res = Fingerprinter(config).fingerprint_document(doc)
             ev, digest = res.evidence, res.content_digest
         found = similar(client, index, ev, digest, k, exclude=doc_id)
-        if not found:
+        if not found.matches:
             click.echo(f"no documents within distance {k}", err=True)
-        for s in found:
-            emit(s.to_dict())
+        for _, row in neighbour_rows(found, explain):
+            emit(row)
 
     es_guarded(es_url, body)
 

@@ -49,7 +49,7 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, to_unsigned
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Meta, NearDupIndex
 from fingerprint_indexer.records.match import Match
-from fingerprint_indexer.verification import Evidence, check_many
+from fingerprint_indexer.verification import Evidence, Verdict, check_many
 
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
@@ -314,14 +314,16 @@ class ElasticsearchIndex(NearDupIndex):
         }
 
     @staticmethod
-    def verify_hits(
+    def judge_hits(
         ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
-        page: int = VERIFY_PAGE,
-    ) -> list[Match]:
-        """The candidates the verification rule accepts (:func:`fingerprint_indexer.verification.check_many`:
-        distances and sketches as matrices, facts for the survivors), nearest first. Hits are verified
-        ``page`` at a time, so a scan of an oversized bucket holds one page of evidence, not the bucket."""
-        out: list[Match] = []
+        rejected: bool = True, page: int = VERIFY_PAGE,
+    ) -> Iterator[tuple[str, Verdict]]:
+        """Each candidate with the verification rule's verdict on it
+        (:func:`fingerprint_indexer.verification.check_many`: distances and sketches as matrices, facts for
+        the survivors), in the order of ``hits``; the rejected ones only with ``rejected``. A candidate
+        farther than ``k`` that shares no sketch band is left out: it only shares an index bucket, it is no
+        look-alike (the embedded store never finds one). Hits are judged ``page`` at a time, so a scan of an
+        oversized bucket holds one page of evidence, not the bucket."""
         it = iter(hits)
         while chunk := list(itertools.islice(it, page)):
             ids: list[str] = []
@@ -333,19 +335,30 @@ class ElasticsearchIndex(NearDupIndex):
                     continue
                 ids.append(doc_id)
                 cands.append(hit_evidence(fields))
-            verdicts = check_many(ev, cands, k)
-            out += [Match(i, v.distance) for i, v in zip(ids, verdicts, strict=True) if v.accepted]
-        out.sort(key=lambda m: (m.distance, m.doc_id))
-        return out
+            for doc_id, v in zip(ids, check_many(ev, cands, k), strict=True):
+                if v.accepted or (rejected and v.step != "distance"):
+                    yield doc_id, v
 
-    def _finish_verified(
-        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str] = ()
+    @staticmethod
+    def verify_hits(
+        ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
+        page: int = VERIFY_PAGE,
     ) -> list[Match]:
+        """The candidates among ``hits`` the rule accepts (:meth:`judge_hits`), nearest first."""
+        found = ElasticsearchIndex.judge_hits(ev, hits, k, exclude, rejected=False, page=page)
+        return sorted((Match(i, v.distance) for i, v in found), key=lambda m: (m.distance, m.doc_id))
+
+    def _finish_judged(
+        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str],
+        rejected: bool,
+    ) -> list[tuple[str, Verdict]]:  # fmt: skip
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
             query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch), hot=hot)
-            scan = self._scan_candidates(query, VERIFY_FIELDS, self.pinned)
-            return self.verify_hits(ev, scan, k, exclude)
-        return self.verify_hits(ev, hits, k, exclude)
+            found = self.judge_hits(ev, self._scan_candidates(query, VERIFY_FIELDS, self.pinned), k, exclude,
+                                    rejected)  # fmt: skip
+        else:
+            found = self.judge_hits(ev, hits, k, exclude, rejected)
+        return sorted(found, key=lambda x: (x[1].distance, x[0]))
 
     def query_verified(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicates of a document with this evidence (fingerprints document first, then
@@ -356,12 +369,25 @@ class ElasticsearchIndex(NearDupIndex):
     def query_verified_many(
         self, queries: Sequence[Evidence], k: int = 3, exclude: Sequence[str | None] | None = None
     ) -> list[list[Match]]:
-        """:meth:`query_verified` of each query, one ``msearch`` per ``msearch_batch``; against the pinned
-        snapshot while there is one (:meth:`pin`)."""
+        """:meth:`query_verified` of each query: the accepted candidates of :meth:`query_judged_many`."""
+        found = self.query_judged_many(queries, k, exclude, rejected=False)
+        return [[Match(i, v.distance) for i, v in judged] for judged in found]
+
+    def query_judged(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[tuple[str, Verdict]]:
+        """The candidates of :meth:`query_verified` with the rule's verdict on each, the rejected ones too
+        (what ``es similar --explain`` lists), by (distance, id)."""
+        return self.query_judged_many([ev], k, [exclude])[0]
+
+    def query_judged_many(
+        self, queries: Sequence[Evidence], k: int = 3, exclude: Sequence[str | None] | None = None,
+        rejected: bool = True,
+    ) -> list[list[tuple[str, Verdict]]]:
+        """:meth:`query_judged` of each query (only the accepted candidates unless ``rejected``), one
+        ``msearch`` per ``msearch_batch``; against the pinned snapshot while there is one (:meth:`pin`)."""
         self.layout.check_k(k)
         self._before_read()
         excl = list(exclude) if exclude is not None else [None] * len(queries)
-        out: list[list[Match]] = []
+        out: list[list[tuple[str, Verdict]]] = []
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
             if not all(len(ev.fingerprints) for ev in chunk):
@@ -378,7 +404,7 @@ class ElasticsearchIndex(NearDupIndex):
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
-                out.append(self._finish_verified(ev, hits, k, excl[start + n], hot))
+                out.append(self._finish_judged(ev, hits, k, excl[start + n], hot, rejected))
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,20 +24,19 @@ from elasticsearch import ApiError, Elasticsearch, TransportError
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import DigestClaims
-from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, record_from_source
+from fingerprint_indexer.elastic.es_ingest import EsDecider
+from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.es.connection import connect
 from fingerprint_indexer.es.errors import ElasticsearchUnavailable, EsError, EsUnavailable, as_es_error
 from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
-from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
+from fingerprint_indexer.records.neighbour import Neighbours
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import OneThread, StoreOwner, valid_index_name
-from fingerprint_indexer.store.near import MAX_CANDIDATES
-from fingerprint_indexer.verification import Evidence, check_many
+from fingerprint_indexer.verification import Evidence
 
 T = TypeVar("T")
 #: An index is refreshed (to make acknowledged writes searchable and drop them from the pending set) at
@@ -195,22 +194,15 @@ class EsStateOwner(OneThread):
     def neighbours(self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
                    ) -> Neighbours:  # fmt: skip
         """Indexed near-duplicates (and exact copies) with the rule's verdict, nearest first, and the
-        candidates it rejected with the reason (the embedded store's answer, from the index)."""
+        candidates it rejected with the reason: the look-up of ``es similar``
+        (:func:`fingerprint_indexer.elastic.similar.similar`)."""
         d = self.decider(index, create=False)
         if d is None:
             return Neighbours([], [])
-        query = {"bool": {"should": [d.index.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch)),
-                                     {"term": {"content_digest": digest}}], "minimum_should_match": 1}}
         try:
-            resp = self.client.search(index=index, query=query, source_includes=RECORD_FIELDS,
-                                      size=MAX_CANDIDATES, **WHOLE)  # fmt: skip
-        except (TransportError, ApiError) as exc:
+            return similar(self.client, d.index, ev, digest, k, exclude)
+        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
             raise _unavailable(exc, f"searching index {index!r}") from exc
-        recs = [r for h in resp["hits"]["hits"] if str(h["_id"]) != exclude
-                if (r := record_from_source(str(h["_id"]), h["_source"])) is not None]  # fmt: skip
-        verdicts = check_many(ev, [r.evidence for r in recs], k)
-        return split_neighbours(Neighbour.judged(rec, v, exact=rec.content_digest == digest)
-                                for rec, v in zip(recs, verdicts, strict=True))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
