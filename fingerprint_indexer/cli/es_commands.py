@@ -49,7 +49,7 @@ from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.es.codec import source_evidence
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.es.mapping import force_merge
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
@@ -81,12 +81,12 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
     def wrapped() -> None:
         try:
             client = connect(url)
-        except ElasticsearchUnavailable as exc:
+        except EsUnavailable as exc:
             fail(str(exc), EXIT_ES_ERROR)
             return
         try:
             body(client)
-        except (ElasticsearchUnavailable, MappingConflict) as exc:
+        except (EsUnavailable, MappingConflict) as exc:
             fail(str(exc), EXIT_ES_ERROR)
         except (TransportError, ApiError) as exc:
             fail(f"Elasticsearch at {read_es_url(url)} failed: {exc}", EXIT_ES_ERROR)

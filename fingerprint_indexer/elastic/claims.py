@@ -25,7 +25,7 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.es.mapping import create_if_absent, wait_for_primaries
 from fingerprint_indexer.records.record import DocRecord
 
@@ -118,7 +118,7 @@ class DigestClaims:
         out = {}
         for doc in resp["docs"]:
             if doc.get("error"):
-                raise ElasticsearchUnavailable(f"reading claim {doc['_id']!r} of {self.index!r}: "
+                raise EsUnavailable(f"reading claim {doc['_id']!r} of {self.index!r}: "
                                                f"{doc['error']}")
             if doc.get("found"):
                 out[str(doc["_id"])] = _claim(doc)

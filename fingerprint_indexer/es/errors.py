@@ -30,7 +30,10 @@ class EsError(FingerprintIndexerError):
 
 
 class EsUnavailable(EsError):
-    """The server could not take the request now: no connection, no answer in time, or 429/5xx."""
+    """The server could not take the request now: no connection, no answer in time, or 429/5xx. The one
+    class for it everywhere: the jobs and the CLI (exit code 2), the service's write path (the writes wait
+    in the spool) and its decisions (503 ``decision_unavailable``) alike; which of them failed is the
+    caller's context, not another class."""
 
 
 class EsRequestError(EsError):
@@ -58,10 +61,6 @@ def es_errors(prefix: str, unavailable: type[EsError] = EsUnavailable,
         yield
     except (ApiError, TransportError) as exc:
         raise as_es_error(exc, prefix, unavailable, refused) from exc
-
-
-class ElasticsearchUnavailable(EsUnavailable, RuntimeError):
-    """The cluster at a URL could not be reached or refused the request."""
 
 
 class ElasticsearchWriteError(EsError, RuntimeError):

@@ -40,7 +40,7 @@ from fingerprint_indexer.es.codec import (
     hit_evidence,
 )
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, ElasticsearchWriteError
+from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.mapping import ES_LAYOUT, create_index, stored_layout
 from fingerprint_indexer.es.scan import WHOLE, pit_scan
 from fingerprint_indexer.es.servers import close_pit, open_pit
@@ -262,7 +262,7 @@ class ElasticsearchIndex(NearDupIndex):
             responses = self.client.msearch(searches=searches)["responses"]
             for fp, resp in zip(chunk, responses, strict=True):
                 if "error" in resp:
-                    raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
+                    raise EsUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
                 out.append(self._finish(fp, resp["hits"]["hits"], k))
         return out
 
@@ -435,13 +435,13 @@ class ElasticsearchIndex(NearDupIndex):
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
             if len(responses) != len(bodies):
-                raise ElasticsearchUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
+                raise EsUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
                                                f"{len(bodies)} searches")  # fmt: skip
             if not errors:
                 if pit is not None:
                     self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)
                 return responses
-        raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed {READ_ATTEMPTS} times: {errors[0]}")
+        raise EsUnavailable(f"msearch on {self.index!r} failed {READ_ATTEMPTS} times: {errors[0]}")
 
     # ---------------------------------------------------------------------------------- snapshots
     @property

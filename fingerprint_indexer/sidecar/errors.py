@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.sidecar.spool import SpoolFull, SpoolUnavailable
 from fingerprint_indexer.sidecar.worker import WorkerUnavailable
 
@@ -86,8 +86,8 @@ def install_handlers(app: FastAPI, retry_after_s: int) -> None:
         return error_response(503, "spool_unavailable", f"the write could not be kept: {exc}",
                               {"Retry-After": str(retry_after_s)})
 
-    @app.exception_handler(DecisionUnavailable)
-    async def _undecided(_: Request, exc: DecisionUnavailable) -> JSONResponse:
+    @app.exception_handler(EsUnavailable)  # a write that must wait is spooled before it gets here
+    async def _undecided(_: Request, exc: EsUnavailable) -> JSONResponse:
         return error_response(503, "decision_unavailable", f"nothing was decided or written: {exc}",
                               {"Retry-After": "1"})
 

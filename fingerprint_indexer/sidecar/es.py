@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-import fingerprint_indexer.es.errors as adapter_errors
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.es.mapping import ES_LAYOUT, index_creation, mapping_layout
 from fingerprint_indexer.es.servers import (
     NODES_PATH,
@@ -39,13 +39,6 @@ from fingerprint_indexer.sidecar.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
 log = logging.getLogger("fingerprint_indexer.sidecar")
-
-
-class EsUnavailable(adapter_errors.EsUnavailable):
-    """Elasticsearch could not take the request now (connection failure, timeout, 401/403, 429 or 5xx):
-    the service's writes wait in the spool. Mapped from httpx here (:func:`failure_reason`,
-    :func:`not_now`), not by :func:`fingerprint_indexer.es.errors.as_es_error`: the service's own
-    credentials refused (401/403) count as unavailable too."""
 
 
 def auth_headers(es: EsSettings) -> dict[str, str]:

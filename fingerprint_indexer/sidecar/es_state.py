@@ -29,7 +29,7 @@ from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, EsError, EsUnavailable, as_es_error
+from fingerprint_indexer.es.errors import EsError, EsUnavailable, as_es_error
 from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
@@ -47,13 +47,10 @@ REFRESH_S = 1.0
 UNSETTLED_S = 120.0
 
 
-class DecisionUnavailable(EsUnavailable):
-    """The cluster could not be asked, so nothing was decided (the request may be sent again)."""
-
-
 def _unavailable(exc: Exception, what: str) -> EsError:
-    """Any failure of the cluster, refusals included, as :class:`DecisionUnavailable` (``<what>: <exc>``)."""
-    return as_es_error(exc, what, DecisionUnavailable, DecisionUnavailable)
+    """Any failure of the cluster, refusals included, as :class:`EsUnavailable` (``<what>: <exc>``): the
+    cluster could not be asked, so nothing was decided (the request may be sent again)."""
+    return as_es_error(exc, what, EsUnavailable, EsUnavailable)
 
 
 class EsStateOwner(OneThread):
@@ -99,7 +96,7 @@ class EsStateOwner(OneThread):
         the cluster cannot be asked)."""
         try:
             return self.decider(index, create)
-        except DecisionUnavailable:
+        except EsUnavailable:
             return None
 
     def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
@@ -109,7 +106,7 @@ class EsStateOwner(OneThread):
         self._settle_due(index, d)
         try:
             decisions, writes = d.decide(pairs)
-        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
+        except (TransportError, ApiError, EsUnavailable) as exc:
             raise _unavailable(exc, f"deciding against index {index!r}") from exc
         now = time.monotonic()
         waiting = self._unsettled.setdefault(index, {})
@@ -156,7 +153,7 @@ class EsStateOwner(OneThread):
             return pending[0]
         try:
             return d.records([doc_id]).get(doc_id)
-        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
+        except (TransportError, ApiError, EsUnavailable) as exc:
             raise _unavailable(exc, f"reading {doc_id!r} of {index!r}") from exc
 
     def forget(self, index: str, doc_id: str) -> bool:
@@ -201,7 +198,7 @@ class EsStateOwner(OneThread):
             return Neighbours([], [])
         try:
             return similar(self.client, d.index, ev, digest, k, exclude)
-        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
+        except (TransportError, ApiError, EsUnavailable) as exc:
             raise _unavailable(exc, f"searching index {index!r}") from exc
 
     def close(self) -> None:

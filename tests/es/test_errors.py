@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 from elastic_transport import ApiResponseMeta, ConnectionError, ConnectionTimeout, HttpHeaders, NodeConfig
 from elasticsearch import ApiError
 
+import fingerprint_indexer
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.errors import (
-    ElasticsearchUnavailable,
     ElasticsearchWriteError,
     EsError,
     EsRequestError,
@@ -17,8 +20,6 @@ from fingerprint_indexer.es.errors import (
     es_errors,
 )
 from fingerprint_indexer.es.servers import UnsupportedServer
-from fingerprint_indexer.sidecar.es import EsUnavailable as SidecarUnavailable
-from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
 
 
 def api_error(status: int) -> ApiError:
@@ -43,13 +44,12 @@ def test_a_refusal_is_a_request_error(status: int) -> None:
     assert str(err) == f"creating 'news': {exc}"
 
 
-def test_a_caller_keeps_its_own_classes() -> None:
-    refused = as_es_error(api_error(400), "x", DecisionUnavailable, DecisionUnavailable)
-    assert type(refused) is DecisionUnavailable
+def test_a_caller_may_count_a_refusal_as_unavailable() -> None:
+    refused = as_es_error(api_error(400), "x", refused=EsUnavailable)
+    assert type(refused) is EsUnavailable
     cause = ConnectionError("refused")
-    err = as_es_error(cause, "cannot reach Elasticsearch at http://es:9200", ElasticsearchUnavailable,
-                      ElasticsearchUnavailable)  # fmt: skip
-    assert type(err) is ElasticsearchUnavailable
+    err = as_es_error(cause, "cannot reach Elasticsearch at http://es:9200")
+    assert type(err) is EsUnavailable
     assert str(err) == f"cannot reach Elasticsearch at http://es:9200: {cause}"
 
 
@@ -61,11 +61,14 @@ def test_the_block_form_raises_from_the_client_error() -> None:
 
 
 def test_one_tree() -> None:
-    for cls in (EsUnavailable, EsRequestError, ElasticsearchUnavailable, ElasticsearchWriteError,
-                UnsupportedServer, SidecarUnavailable, DecisionUnavailable):  # fmt: skip
+    for cls in (EsUnavailable, EsRequestError, ElasticsearchWriteError, UnsupportedServer):
         assert issubclass(cls, EsError) and issubclass(cls, FingerprintIndexerError)
-    for cls in (ElasticsearchUnavailable, SidecarUnavailable, DecisionUnavailable):
-        assert issubclass(cls, EsUnavailable)
     # what callers caught before still catches them
-    assert issubclass(ElasticsearchUnavailable, RuntimeError) and issubclass(UnsupportedServer, RuntimeError)
-    assert issubclass(ElasticsearchWriteError, RuntimeError)
+    assert issubclass(UnsupportedServer, RuntimeError) and issubclass(ElasticsearchWriteError, RuntimeError)
+
+
+def test_unavailable_is_one_class() -> None:
+    """The jobs, the service's write path and its decisions all raise the adapter's own class."""
+    for info in pkgutil.walk_packages(fingerprint_indexer.__path__, "fingerprint_indexer."):
+        importlib.import_module(info.name)
+    assert EsUnavailable.__subclasses__() == []
