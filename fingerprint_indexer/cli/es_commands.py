@@ -18,8 +18,7 @@ from typing import IO, Any
 
 import click
 import platformdirs
-from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import (
@@ -49,7 +48,7 @@ from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.es.codec import source_evidence
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import EsUnavailable
+from fingerprint_indexer.es.errors import EsError, EsRequestError, EsUnavailable, es_errors
 from fingerprint_indexer.es.mapping import force_merge
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
@@ -85,11 +84,10 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
             fail(str(exc), EXIT_ES_ERROR)
             return
         try:
-            body(client)
-        except (EsUnavailable, MappingConflict) as exc:
+            with es_errors(f"Elasticsearch at {read_es_url(url)} failed"):
+                body(client)
+        except (EsUnavailable, EsRequestError, MappingConflict) as exc:  # others: one line, exit code 1
             fail(str(exc), EXIT_ES_ERROR)
-        except (TransportError, ApiError) as exc:
-            fail(f"Elasticsearch at {read_es_url(url)} failed: {exc}", EXIT_ES_ERROR)
         except LookupError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
         except ValueError as exc:
@@ -270,8 +268,9 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
         merge_error: Exception | None = None
         if merge_to is not None and not report.failed:
             try:
-                out["force_merged"] = force_merge(client, index_name, merge_to)
-            except (TransportError, ApiError) as exc:  # the documents are done: their report is kept
+                with es_errors(""):
+                    out["force_merged"] = force_merge(client, index_name, merge_to)
+            except EsError as exc:  # the documents are done: their report is kept
                 out["force_merged"], merge_error = {"error": str(exc)}, exc
         emit(out)
         if merge_error is not None:
@@ -312,10 +311,10 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
             wanted = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest"]
-            try:
-                stored = client.get(index=index_name, id=doc_id, source_includes=wanted).get("_source") or {}
-            except NotFoundError:
-                raise LookupError(f"no document {doc_id!r} in index {index_name!r}") from None
+            got = client.options(ignore_status=404).get(index=index_name, id=doc_id, source_includes=wanted)
+            if got.meta.status == 404:
+                raise LookupError(f"no document {doc_id!r} in index {index_name!r}")
+            stored = got.get("_source") or {}
             if stored.get("fingerprint") is None:
                 raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
             ev, digest = source_evidence(stored), stored.get("content_digest")

@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
+from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.es.codec import (
     BANDS_FIELD,
@@ -40,7 +40,7 @@ from fingerprint_indexer.es.codec import (
     hit_evidence,
 )
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
+from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsError, EsUnavailable, es_errors
 from fingerprint_indexer.es.mapping import ES_LAYOUT, create_index, stored_layout
 from fingerprint_indexer.es.scan import WHOLE, pit_scan
 from fingerprint_indexer.es.servers import close_pit, open_pit
@@ -169,10 +169,8 @@ class ElasticsearchIndex(NearDupIndex):
 
     def remove(self, doc_id: str) -> bool:
         self._dirty = True
-        try:
-            return bool(self.client.delete(index=self.index, id=doc_id)["result"] == "deleted")
-        except NotFoundError:
-            return False
+        gone = self.client.options(ignore_status=404).delete(index=self.index, id=doc_id)
+        return bool(gone.get("result") == "deleted")
 
     def refresh(self) -> None:
         self.client.indices.refresh(index=self.index)
@@ -184,9 +182,9 @@ class ElasticsearchIndex(NearDupIndex):
 
     # -------------------------------------------------------------------------------------- reads
     def get(self, doc_id: str) -> int | None:
-        try:
-            doc = self.client.get(index=self.index, id=doc_id, source_includes=[FP_FIELD])
-        except NotFoundError:
+        doc = self.client.options(ignore_status=404).get(index=self.index, id=doc_id,
+                                                         source_includes=[FP_FIELD])  # fmt: skip
+        if doc.meta.status == 404:  # no such document, or no such index
             return None
         value = (doc.get("_source") or {}).get(FP_FIELD)
         return None if value is None else to_unsigned(int(value))
@@ -419,8 +417,9 @@ class ElasticsearchIndex(NearDupIndex):
             pit = self._pit
             if attempt and pit is not None:
                 try:
-                    self.pin(self._pit_keep_alive)  # the snapshot expired, or lost a node
-                except (ApiError, TransportError) as exc:
+                    with es_errors(""):
+                        self.pin(self._pit_keep_alive)  # the snapshot expired, or lost a node
+                except EsError as exc:
                     errors = [str(exc)]
                     continue
                 pit = self._pit
@@ -461,7 +460,7 @@ class ElasticsearchIndex(NearDupIndex):
         """Search the live index again (closing the snapshot; an already expired one is fine)."""
         pit, self._pit = self._pit, None
         if pit is not None:
-            with contextlib.suppress(ApiError, TransportError):
+            with contextlib.suppress(EsError), es_errors("closing a snapshot"):
                 close_pit(self.client, pit)
 
     def close(self) -> None:

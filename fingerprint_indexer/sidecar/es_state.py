@@ -15,12 +15,14 @@ searchable; it refreshes an index at most every :data:`REFRESH_S` seconds for th
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import TypeVar
 
-from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import DigestClaims
@@ -29,7 +31,7 @@ from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import EsError, EsUnavailable, as_es_error
+from fingerprint_indexer.es.errors import CLIENT_ERRORS, EsError, EsUnavailable, as_es_error, es_errors
 from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
@@ -47,10 +49,18 @@ REFRESH_S = 1.0
 UNSETTLED_S = 120.0
 
 
-def _unavailable(exc: Exception, what: str) -> EsError:
-    """Any failure of the cluster, refusals included, as :class:`EsUnavailable` (``<what>: <exc>``): the
-    cluster could not be asked, so nothing was decided (the request may be sent again)."""
-    return as_es_error(exc, what, EsUnavailable, EsUnavailable)
+#: What the cluster's failures reach the state as: the clients' errors, and the adapter's own.
+_FAILURES: tuple[type[Exception], ...] = (*CLIENT_ERRORS, EsUnavailable)
+
+
+@contextmanager
+def _asking(what: str) -> Iterator[None]:
+    """Any failure of the cluster in the block, refusals included, as :class:`EsUnavailable` (``<what>:
+    <exc>``): the cluster could not be asked, so nothing was decided (the request may be sent again)."""
+    try:
+        yield
+    except _FAILURES as exc:
+        raise as_es_error(exc, what, EsUnavailable, EsUnavailable) from exc
 
 
 class EsStateOwner(OneThread):
@@ -77,15 +87,13 @@ class EsStateOwner(OneThread):
         d = self._deciders.get(index)
         if d is not None:
             return d
-        try:
+        with _asking(f"index {index!r}"):
             if not create and not self.client.indices.exists(index=index):
                 return None
             marks = self.config.winnow.tag if self.config.winnow is not None else None
             es_index = ElasticsearchIndex(self.client, index, create=create, copy_marks=marks)  # its layout
             wait_for_primaries(self.client, index)  # another sidecar may have just created it
             claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
-        except (TransportError, ApiError) as exc:
-            raise _unavailable(exc, f"index {index!r}") from exc
         d = EsDecider(es_index, self.k, on_duplicate=self.on_duplicate, keep=self.keep,  # type: ignore[arg-type]
                       claims=claims)
         self._deciders[index] = d
@@ -104,10 +112,8 @@ class EsStateOwner(OneThread):
         d = self.decider(index)
         assert d is not None
         self._settle_due(index, d)
-        try:
+        with _asking(f"deciding against index {index!r}"):
             decisions, writes = d.decide(pairs)
-        except (TransportError, ApiError, EsUnavailable) as exc:
-            raise _unavailable(exc, f"deciding against index {index!r}") from exc
         now = time.monotonic()
         waiting = self._unsettled.setdefault(index, {})
         for rec in [*writes, *d.relinks]:
@@ -135,10 +141,11 @@ class EsStateOwner(OneThread):
             return
         self._settled[index] = []
         try:
-            d.index.refresh()
-        except (TransportError, ApiError) as exc:
+            with _asking(f"refreshing index {index!r}"):
+                d.index.refresh()
+        except EsUnavailable:
             self._settled[index] = done + self._settled[index]
-            raise _unavailable(exc, f"refreshing index {index!r}") from exc
+            raise
         self._refreshed[index] = now
         d.drop_pending(done)
 
@@ -151,10 +158,8 @@ class EsStateOwner(OneThread):
         pending = d.pending_records(doc_id)
         if pending:
             return pending[0]
-        try:
+        with _asking(f"reading {doc_id!r} of {index!r}"):
             return d.records([doc_id]).get(doc_id)
-        except (TransportError, ApiError, EsUnavailable) as exc:
-            raise _unavailable(exc, f"reading {doc_id!r} of {index!r}") from exc
 
     def forget(self, index: str, doc_id: str) -> bool:
         """A document Elasticsearch refused or deleted: its pending records go now, and the claim of its
@@ -180,13 +185,11 @@ class EsStateOwner(OneThread):
 
     def _release(self, d: EsDecider, doc_id: str, digests: set[str], search: bool) -> None:
         assert d.claims is not None
-        try:
+        with contextlib.suppress(EsError), es_errors(f"releasing the claims of {doc_id!r}"):
             if search:  # older claims (searchable once the claims index refreshed)
                 digests = digests | set(d.claims.owned_by(doc_id))
             for digest in sorted(digests):
-                d.claims.release(digest, doc_id)
-        except (TransportError, ApiError):
-            pass  # the claim goes stale on its own (see claims.GRACE_S)
+                d.claims.release(digest, doc_id)  # else the claim goes stale on its own (claims.GRACE_S)
 
     def neighbours(self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
                    ) -> Neighbours:  # fmt: skip
@@ -196,10 +199,8 @@ class EsStateOwner(OneThread):
         d = self.decider(index, create=False)
         if d is None:
             return Neighbours([], [])
-        try:
+        with _asking(f"searching index {index!r}"):
             return similar(self.client, d.index, ev, digest, k, exclude)
-        except (TransportError, ApiError, EsUnavailable) as exc:
-            raise _unavailable(exc, f"searching index {index!r}") from exc
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import httpx
 import pytest
 from elastic_transport import ApiResponseMeta, ConnectionError, ConnectionTimeout, HttpHeaders, NodeConfig
 from elasticsearch import ApiError
@@ -12,6 +13,7 @@ from elasticsearch import ApiError
 import fingerprint_indexer
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.errors import (
+    SERVICE_RETRY_STATUSES,
     ElasticsearchWriteError,
     EsError,
     EsRequestError,
@@ -72,3 +74,34 @@ def test_unavailable_is_one_class() -> None:
     for info in pkgutil.walk_packages(fingerprint_indexer.__path__, "fingerprint_indexer."):
         importlib.import_module(info.name)
     assert EsUnavailable.__subclasses__() == []
+
+
+def _status_error(status: int, body: object) -> httpx.HTTPStatusError:
+    request = httpx.Request("GET", "http://es:9200/news/_doc/a")
+    response = httpx.Response(status, json=body, request=request)
+    return httpx.HTTPStatusError(f"status {status}", request=request, response=response)
+
+
+@pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
+def test_the_service_clients_failures_map_as_the_official_clients_do(exc: Exception) -> None:
+    err = as_es_error(exc, "reading 'a'")
+    assert type(err) is EsUnavailable and err.status is None and err.client_error == type(exc).__name__
+    assert str(err) == f"reading 'a': {exc}"
+
+
+def test_an_answer_keeps_its_status_and_error_document() -> None:
+    doc = {"type": "index_not_found_exception", "reason": "no such index [news]"}
+    refused = as_es_error(_status_error(404, {"error": doc, "status": 404}), "x")
+    assert type(refused) is EsRequestError and refused.status == 404 and refused.error == doc
+    assert as_es_error(api_error(404), "x").error == {"type": "x", "reason": "why"}
+    assert type(as_es_error(_status_error(503, {}), "x")) is EsUnavailable
+    # the service waits out its own refused credentials; a job reports them
+    assert type(as_es_error(_status_error(401, {}), "x", retry=SERVICE_RETRY_STATUSES)) is EsUnavailable
+    assert type(as_es_error(_status_error(401, {}), "x")) is EsRequestError
+
+
+def test_the_block_form_maps_both_clients() -> None:
+    for cause in (api_error(400), _status_error(400, {"error": "bad"}), httpx.ConnectError("refused")):
+        with pytest.raises(EsError) as info, es_errors("x"):
+            raise cause
+        assert info.value.__cause__ is cause
