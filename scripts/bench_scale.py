@@ -609,7 +609,7 @@ def similar_latency(client: Any, names: Sequence[str], queries: Sequence[tuple[s
             t = time.perf_counter()
             hits = similar(client, indexes[i], ev, digest, k)
             times[i].append(1000 * (time.perf_counter() - t))
-            found[i].append(len(hits))
+            found[i].append(len(hits.matches))
     out: dict[str, Any] = {}
     for i, name in enumerate(names):
         shard1 = search_stats(client, name)

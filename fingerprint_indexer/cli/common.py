@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +25,7 @@ from fingerprint_indexer.errors import FingerprintIndexerError, one_line
 if TYPE_CHECKING:  # the fingerprint pipeline (NumPy and more) is imported by the commands that use it
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
     from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+    from fingerprint_indexer.records.neighbour import Neighbour, Neighbours
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -144,6 +145,20 @@ def chosen_layout(n_blocks: int | None) -> BlockLayout | None:
 def emit(obj: dict[str, Any], out: Any = None) -> None:
     """One JSON line, UTF-8 text kept readable."""
     (out or sys.stdout).write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def neighbour_rows(found: Neighbours, explain: bool) -> Iterator[tuple[Neighbour, dict[str, Any]]]:
+    """The lines of a look-up's answer (``similar``, ``es similar``), each with its neighbour: id,
+    distance, cluster_id and duplicate_of of each near-duplicate; with ``explain`` the rejected candidates
+    too, and under ``why`` the rule's verdict on each (``rejected_at``, ``rejected_because`` when
+    rejected)."""
+    for other in found.all() if explain else found.matches:
+        row: dict[str, Any] = {"id": other.id, "distance": other.distance, "cluster_id": other.cluster_id,
+                               "duplicate_of": other.duplicate_of}  # fmt: skip
+        if explain:
+            assert other.verdict is not None  # every reader judges every candidate
+            row["why"] = other.verdict.to_dict()
+        yield other, row
 
 
 def fail(message: str, code: int = EXIT_INPUT_ERROR) -> None:

@@ -22,6 +22,7 @@ from fingerprint_indexer.cli.common import (
     fail,
     k_option,
     keep_option,
+    neighbour_rows,
     processes_option,
     run_guarded,
     skip_errors_option,
@@ -180,14 +181,9 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                 click.echo(f"note: no copied passages: store {store_path} keeps no copy marks (nor texts); "
                            f"{ENABLE_HINT}", err=True)
             found = store.neighbours(ev, digest, k, exclude=doc_id)
-            for other in found.all() if explain else found.matches:
-                row: dict[str, Any] = {"id": other.id, "distance": other.distance,
-                                       "cluster_id": other.cluster_id, "duplicate_of": other.duplicate_of}
-                if explain:
-                    assert other.verdict is not None  # the store judges every candidate
-                    row["why"] = other.verdict.to_dict()
-                    if store.marks_tag is not None:
-                        row["why"]["passages"] = explain_passages(store, my_marks, other.id)
+            for other, row in neighbour_rows(found, explain):
+                if explain and store.marks_tag is not None:
+                    row["why"]["passages"] = explain_passages(store, my_marks, other.id)
                 emit(row)
             if not found.matches:
                 click.echo(f"no near-duplicates within distance {k}", err=True)

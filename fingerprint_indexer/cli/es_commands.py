@@ -18,8 +18,7 @@ from typing import IO, Any
 
 import click
 import platformdirs
-from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import (
@@ -32,6 +31,7 @@ from fingerprint_indexer.cli.common import (
     fail,
     k_option,
     keep_option,
+    neighbour_rows,
     on_duplicate_option,
     processes_option,
     run_guarded,
@@ -48,7 +48,7 @@ from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.env import es_url as read_es_url
 from fingerprint_indexer.es.codec import source_evidence
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import EsError, EsRequestError, EsUnavailable, es_errors
 from fingerprint_indexer.es.mapping import force_merge
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
@@ -80,15 +80,14 @@ def es_guarded(url: str | None, body: Callable[[Elasticsearch], None]) -> None:
     def wrapped() -> None:
         try:
             client = connect(url)
-        except ElasticsearchUnavailable as exc:
+        except EsUnavailable as exc:
             fail(str(exc), EXIT_ES_ERROR)
             return
         try:
-            body(client)
-        except (ElasticsearchUnavailable, MappingConflict) as exc:
+            with es_errors(f"Elasticsearch at {read_es_url(url)} failed"):
+                body(client)
+        except (EsUnavailable, EsRequestError, MappingConflict) as exc:  # others: one line, exit code 1
             fail(str(exc), EXIT_ES_ERROR)
-        except (TransportError, ApiError) as exc:
-            fail(f"Elasticsearch at {read_es_url(url)} failed: {exc}", EXIT_ES_ERROR)
         except LookupError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
         except ValueError as exc:
@@ -269,8 +268,9 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
         merge_error: Exception | None = None
         if merge_to is not None and not report.failed:
             try:
-                out["force_merged"] = force_merge(client, index_name, merge_to)
-            except (TransportError, ApiError) as exc:  # the documents are done: their report is kept
+                with es_errors(""):
+                    out["force_merged"] = force_merge(client, index_name, merge_to)
+            except EsError as exc:  # the documents are done: their report is kept
                 out["force_merged"], merge_error = {"error": str(exc)}, exc
         emit(out)
         if merge_error is not None:
@@ -291,14 +291,18 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
               help="A .txt/.html/.jsonl file: its first document is looked up.")  # fmt: skip
 @k_option
 @config_options
+@click.option("--explain", is_flag=True,
+              help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
+                   "facts) and list the look-alike candidates the check rejected, with the reason.")
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
                 file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
-                n_blocks: int | None) -> None:  # fmt: skip
+                n_blocks: int | None, explain: bool) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
-    A near-duplicate has a document or chunk fingerprint within k of one of ours and passes the
-    verification rule (sketch, facts); distance is the smallest over all fingerprint pairs. Exact copies
-    (same content digest) are listed too, also those too short to be in the block index.
+    A near-duplicate has a document or chunk fingerprint within k of one of ours (or a shared sketch
+    band) and passes the verification rule (sketch, facts); distance is the smallest over all fingerprint
+    pairs. Exact copies (same content digest) are listed too, also those too short to be in the block
+    index. With --explain the rejected look-alikes follow, as in `similar --explain`.
     """
     if sum(x is not None for x in (doc_id, text, file_path)) != 1:
         fail("give exactly one of --id, --text or --file")
@@ -307,10 +311,10 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
             wanted = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest"]
-            try:
-                stored = client.get(index=index_name, id=doc_id, source_includes=wanted).get("_source") or {}
-            except NotFoundError:
-                raise LookupError(f"no document {doc_id!r} in index {index_name!r}") from None
+            got = client.options(ignore_status=404).get(index=index_name, id=doc_id, source_includes=wanted)
+            if got.meta.status == 404:
+                raise LookupError(f"no document {doc_id!r} in index {index_name!r}")
+            stored = got.get("_source") or {}
             if stored.get("fingerprint") is None:
                 raise LookupError(f"document {doc_id!r} has no fingerprint yet (run `reindex`)")
             ev, digest = source_evidence(stored), stored.get("content_digest")
@@ -320,10 +324,10 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             res = Fingerprinter(config).fingerprint_document(doc)
             ev, digest = res.evidence, res.content_digest
         found = similar(client, index, ev, digest, k, exclude=doc_id)
-        if not found:
+        if not found.matches:
             click.echo(f"no documents within distance {k}", err=True)
-        for s in found:
-            emit(s.to_dict())
+        for _, row in neighbour_rows(found, explain):
+            emit(row)
 
     es_guarded(es_url, body)
 

@@ -114,7 +114,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     """
     import uvicorn
 
-    from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+    from fingerprint_indexer.es.errors import EsUnavailable
     from fingerprint_indexer.sidecar.app import create_app
     from fingerprint_indexer.sidecar.protocol import GuardedH11Protocol
     from fingerprint_indexer.sidecar.state import ServiceState
@@ -139,7 +139,7 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     )
     try:
         service = ServiceState.open(settings)
-    except (StoreError, SpoolLocked, ElasticsearchUnavailable, ValueError) as exc:
+    except (StoreError, SpoolLocked, EsUnavailable, ValueError) as exc:
         fail(str(exc))
         return
     app = create_app(settings, service)

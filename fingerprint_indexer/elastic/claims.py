@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.es.mapping import create_if_absent, wait_for_primaries
 from fingerprint_indexer.records.record import DocRecord
 
@@ -118,8 +118,7 @@ class DigestClaims:
         out = {}
         for doc in resp["docs"]:
             if doc.get("error"):
-                raise ElasticsearchUnavailable(f"reading claim {doc['_id']!r} of {self.index!r}: "
-                                               f"{doc['error']}")
+                raise EsUnavailable(f"reading claim {doc['_id']!r} of {self.index!r}: {doc['error']}")
             if doc.get("found"):
                 out[str(doc["_id"])] = _claim(doc)
         return out
@@ -167,9 +166,5 @@ class DigestClaims:
         claim = self.lookup([digest]).get(digest)
         if claim is None or claim.owner.id != owner:
             return
-        try:
-            self.client.delete(index=self.index, id=digest, if_seq_no=claim.seq_no,
-                               if_primary_term=claim.primary_term)
-        except ApiError as exc:
-            if exc.meta.status not in (404, 409):  # gone already, or taken over since: fine
-                raise
+        fine = self.client.options(ignore_status=(404, 409))  # gone already, or taken over since
+        fine.delete(index=self.index, id=digest, if_seq_no=claim.seq_no, if_primary_term=claim.primary_term)

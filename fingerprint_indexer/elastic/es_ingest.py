@@ -28,7 +28,7 @@ from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.codec import decision_fields, source_evidence
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, ElasticsearchWriteError
+from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -184,7 +184,7 @@ class EsDecider:
         out = {}
         for d in resp["docs"]:
             if d.get("error"):  # a shard with no copy that answers: not the same as "not found"
-                raise ElasticsearchUnavailable(f"reading {d['_id']!r} of {self.index.index!r}: {d['error']}")
+                raise EsUnavailable(f"reading {d['_id']!r} of {self.index.index!r}: {d['error']}")
             rec = record_from_source(d["_id"], d.get("_source") or {}) if d.get("found") else None
             if rec is not None and rec.id not in self.hidden:
                 out[rec.id] = rec

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.es.codec import (
     FACTS_FIELD,
@@ -155,12 +155,11 @@ def related(
 
     Raises LookupError when the document is not in the index.
     """
-    try:
-        doc = client.get(index=index, id=doc_id,
-                         source_includes=[FP_FIELD, FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD,
-                                          *SOURCE_FIELDS])
-    except NotFoundError as exc:
-        raise LookupError(f"no document {doc_id!r} in index {index!r}") from exc
+    doc = client.options(ignore_status=404).get(
+        index=index, id=doc_id, source_includes=[FP_FIELD, FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD,
+                                                 *SOURCE_FIELDS])  # fmt: skip
+    if doc.meta.status == 404:  # no such document, or no such index
+        raise LookupError(f"no document {doc_id!r} in index {index!r}")
     src = doc.get("_source") or {}
     own_cluster = src.get("cluster_id")
     near: list[dict[str, Any]] = []

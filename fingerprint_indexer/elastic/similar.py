@@ -1,13 +1,15 @@
-"""``es similar``: the near-duplicates and exact copies of one document in an index, nearest first."""
+"""The near-duplicate look-up of one document in an index (``es similar`` and ``/v1/similar`` of a stateless
+sidecar): every look-alike with the verification rule's verdict, the near-duplicates first."""
 
 from __future__ import annotations
 
 from elasticsearch import Elasticsearch
 
-from fingerprint_indexer.es.codec import VERIFY_FIELDS, hit_fingerprints
+from fingerprint_indexer.es.codec import VERIFY_FIELDS
+from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.records.neighbour import Neighbour, split_neighbours
-from fingerprint_indexer.verification import Evidence, closest
+from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
+from fingerprint_indexer.verification import Evidence
 
 #: Exact copies listed at most (documents sharing the content digest).
 EXACT_LIMIT = 1000
@@ -16,27 +18,26 @@ EXACT_LIMIT = 1000
 def similar(
     client: Elasticsearch, index: ElasticsearchIndex, ev: Evidence, digest: str | None, k: int = 3,
     exclude: str | None = None,
-) -> list[Neighbour]:  # fmt: skip
-    """The documents of ``index`` within ``k`` of evidence ``ev`` that the verification rule accepts, and
-    the exact copies (content ``digest``; also those too short to be in the block index), less
-    ``exclude``, by (distance, id): one verified look-up, one digest search, one ``mget``.
-
-    The candidates the rule rejects are not reported (the verified look-up drops them on its way), so
-    the neighbours carry no verdict."""
-    fps = list(ev.fingerprints)
-    hits = {m.doc_id: m.distance for m in index.query_verified(ev, k)}
+) -> Neighbours:  # fmt: skip
+    """The documents of ``index`` like evidence ``ev``, less ``exclude``, judged by the verification rule:
+    the candidates of :meth:`ElasticsearchIndex.query_judged` (accepted and rejected) and the exact copies
+    (content ``digest``; also those too short to be in the block index, always accepted), in the order of
+    :func:`split_neighbours`: one judged look-up, one digest search, one ``mget`` of their clusters."""
+    judged = dict(index.query_judged(ev, k, exclude))
+    exact: set[str] = set()
     if digest:
-        same = client.search(index=index.index, query={"term": {"content_digest": digest}}, size=EXACT_LIMIT,
-                             source=False, docvalue_fields=VERIFY_FIELDS)  # fmt: skip
-        for h in same["hits"]["hits"]:
-            hits.setdefault(h["_id"], closest(fps, hit_fingerprints(h["fields"]))[0])
-    hits.pop(exclude or "", None)
-    if not hits:
-        return []
-    found = []
-    docs = client.mget(index=index.index, ids=list(hits),
+        resp = client.search(index=index.index, query={"term": {"content_digest": digest}}, size=EXACT_LIMIT,
+                             source=False, docvalue_fields=VERIFY_FIELDS, **WHOLE)  # fmt: skip
+        same = resp["hits"]["hits"]
+        exact = {str(h["_id"]) for h in same}
+        judged.update(index.judge_hits(ev, [h for h in same if str(h["_id"]) not in judged], k, exclude))
+    if not judged:
+        return Neighbours([], [])
+    docs = client.mget(index=index.index, ids=list(judged),
                        source_includes=["cluster_id", "duplicate_of"])["docs"]  # fmt: skip
-    for (other_id, dist), d in zip(hits.items(), docs, strict=True):
+    found = []
+    for (doc_id, verdict), d in zip(judged.items(), docs, strict=True):
         meta = d.get("_source") or {}
-        found.append(Neighbour(other_id, dist, meta.get("cluster_id"), meta.get("duplicate_of")))
-    return split_neighbours(found).matches
+        found.append(Neighbour.of(doc_id, meta.get("cluster_id"), meta.get("duplicate_of"), verdict,
+                                  exact=doc_id in exact))  # fmt: skip
+    return split_neighbours(found)

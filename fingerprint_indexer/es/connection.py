@@ -7,7 +7,7 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, TransportError
 
 from fingerprint_indexer.env import EsSettingsError, es_settings
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, as_es_error
+from fingerprint_indexer.es.errors import EsUnavailable, as_es_error
 from fingerprint_indexer.es.servers import UnsupportedServer, client_for
 
 #: How a client rides out a node that dies, restarts or is overloaded: a request that fails to connect or
@@ -38,7 +38,7 @@ def connect(
     try:
         settings = es_settings(url)
     except EsSettingsError as exc:
-        raise ElasticsearchUnavailable(str(exc)) from exc
+        raise EsUnavailable(str(exc)) from exc
     url = settings.url
     kwargs: dict[str, Any] = {"request_timeout": request_timeout, **RETRIES}
     api_key = api_key or settings.api_key
@@ -55,15 +55,14 @@ def connect(
     try:
         client, _server = client_for(url, check=check, **kwargs)  # the server's kind picks the wire format
     except UnsupportedServer as exc:
-        raise ElasticsearchUnavailable(f"{url}: {exc}") from exc
+        raise EsUnavailable(f"{url}: {exc}") from exc
     except TransportError as exc:
-        raise as_es_error(exc, f"cannot reach Elasticsearch at {url}", ElasticsearchUnavailable) from exc
+        raise as_es_error(exc, f"cannot reach Elasticsearch at {url}") from exc
     if check:
         try:
             client.cluster.health(timeout="10s")
         except (TransportError, ApiError) as exc:
             client.close()
-            raise as_es_error(exc, f"cannot reach Elasticsearch at {url}", ElasticsearchUnavailable,
-                              ElasticsearchUnavailable) from exc
+            raise as_es_error(exc, f"cannot reach Elasticsearch at {url}", refused=EsUnavailable) from exc
     return client
 

@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, helpers
+from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.es.codec import (
     BANDS_FIELD,
@@ -40,7 +40,7 @@ from fingerprint_indexer.es.codec import (
     hit_evidence,
 )
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, ElasticsearchWriteError
+from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsError, EsUnavailable, es_errors
 from fingerprint_indexer.es.mapping import ES_LAYOUT, create_index, stored_layout
 from fingerprint_indexer.es.scan import WHOLE, pit_scan
 from fingerprint_indexer.es.servers import close_pit, open_pit
@@ -49,7 +49,7 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, to_unsigned
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.base import Meta, NearDupIndex
 from fingerprint_indexer.records.match import Match
-from fingerprint_indexer.verification import Evidence, check_many
+from fingerprint_indexer.verification import Evidence, Verdict, check_many
 
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
@@ -169,10 +169,8 @@ class ElasticsearchIndex(NearDupIndex):
 
     def remove(self, doc_id: str) -> bool:
         self._dirty = True
-        try:
-            return bool(self.client.delete(index=self.index, id=doc_id)["result"] == "deleted")
-        except NotFoundError:
-            return False
+        gone = self.client.options(ignore_status=404).delete(index=self.index, id=doc_id)
+        return bool(gone.get("result") == "deleted")
 
     def refresh(self) -> None:
         self.client.indices.refresh(index=self.index)
@@ -184,9 +182,9 @@ class ElasticsearchIndex(NearDupIndex):
 
     # -------------------------------------------------------------------------------------- reads
     def get(self, doc_id: str) -> int | None:
-        try:
-            doc = self.client.get(index=self.index, id=doc_id, source_includes=[FP_FIELD])
-        except NotFoundError:
+        doc = self.client.options(ignore_status=404).get(index=self.index, id=doc_id,
+                                                         source_includes=[FP_FIELD])  # fmt: skip
+        if doc.meta.status == 404:  # no such document, or no such index
             return None
         value = (doc.get("_source") or {}).get(FP_FIELD)
         return None if value is None else to_unsigned(int(value))
@@ -262,7 +260,7 @@ class ElasticsearchIndex(NearDupIndex):
             responses = self.client.msearch(searches=searches)["responses"]
             for fp, resp in zip(chunk, responses, strict=True):
                 if "error" in resp:
-                    raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
+                    raise EsUnavailable(f"msearch on {self.index!r} failed: {resp['error']}")
                 out.append(self._finish(fp, resp["hits"]["hits"], k))
         return out
 
@@ -314,14 +312,16 @@ class ElasticsearchIndex(NearDupIndex):
         }
 
     @staticmethod
-    def verify_hits(
+    def judge_hits(
         ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
-        page: int = VERIFY_PAGE,
-    ) -> list[Match]:
-        """The candidates the verification rule accepts (:func:`fingerprint_indexer.verification.check_many`:
-        distances and sketches as matrices, facts for the survivors), nearest first. Hits are verified
-        ``page`` at a time, so a scan of an oversized bucket holds one page of evidence, not the bucket."""
-        out: list[Match] = []
+        rejected: bool = True, page: int = VERIFY_PAGE,
+    ) -> Iterator[tuple[str, Verdict]]:
+        """Each candidate with the verification rule's verdict on it
+        (:func:`fingerprint_indexer.verification.check_many`: distances and sketches as matrices, facts for
+        the survivors), in the order of ``hits``; the rejected ones only with ``rejected``. A candidate
+        farther than ``k`` that shares no sketch band is left out: it only shares an index bucket, it is no
+        look-alike (the embedded store never finds one). Hits are judged ``page`` at a time, so a scan of an
+        oversized bucket holds one page of evidence, not the bucket."""
         it = iter(hits)
         while chunk := list(itertools.islice(it, page)):
             ids: list[str] = []
@@ -333,19 +333,30 @@ class ElasticsearchIndex(NearDupIndex):
                     continue
                 ids.append(doc_id)
                 cands.append(hit_evidence(fields))
-            verdicts = check_many(ev, cands, k)
-            out += [Match(i, v.distance) for i, v in zip(ids, verdicts, strict=True) if v.accepted]
-        out.sort(key=lambda m: (m.distance, m.doc_id))
-        return out
+            for doc_id, v in zip(ids, check_many(ev, cands, k), strict=True):
+                if v.accepted or (rejected and v.step != "distance"):
+                    yield doc_id, v
 
-    def _finish_verified(
-        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str] = ()
+    @staticmethod
+    def verify_hits(
+        ev: Evidence, hits: Iterable[Mapping[str, Any]], k: int, exclude: str | None = None,
+        page: int = VERIFY_PAGE,
     ) -> list[Match]:
+        """The candidates among ``hits`` the rule accepts (:meth:`judge_hits`), nearest first."""
+        found = ElasticsearchIndex.judge_hits(ev, hits, k, exclude, rejected=False, page=page)
+        return sorted((Match(i, v.distance) for i, v in found), key=lambda m: (m.distance, m.doc_id))
+
+    def _finish_judged(
+        self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str],
+        rejected: bool,
+    ) -> list[tuple[str, Verdict]]:  # fmt: skip
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
             query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch), hot=hot)
-            scan = self._scan_candidates(query, VERIFY_FIELDS, self.pinned)
-            return self.verify_hits(ev, scan, k, exclude)
-        return self.verify_hits(ev, hits, k, exclude)
+            found = self.judge_hits(ev, self._scan_candidates(query, VERIFY_FIELDS, self.pinned), k, exclude,
+                                    rejected)  # fmt: skip
+        else:
+            found = self.judge_hits(ev, hits, k, exclude, rejected)
+        return sorted(found, key=lambda x: (x[1].distance, x[0]))
 
     def query_verified(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicates of a document with this evidence (fingerprints document first, then
@@ -356,12 +367,25 @@ class ElasticsearchIndex(NearDupIndex):
     def query_verified_many(
         self, queries: Sequence[Evidence], k: int = 3, exclude: Sequence[str | None] | None = None
     ) -> list[list[Match]]:
-        """:meth:`query_verified` of each query, one ``msearch`` per ``msearch_batch``; against the pinned
-        snapshot while there is one (:meth:`pin`)."""
+        """:meth:`query_verified` of each query: the accepted candidates of :meth:`query_judged_many`."""
+        found = self.query_judged_many(queries, k, exclude, rejected=False)
+        return [[Match(i, v.distance) for i, v in judged] for judged in found]
+
+    def query_judged(self, ev: Evidence, k: int = 3, exclude: str | None = None) -> list[tuple[str, Verdict]]:
+        """The candidates of :meth:`query_verified` with the rule's verdict on each, the rejected ones too
+        (what ``es similar --explain`` lists), by (distance, id)."""
+        return self.query_judged_many([ev], k, [exclude])[0]
+
+    def query_judged_many(
+        self, queries: Sequence[Evidence], k: int = 3, exclude: Sequence[str | None] | None = None,
+        rejected: bool = True,
+    ) -> list[list[tuple[str, Verdict]]]:
+        """:meth:`query_judged` of each query (only the accepted candidates unless ``rejected``), one
+        ``msearch`` per ``msearch_batch``; against the pinned snapshot while there is one (:meth:`pin`)."""
         self.layout.check_k(k)
         self._before_read()
         excl = list(exclude) if exclude is not None else [None] * len(queries)
-        out: list[list[Match]] = []
+        out: list[list[tuple[str, Verdict]]] = []
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
             if not all(len(ev.fingerprints) for ev in chunk):
@@ -378,7 +402,7 @@ class ElasticsearchIndex(NearDupIndex):
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
-                out.append(self._finish_verified(ev, hits, k, excl[start + n], hot))
+                out.append(self._finish_judged(ev, hits, k, excl[start + n], hot, rejected))
         return out
 
     def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -393,8 +417,9 @@ class ElasticsearchIndex(NearDupIndex):
             pit = self._pit
             if attempt and pit is not None:
                 try:
-                    self.pin(self._pit_keep_alive)  # the snapshot expired, or lost a node
-                except (ApiError, TransportError) as exc:
+                    with es_errors(""):
+                        self.pin(self._pit_keep_alive)  # the snapshot expired, or lost a node
+                except EsError as exc:
                     errors = [str(exc)]
                     continue
                 pit = self._pit
@@ -409,13 +434,13 @@ class ElasticsearchIndex(NearDupIndex):
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
             if len(responses) != len(bodies):
-                raise ElasticsearchUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
+                raise EsUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
                                                f"{len(bodies)} searches")  # fmt: skip
             if not errors:
                 if pit is not None:
                     self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)
                 return responses
-        raise ElasticsearchUnavailable(f"msearch on {self.index!r} failed {READ_ATTEMPTS} times: {errors[0]}")
+        raise EsUnavailable(f"msearch on {self.index!r} failed {READ_ATTEMPTS} times: {errors[0]}")
 
     # ---------------------------------------------------------------------------------- snapshots
     @property
@@ -435,7 +460,7 @@ class ElasticsearchIndex(NearDupIndex):
         """Search the live index again (closing the snapshot; an already expired one is fine)."""
         pit, self._pit = self._pit, None
         if pit is not None:
-            with contextlib.suppress(ApiError, TransportError):
+            with contextlib.suppress(EsError), es_errors("closing a snapshot"):
                 close_pit(self.client, pit)
 
     def close(self) -> None:

@@ -28,11 +28,17 @@ class Neighbour:
 
     @classmethod
     def judged(cls, rec: DocRecord, verdict: Verdict, exact: bool = False) -> Neighbour:
-        """``rec`` with the rule's ``verdict``; an ``exact`` copy (the same text) is accepted whatever the
-        checks said: they cannot disagree with the text itself."""
+        """``rec`` with the rule's ``verdict`` (see :meth:`of`)."""
+        return cls.of(rec.id, rec.cluster_id, rec.duplicate_of, verdict, exact)
+
+    @classmethod
+    def of(cls, doc_id: str, cluster_id: str | None, duplicate_of: str | None, verdict: Verdict,
+           exact: bool = False) -> Neighbour:  # fmt: skip
+        """A document with the rule's ``verdict`` on it; an ``exact`` copy (the same text) is accepted
+        whatever the checks said: they cannot disagree with the text itself."""
         if exact and not verdict.accepted:
             verdict = Verdict(verdict.distance, verdict.matched, verdict.similarity, True)
-        return cls(rec.id, verdict.distance, rec.cluster_id, rec.duplicate_of, verdict)
+        return cls(doc_id, verdict.distance, cluster_id, duplicate_of, verdict)
 
     @property
     def rejected(self) -> bool:

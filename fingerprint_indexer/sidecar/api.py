@@ -23,7 +23,7 @@ from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
-from fingerprint_indexer.sidecar.errors import ApiError
+from fingerprint_indexer.sidecar.errors import ApiError, es_answers
 from fingerprint_indexer.sidecar.ingest import decide, es_fields, relink_op
 from fingerprint_indexer.sidecar.models import (
     FingerprintRequest,
@@ -178,22 +178,6 @@ async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, siz
     return with_cluster_sizes(entries, sizes)
 
 
-def es_refusal(resp: httpx.Response) -> ApiError:
-    """Elasticsearch's own refusal, passed on: a 4xx keeps its status and error type (the request, the
-    index or the credentials are at fault, retrying will not help); anything else is a 503."""
-    status = resp.status_code
-    if not 400 <= status < 500 or status in (401, 403, 429):
-        why = "Elasticsearch refused the service's credentials" if status in (401, 403) else "Elasticsearch"
-        return ApiError(503, "unavailable", f"{why} answered {status}", {"Retry-After": "1"})
-    try:
-        err = resp.json().get("error")
-    except ValueError:
-        err = None
-    if isinstance(err, dict):
-        return ApiError(status, str(err.get("type", "elasticsearch_exception")), str(err.get("reason", "")))
-    return ApiError(status, "elasticsearch_exception", f"Elasticsearch answered {status}")
-
-
 @router.get("/v1/related/{doc_id:path}", response_model=RelatedResponse, responses={**ERRORS, 404: {
     "description": "No such document"}, 503: {"description": "Elasticsearch unavailable"}}, tags=["v1"])
 async def related(doc_id: str, request: Request, index: str | None = None,
@@ -207,12 +191,8 @@ async def related(doc_id: str, request: Request, index: str | None = None,
     dups: list[dict[str, Any]] = []
     if rec is not None:
         dups = await _similar(state, name, rec.evidence, rec.content_digest, state.settings.k, doc_id)
-    try:
+    with es_answers(f"related articles of {doc_id!r}"):
         entries = await _related_entries(state.es.http, name, doc_id, size, exclude={d["id"] for d in dups})
-    except httpx.HTTPStatusError as exc:
-        raise es_refusal(exc.response) from exc
-    except httpx.HTTPError as exc:
-        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if entries is None:
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
     shown = [{"id": e.id, "title": e.title, "score": e.score, "cluster_id": e.cluster_id,

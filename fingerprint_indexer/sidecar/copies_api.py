@@ -25,7 +25,7 @@ from fingerprint_indexer.es.mapping import META_KEY
 from fingerprint_indexer.fingerprint.winnow import WinnowParams
 from fingerprint_indexer.sidecar import worker
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
-from fingerprint_indexer.sidecar.errors import ApiError
+from fingerprint_indexer.sidecar.errors import ApiError, es_answers
 from fingerprint_indexer.sidecar.models import DocId, IndexName, Text
 from fingerprint_indexer.text.clean import html_to_text
 
@@ -112,11 +112,9 @@ async def _es(request: Request) -> httpx.AsyncClient:
 
 async def _doc(request: Request, index: str, doc_id: str, fields: list[str]) -> dict[str, Any]:
     http = await _es(request)
-    try:
+    with es_answers(f"reading {doc_id!r} of {index!r}"):
         r = await http.get(f"/{index}/_doc/{quote(doc_id, safe='')}",
                            params={"_source_includes": ",".join(fields)})
-    except httpx.HTTPError as exc:
-        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if r.status_code in (400, 404):  # 400: an id or index name Elasticsearch cannot take
         raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {index!r}")
     r.raise_for_status()
@@ -131,10 +129,8 @@ async def _text(request: Request, index: str, ref: TextRef) -> str:
 
 async def _post(request: Request, path: str, **kwargs: Any) -> dict[str, Any]:
     http = await _es(request)
-    try:
+    with es_answers(path):
         r = await http.post(path, **kwargs)
-    except httpx.HTTPError as exc:
-        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if r.status_code == 404:
         raise ApiError(404, "index_not_found_exception", f"no index for {path}")
     if r.status_code == 400:
@@ -195,10 +191,8 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
 async def _require_marks(request: Request, index: str) -> None:
     """A clear 400 when the index's writers add no copy marks (partial-copy search needs them)."""
     http = await _es(request)
-    try:
+    with es_answers(f"the mapping of {index!r}"):
         r = await http.get(f"/{quote(index, safe=',*')}/_mapping")
-    except httpx.HTTPError as exc:
-        raise ApiError(503, "unavailable", f"Elasticsearch unavailable ({type(exc).__name__})") from exc
     if r.status_code == 404:
         raise ApiError(404, "index_not_found_exception", f"no index {index!r}")
     r.raise_for_status()

@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fingerprint_indexer.sidecar.es import BulkRejected, EsClient, EsUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
+from fingerprint_indexer.sidecar.es import BulkRejected, EsClient
 from fingerprint_indexer.sidecar.spool import Position, Spool, SpoolFull, SpoolUnavailable
 from fingerprint_indexer.sidecar.worker import valid_index_name
 

@@ -5,6 +5,8 @@ same thing."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
+from fingerprint_indexer.es.errors import SERVICE_RETRY_STATUSES, EsError, EsUnavailable, es_errors
 from fingerprint_indexer.sidecar.spool import SpoolFull, SpoolUnavailable
 from fingerprint_indexer.sidecar.worker import WorkerUnavailable
 
@@ -28,6 +30,34 @@ class ApiError(FingerprintIndexerError):
         super().__init__(reason)
         self.status, self.type, self.reason = status, type_, reason
         self.headers, self.details = headers or {}, details
+
+
+def es_refusal(err: EsError) -> ApiError:
+    """The answer for a failed request of the service to Elasticsearch (mapped by
+    :func:`fingerprint_indexer.es.errors.es_errors`): no answer is a 503; a 4xx passes on with its status
+    and error type (the request, the index or the credentials are at fault, retrying will not help); the
+    service's own credentials refused, 429 or anything else is a 503 to retry after a second."""
+    status = err.status
+    if status is None:
+        return ApiError(503, "unavailable", f"Elasticsearch unavailable ({err.client_error})")
+    if isinstance(err, EsUnavailable) or not 400 <= status < 500:
+        why = "Elasticsearch refused the service's credentials" if status in (401, 403) else "Elasticsearch"
+        return ApiError(503, "unavailable", f"{why} answered {status}", {"Retry-After": "1"})
+    if err.error is not None:
+        return ApiError(status, str(err.error.get("type", "elasticsearch_exception")),
+                        str(err.error.get("reason", "")))  # fmt: skip
+    return ApiError(status, "elasticsearch_exception", f"Elasticsearch answered {status}")
+
+
+@contextmanager
+def es_answers(what: str) -> Iterator[None]:
+    """Raise the answer (:func:`es_refusal`) for a failure of the service's requests in the block to
+    Elasticsearch, ``what`` they were for."""
+    try:
+        with es_errors(what, retry=SERVICE_RETRY_STATUSES):
+            yield
+    except EsError as exc:
+        raise es_refusal(exc) from exc
 
 
 def error_body(status: int, type_: str, reason: str, details: list[dict[str, Any]] | None = None
@@ -86,8 +116,8 @@ def install_handlers(app: FastAPI, retry_after_s: int) -> None:
         return error_response(503, "spool_unavailable", f"the write could not be kept: {exc}",
                               {"Retry-After": str(retry_after_s)})
 
-    @app.exception_handler(DecisionUnavailable)
-    async def _undecided(_: Request, exc: DecisionUnavailable) -> JSONResponse:
+    @app.exception_handler(EsUnavailable)  # a write that must wait is spooled before it gets here
+    async def _undecided(_: Request, exc: EsUnavailable) -> JSONResponse:
         return error_response(503, "decision_unavailable", f"nothing was decided or written: {exc}",
                               {"Retry-After": "1"})
 

@@ -1,4 +1,6 @@
-"""The service's own connection to Elasticsearch: one pooled ``httpx.AsyncClient``.
+"""The service's own connection to Elasticsearch: one pooled ``httpx.AsyncClient``, and the one module of
+the service that reads httpx's errors itself (to say why the write path waits: TLS, timeout, connection);
+the routes that use :attr:`EsClient.http` map them with :func:`fingerprint_indexer.es.errors.es_errors`.
 
 Raw HTTP rather than the official client, because the proxy must relay requests and responses byte for
 byte (status, headers, body) and the ingest path only needs ``_bulk`` (and ``_mget`` for updates). These
@@ -23,8 +25,8 @@ from typing import Any
 
 import httpx
 
-import fingerprint_indexer.es.errors as adapter_errors
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.errors import SERVICE_RETRY_STATUSES, EsUnavailable
 from fingerprint_indexer.es.mapping import ES_LAYOUT, index_creation, mapping_layout
 from fingerprint_indexer.es.servers import (
     NODES_PATH,
@@ -39,13 +41,6 @@ from fingerprint_indexer.sidecar.settings import EsSettings
 
 NDJSON = "application/x-ndjson"
 log = logging.getLogger("fingerprint_indexer.sidecar")
-
-
-class EsUnavailable(adapter_errors.EsUnavailable):
-    """Elasticsearch could not take the request now (connection failure, timeout, 401/403, 429 or 5xx):
-    the service's writes wait in the spool. Mapped from httpx here (:func:`failure_reason`,
-    :func:`not_now`), not by :func:`fingerprint_indexer.es.errors.as_es_error`: the service's own
-    credentials refused (401/403) count as unavailable too."""
 
 
 def auth_headers(es: EsSettings) -> dict[str, str]:
@@ -96,8 +91,9 @@ def status_reason(status: int) -> str:
 
 def not_now(status: int) -> bool:
     """A status after which a write must wait and be retried: the cluster refused the service's own
-    credentials (401/403), is overloaded (429) or failing (5xx)."""
-    return status in (401, 403, 429) or status >= 500
+    credentials (401/403), is overloaded (429) or failing (5xx)
+    (:data:`~fingerprint_indexer.es.errors.SERVICE_RETRY_STATUSES`)."""
+    return status in SERVICE_RETRY_STATUSES
 
 
 class EsClient:

@@ -15,29 +15,30 @@ searchable; it refreshes an index at most every :data:`REFRESH_S` seconds for th
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import TypeVar
 
-from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import DigestClaims
-from fingerprint_indexer.elastic.es_ingest import RECORD_FIELDS, EsDecider, record_from_source
+from fingerprint_indexer.elastic.es_ingest import EsDecider
+from fingerprint_indexer.elastic.similar import similar
 from fingerprint_indexer.engine.rules import Decision, Keep
 from fingerprint_indexer.env import EsSettings
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable, EsError, EsUnavailable, as_es_error
+from fingerprint_indexer.es.errors import CLIENT_ERRORS, EsError, EsUnavailable, as_es_error, es_errors
 from fingerprint_indexer.es.mapping import data_nodes_of, replicas_for, wait_for_primaries
-from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
+from fingerprint_indexer.records.neighbour import Neighbours
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.sidecar.worker import OneThread, StoreOwner, valid_index_name
-from fingerprint_indexer.store.near import MAX_CANDIDATES
-from fingerprint_indexer.verification import Evidence, check_many
+from fingerprint_indexer.verification import Evidence
 
 T = TypeVar("T")
 #: An index is refreshed (to make acknowledged writes searchable and drop them from the pending set) at
@@ -48,13 +49,18 @@ REFRESH_S = 1.0
 UNSETTLED_S = 120.0
 
 
-class DecisionUnavailable(EsUnavailable):
-    """The cluster could not be asked, so nothing was decided (the request may be sent again)."""
+#: What the cluster's failures reach the state as: the clients' errors, and the adapter's own.
+_FAILURES: tuple[type[Exception], ...] = (*CLIENT_ERRORS, EsUnavailable)
 
 
-def _unavailable(exc: Exception, what: str) -> EsError:
-    """Any failure of the cluster, refusals included, as :class:`DecisionUnavailable` (``<what>: <exc>``)."""
-    return as_es_error(exc, what, DecisionUnavailable, DecisionUnavailable)
+@contextmanager
+def _asking(what: str) -> Iterator[None]:
+    """Any failure of the cluster in the block, refusals included, as :class:`EsUnavailable` (``<what>:
+    <exc>``): the cluster could not be asked, so nothing was decided (the request may be sent again)."""
+    try:
+        yield
+    except _FAILURES as exc:
+        raise as_es_error(exc, what, EsUnavailable, EsUnavailable) from exc
 
 
 class EsStateOwner(OneThread):
@@ -81,15 +87,13 @@ class EsStateOwner(OneThread):
         d = self._deciders.get(index)
         if d is not None:
             return d
-        try:
+        with _asking(f"index {index!r}"):
             if not create and not self.client.indices.exists(index=index):
                 return None
             marks = self.config.winnow.tag if self.config.winnow is not None else None
             es_index = ElasticsearchIndex(self.client, index, create=create, copy_marks=marks)  # its layout
             wait_for_primaries(self.client, index)  # another sidecar may have just created it
             claims = DigestClaims(self.client, index, replicas=replicas_for(data_nodes_of(self.client)))
-        except (TransportError, ApiError) as exc:
-            raise _unavailable(exc, f"index {index!r}") from exc
         d = EsDecider(es_index, self.k, on_duplicate=self.on_duplicate, keep=self.keep,  # type: ignore[arg-type]
                       claims=claims)
         self._deciders[index] = d
@@ -100,7 +104,7 @@ class EsStateOwner(OneThread):
         the cluster cannot be asked)."""
         try:
             return self.decider(index, create)
-        except DecisionUnavailable:
+        except EsUnavailable:
             return None
 
     def decide(self, index: str, pairs: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
@@ -108,10 +112,8 @@ class EsStateOwner(OneThread):
         d = self.decider(index)
         assert d is not None
         self._settle_due(index, d)
-        try:
+        with _asking(f"deciding against index {index!r}"):
             decisions, writes = d.decide(pairs)
-        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
-            raise _unavailable(exc, f"deciding against index {index!r}") from exc
         now = time.monotonic()
         waiting = self._unsettled.setdefault(index, {})
         for rec in [*writes, *d.relinks]:
@@ -139,10 +141,11 @@ class EsStateOwner(OneThread):
             return
         self._settled[index] = []
         try:
-            d.index.refresh()
-        except (TransportError, ApiError) as exc:
+            with _asking(f"refreshing index {index!r}"):
+                d.index.refresh()
+        except EsUnavailable:
             self._settled[index] = done + self._settled[index]
-            raise _unavailable(exc, f"refreshing index {index!r}") from exc
+            raise
         self._refreshed[index] = now
         d.drop_pending(done)
 
@@ -155,10 +158,8 @@ class EsStateOwner(OneThread):
         pending = d.pending_records(doc_id)
         if pending:
             return pending[0]
-        try:
+        with _asking(f"reading {doc_id!r} of {index!r}"):
             return d.records([doc_id]).get(doc_id)
-        except (TransportError, ApiError, ElasticsearchUnavailable) as exc:
-            raise _unavailable(exc, f"reading {doc_id!r} of {index!r}") from exc
 
     def forget(self, index: str, doc_id: str) -> bool:
         """A document Elasticsearch refused or deleted: its pending records go now, and the claim of its
@@ -184,33 +185,22 @@ class EsStateOwner(OneThread):
 
     def _release(self, d: EsDecider, doc_id: str, digests: set[str], search: bool) -> None:
         assert d.claims is not None
-        try:
+        with contextlib.suppress(EsError), es_errors(f"releasing the claims of {doc_id!r}"):
             if search:  # older claims (searchable once the claims index refreshed)
                 digests = digests | set(d.claims.owned_by(doc_id))
             for digest in sorted(digests):
-                d.claims.release(digest, doc_id)
-        except (TransportError, ApiError):
-            pass  # the claim goes stale on its own (see claims.GRACE_S)
+                d.claims.release(digest, doc_id)  # else the claim goes stale on its own (claims.GRACE_S)
 
     def neighbours(self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
                    ) -> Neighbours:  # fmt: skip
         """Indexed near-duplicates (and exact copies) with the rule's verdict, nearest first, and the
-        candidates it rejected with the reason (the embedded store's answer, from the index)."""
+        candidates it rejected with the reason: the look-up of ``es similar``
+        (:func:`fingerprint_indexer.elastic.similar.similar`)."""
         d = self.decider(index, create=False)
         if d is None:
             return Neighbours([], [])
-        query = {"bool": {"should": [d.index.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch)),
-                                     {"term": {"content_digest": digest}}], "minimum_should_match": 1}}
-        try:
-            resp = self.client.search(index=index, query=query, source_includes=RECORD_FIELDS,
-                                      size=MAX_CANDIDATES, **WHOLE)  # fmt: skip
-        except (TransportError, ApiError) as exc:
-            raise _unavailable(exc, f"searching index {index!r}") from exc
-        recs = [r for h in resp["hits"]["hits"] if str(h["_id"]) != exclude
-                if (r := record_from_source(str(h["_id"]), h["_source"])) is not None]  # fmt: skip
-        verdicts = check_many(ev, [r.evidence for r in recs], k)
-        return split_neighbours(Neighbour.judged(rec, v, exact=rec.content_digest == digest)
-                                for rec, v in zip(recs, verdicts, strict=True))
+        with _asking(f"searching index {index!r}"):
+            return similar(self.client, d.index, ev, digest, k, exclude)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

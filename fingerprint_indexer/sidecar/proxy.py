@@ -33,11 +33,11 @@ import logging
 import time
 from typing import Any
 
-import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
+from fingerprint_indexer.es.errors import EsError, EsUnavailable, es_errors
 from fingerprint_indexer.sidecar.auth import KEY_HEADERS
 from fingerprint_indexer.sidecar.bulk_codec import (
     ANSWER_PARAMS,
@@ -56,7 +56,7 @@ from fingerprint_indexer.sidecar.bulk_codec import (
 )
 from fingerprint_indexer.sidecar.context import svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, creates_documents, is_queued
-from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
+from fingerprint_indexer.sidecar.es import BulkRejected
 from fingerprint_indexer.sidecar.state import ServiceState
 from fingerprint_indexer.sidecar.updates import is_scripted, update_wants_source
 from fingerprint_indexer.sidecar.worker import valid_index_name
@@ -251,10 +251,11 @@ async def passthrough(request: Request, why: str | None = None) -> Response:
         target += "?" + request.url.query
     req = http.build_request(request.method, target, headers=headers, content=await request.body())
     try:
-        resp = await http.send(req, stream=True)
-    except httpx.HTTPError as exc:
+        with es_errors(f"relaying {request.method} {request.url.path}"):
+            resp = await http.send(req, stream=True)
+    except EsError as exc:  # no answer: a relayed answer, whatever its status, is the caller's
         return es_error(502, "proxy_exception",
-                        f"Elasticsearch did not answer ({type(exc).__name__})", {"Retry-After": "1"})
+                        f"Elasticsearch did not answer ({exc.client_error})", {"Retry-After": "1"})
     if why is not None and resp.status_code < 300:
         log.warning("%s, but Elasticsearch applied it: its documents have no fingerprint fields", why)
     out = StreamingResponse(resp.aiter_raw(), status_code=resp.status_code,

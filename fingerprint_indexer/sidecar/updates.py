@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.sidecar.delivery import BulkOp
-from fingerprint_indexer.sidecar.es import BulkRejected, EsUnavailable
+from fingerprint_indexer.sidecar.es import BulkRejected
 from fingerprint_indexer.sidecar.state import ServiceState
 from fingerprint_indexer.sidecar.worker import valid_index_name
 

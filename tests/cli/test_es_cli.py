@@ -253,3 +253,32 @@ def test_an_index_of_the_plain_layout_keeps_it_for_every_command(es_url, es_clie
         assert stored_layout(es_client, fresh) == ES_LAYOUT
     finally:
         es_client.indices.delete(index=fresh + "-000001", ignore_unavailable=True)
+
+
+def test_es_similar_explain_lists_rejected_look_alikes_as_similar_does(es_url, es_index, tmp_path):
+    """Two items of one template, one figure apart: neither command lists the other as a near-duplicate,
+    and with --explain both list it as rejected at the fact check, in the same lines."""
+    auction = ("The central bank said on Monday it sold {x} million dollars of bonds at its weekly auction. "
+               "Demand was steady and the yield on the ten-year note was little changed. "
+               "Dealers said the next auction would follow the usual schedule.")  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "content": auction.format(x=x)}) + "\n"
+                           for i, x in (("may", 450), ("june", 720))))  # fmt: skip
+    assert run("index", str(src), "--index", es_index, url=es_url).returncode == 0
+    main = [sys.executable, "-c", "from fingerprint_indexer.cli.main import cli; cli()"]
+    store = str(tmp_path / "store")
+    subprocess.run([*main, "dedupe", str(src), "--store", store], check=True, capture_output=True,
+                   timeout=300)  # fmt: skip
+
+    plain = run("similar", "--index", es_index, "--id", "june", url=es_url)
+    assert plain.returncode == 0 and lines(plain.stdout) == []
+    explained = run("similar", "--index", es_index, "--id", "june", "--explain", url=es_url)
+    assert explained.returncode == 0, explained.stderr
+    rows = lines(explained.stdout)
+    assert [(r["id"], r["why"]["accepted"], r["why"]["rejected_at"]) for r in rows] == \
+        [("may", False, "facts")]  # fmt: skip
+    embedded = subprocess.run([*main, "similar", "--store", store, "--id", "june", "--explain"],
+                              capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    for row in (embedded_rows := lines(embedded.stdout)):
+        row["why"].pop("passages", None)
+    assert embedded_rows == rows

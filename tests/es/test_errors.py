@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
+import httpx
 import pytest
 from elastic_transport import ApiResponseMeta, ConnectionError, ConnectionTimeout, HttpHeaders, NodeConfig
 from elasticsearch import ApiError
 
+import fingerprint_indexer
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.errors import (
-    ElasticsearchUnavailable,
+    SERVICE_RETRY_STATUSES,
     ElasticsearchWriteError,
     EsError,
     EsRequestError,
@@ -17,8 +22,6 @@ from fingerprint_indexer.es.errors import (
     es_errors,
 )
 from fingerprint_indexer.es.servers import UnsupportedServer
-from fingerprint_indexer.sidecar.es import EsUnavailable as SidecarUnavailable
-from fingerprint_indexer.sidecar.es_state import DecisionUnavailable
 
 
 def api_error(status: int) -> ApiError:
@@ -43,13 +46,12 @@ def test_a_refusal_is_a_request_error(status: int) -> None:
     assert str(err) == f"creating 'news': {exc}"
 
 
-def test_a_caller_keeps_its_own_classes() -> None:
-    refused = as_es_error(api_error(400), "x", DecisionUnavailable, DecisionUnavailable)
-    assert type(refused) is DecisionUnavailable
+def test_a_caller_may_count_a_refusal_as_unavailable() -> None:
+    refused = as_es_error(api_error(400), "x", refused=EsUnavailable)
+    assert type(refused) is EsUnavailable
     cause = ConnectionError("refused")
-    err = as_es_error(cause, "cannot reach Elasticsearch at http://es:9200", ElasticsearchUnavailable,
-                      ElasticsearchUnavailable)  # fmt: skip
-    assert type(err) is ElasticsearchUnavailable
+    err = as_es_error(cause, "cannot reach Elasticsearch at http://es:9200")
+    assert type(err) is EsUnavailable
     assert str(err) == f"cannot reach Elasticsearch at http://es:9200: {cause}"
 
 
@@ -61,11 +63,45 @@ def test_the_block_form_raises_from_the_client_error() -> None:
 
 
 def test_one_tree() -> None:
-    for cls in (EsUnavailable, EsRequestError, ElasticsearchUnavailable, ElasticsearchWriteError,
-                UnsupportedServer, SidecarUnavailable, DecisionUnavailable):  # fmt: skip
+    for cls in (EsUnavailable, EsRequestError, ElasticsearchWriteError, UnsupportedServer):
         assert issubclass(cls, EsError) and issubclass(cls, FingerprintIndexerError)
-    for cls in (ElasticsearchUnavailable, SidecarUnavailable, DecisionUnavailable):
-        assert issubclass(cls, EsUnavailable)
     # what callers caught before still catches them
-    assert issubclass(ElasticsearchUnavailable, RuntimeError) and issubclass(UnsupportedServer, RuntimeError)
-    assert issubclass(ElasticsearchWriteError, RuntimeError)
+    assert issubclass(UnsupportedServer, RuntimeError) and issubclass(ElasticsearchWriteError, RuntimeError)
+
+
+def test_unavailable_is_one_class() -> None:
+    """The jobs, the service's write path and its decisions all raise the adapter's own class."""
+    for info in pkgutil.walk_packages(fingerprint_indexer.__path__, "fingerprint_indexer."):
+        importlib.import_module(info.name)
+    assert EsUnavailable.__subclasses__() == []
+
+
+def _status_error(status: int, body: object) -> httpx.HTTPStatusError:
+    request = httpx.Request("GET", "http://es:9200/news/_doc/a")
+    response = httpx.Response(status, json=body, request=request)
+    return httpx.HTTPStatusError(f"status {status}", request=request, response=response)
+
+
+@pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
+def test_the_service_clients_failures_map_as_the_official_clients_do(exc: Exception) -> None:
+    err = as_es_error(exc, "reading 'a'")
+    assert type(err) is EsUnavailable and err.status is None and err.client_error == type(exc).__name__
+    assert str(err) == f"reading 'a': {exc}"
+
+
+def test_an_answer_keeps_its_status_and_error_document() -> None:
+    doc = {"type": "index_not_found_exception", "reason": "no such index [news]"}
+    refused = as_es_error(_status_error(404, {"error": doc, "status": 404}), "x")
+    assert type(refused) is EsRequestError and refused.status == 404 and refused.error == doc
+    assert as_es_error(api_error(404), "x").error == {"type": "x", "reason": "why"}
+    assert type(as_es_error(_status_error(503, {}), "x")) is EsUnavailable
+    # the service waits out its own refused credentials; a job reports them
+    assert type(as_es_error(_status_error(401, {}), "x", retry=SERVICE_RETRY_STATUSES)) is EsUnavailable
+    assert type(as_es_error(_status_error(401, {}), "x")) is EsRequestError
+
+
+def test_the_block_form_maps_both_clients() -> None:
+    for cause in (api_error(400), _status_error(400, {"error": "bad"}), httpx.ConnectError("refused")):
+        with pytest.raises(EsError) as info, es_errors("x"):
+            raise cause
+        assert info.value.__cause__ is cause

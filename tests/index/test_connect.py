@@ -12,7 +12,7 @@ from support.tcp_forwarder import TcpForwarder
 from support.tls_forwarder import TlsForwarder
 
 from fingerprint_indexer.es.connection import connect
-from fingerprint_indexer.es.errors import ElasticsearchUnavailable
+from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.es.servers import hosts
 
 pytestmark = pytest.mark.elasticsearch
@@ -23,7 +23,7 @@ def test_verify_certs_setting_over_tls(es_env: pytest.MonkeyPatch, es_url: str, 
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     with TlsForwarder(es_url, ca) as tls:
-        with pytest.raises(ElasticsearchUnavailable):  # the test CA is not trusted by default
+        with pytest.raises(EsUnavailable):  # the test CA is not trusted by default
             connect(tls.url)
         es_env.setenv("ES_CA_CERTS", str(ca_file))
         connect(tls.url).close()
@@ -31,7 +31,7 @@ def test_verify_certs_setting_over_tls(es_env: pytest.MonkeyPatch, es_url: str, 
         es_env.setenv("ES_VERIFY_CERTS", "false")
         connect(tls.url).close()
         es_env.setenv("ES_VERIFY_CERTS", "maybe")
-        with pytest.raises(ElasticsearchUnavailable, match="ES_VERIFY_CERTS must be true or false"):
+        with pytest.raises(EsUnavailable, match="ES_VERIFY_CERTS must be true or false"):
             connect(tls.url)
 
 
@@ -53,7 +53,7 @@ def test_several_urls_are_one_client_that_moves_off_a_node_that_goes_away(es_env
         finally:
             client.close()
         second.cut()
-        with pytest.raises(ElasticsearchUnavailable, match=str(second.port)):
+        with pytest.raises(EsUnavailable, match=str(second.port)):
             connect(f"{first.url},{second.url}")
     finally:
         first.cut()
