@@ -16,8 +16,9 @@ Contenders, on the same texts:
   baseline        with ``--baseline DIR``: ours from another source tree (say an export of the main
                   line: ``git archive main fingerprint_indexer | tar -x -C DIR``), in a child process on
                   the same texts, zh and English, timed between two timings of ours
-Then ``fingerprint_many`` with 1 and 2 processes, and with 1 and 2 threads (wall clock). The load average is printed before and after: the
-ratios come from CPU time in one run, but a loaded machine still shifts them (caches, frequency).
+Then ``fingerprint_many`` with 1 and 2 processes, and with 1 and 2 threads (wall clock). The load
+average is printed before and after: the ratios come from CPU time in one run, but a loaded machine
+still shifts them (caches, frequency).
 
     python3 scripts/bench_fingerprint.py --corpus ../shared/data/zh_news.jsonl.gz --docs 2000
 """

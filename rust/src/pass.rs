@@ -223,8 +223,19 @@ pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
     let (flat, ends) = sentence_ids(jieba, s, &flat_body, &spans, &mut toks);
 
     // columns: the document's distinct terms in the order of their strings
+    let prefix = |t: &str| {
+        let mut p = [0u8; 8];
+        let n = t.len().min(8);
+        p[..n].copy_from_slice(&t.as_bytes()[..n]);
+        u64::from_be_bytes(p)
+    };
+    let prefixes: Vec<u64> = toks.terms.iter().map(|t| prefix(t)).collect();
     let mut by_term: Vec<u32> = (0..toks.terms.len() as u32).collect();
-    by_term.sort_by(|&a, &b| toks.terms[a as usize].cmp(&toks.terms[b as usize]));
+    // byte order is code-point order (Python's); the first eight bytes decide most comparisons
+    by_term.sort_unstable_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        prefixes[a].cmp(&prefixes[b]).then_with(|| toks.terms[a].cmp(&toks.terms[b]))
+    });
     let width = by_term.len();
     let mut column = vec![0usize; width];
     for (col, &id) in by_term.iter().enumerate() {
