@@ -44,14 +44,17 @@ class Pipeline:
         batch_size: int = 256,
         cache_bytes: int = CACHE_BYTES,
         copy_marks: bool | None = None,
+        threads: int = 1,
     ) -> None:
         """``copy_marks``: keep passage-level copy marks of every document (see
-        :func:`~fingerprint_indexer.copies.stored.settle_marks`; None follows the store)."""
+        :func:`~fingerprint_indexer.copies.stored.settle_marks`; None follows the store); ``threads``:
+        fingerprinting threads beside the decision step (with one process; see :func:`fingerprint_many`)."""
         if keep not in KEEP_POLICIES:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
         self.config = config or FingerprintConfig()
         self.config.layout.check_k(k)
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
+        self.threads = threads
         self.fingerprinter = Fingerprinter(self.config)
         self.store = EmbeddedStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
         try:
@@ -82,7 +85,8 @@ class Pipeline:
     def process_many(self, docs: Iterable[Document]) -> Iterator[Decision]:
         """Decisions in input order, each batch yielded only after it is committed; the workers read a
         bounded window ahead of the decisions (:func:`fingerprint_stream`)."""
-        pairs = fingerprint_stream(docs, self.fingerprinter, self.processes, window=self.batch_size * 8)
+        pairs = fingerprint_stream(docs, self.fingerprinter, self.processes, window=self.batch_size * 8,
+                                   threads=self.threads)
         while batch := list(itertools.islice(pairs, self.batch_size)):
             yield from self.decide_batch(batch)
 

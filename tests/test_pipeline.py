@@ -205,3 +205,15 @@ def test_an_edited_headline_is_found_through_a_sketch_band(tmp_path, batch_size)
         assert p.store.delete("0a")
         again = p.process(Document(id="0c", content=EDITED_HEADLINES[0][1] + "？"))
         assert again.duplicate_of == "0b"  # the removed document's band keys are gone with it
+
+
+def test_fingerprinting_threads_change_no_decision(tmp_path):
+    """Threads fingerprint ahead of the decision step; decisions come in input order, the same."""
+    texts = [text * 4 for pair in EDITED_HEADLINES for text in pair]
+    docs = [Document(id=f"{i}-{j}", content=text) for j in range(2) for i, text in enumerate(texts)]
+    outs = []
+    for threads in (1, 3):
+        with Pipeline(tmp_path / str(threads), k=3, threads=threads, batch_size=4) as p:
+            outs.append([d.to_dict() for d in p.process_many(docs)])
+    assert outs[0] == outs[1]
+    assert [o["id"] for o in outs[0]] == [d.id for d in docs]

@@ -114,6 +114,16 @@ def processes_option(default: int | None = 1) -> Callable[[F], F]:
     return wrap
 
 
+def threads_option(func: F) -> F:
+    """--threads: fingerprinting threads within one process (used with --processes 1)."""
+    from fingerprint_indexer.fingerprint.native import default_threads
+
+    return click.option("--threads", type=click.IntRange(1, 256), default=default_threads(),
+                        show_default="the CPU count (at most 4) with the compiled pass, else 1",
+                        help="Fingerprinting threads within one process, used with --processes 1: "
+                             "the compiled pass runs them in parallel.")(func)
+
+
 def skip_errors_option(func: F) -> F:
     """--skip-errors: go on past unreadable input."""
     return click.option("--skip-errors", is_flag=True,

@@ -27,6 +27,7 @@ from fingerprint_indexer.cli.common import (
     run_guarded,
     skip_errors_option,
     store_option,
+    threads_option,
 )
 from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
 from fingerprint_indexer.documents import Document
@@ -73,12 +74,13 @@ def _guard_store(body: Any, store: Path | None = None) -> None:
 @decisions_output_option
 @skip_errors_option
 @processes_option()
+@threads_option
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
               help="Documents per atomic store commit.")
 @copy_marks_option
 @config_options
 def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str, output: str,
-               skip_errors: bool, processes: int, batch_size: int, copy_marks: bool | None,
+               skip_errors: bool, processes: int, threads: int, batch_size: int, copy_marks: bool | None,
                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Deduplicate documents into a persistent store: JSONL (.gz too), folders of .txt/.html, or '-'.
 
@@ -100,7 +102,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
         counts: Counter[str] = Counter()
         founded = 0  # clusters this run founded (a set of every cluster id would grow with the input)
         with Pipeline(store, config, k=k, keep=keep, processes=processes,  # type: ignore[arg-type]
-                      batch_size=batch_size, copy_marks=copy_marks) as pipe:
+                      batch_size=batch_size, copy_marks=copy_marks, threads=threads) as pipe:
             out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
             try:
                 docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)

@@ -14,6 +14,7 @@ from fingerprint_indexer.cli.common import (
     processes_option,
     run_guarded,
     skip_errors_option,
+    threads_option,
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
@@ -40,9 +41,11 @@ def _stdin_documents(fmt: str) -> list[str] | Document:
               help="How to read stdin: JSON lines, or all of it as one text (auto: sniff the first byte).")
 @skip_errors_option
 @processes_option()
+@threads_option
 @click.option("--no-terms", is_flag=True, help="Leave top terms out of the output.")
 @config_options
-def fingerprint_cmd(inputs: tuple[str, ...], fmt: str, skip_errors: bool, processes: int, no_terms: bool,
+def fingerprint_cmd(inputs: tuple[str, ...], fmt: str, skip_errors: bool, processes: int, threads: int,
+                    no_terms: bool,
                     top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Fingerprint documents: JSONL files (.gz too), .txt/.html files, folders, or stdin.
 
@@ -63,7 +66,7 @@ def fingerprint_cmd(inputs: tuple[str, ...], fmt: str, skip_errors: bool, proces
                 docs = [got]
         source = docs if docs is not None else read_documents(names, skip_errors=skip_errors,
                                                                 on_error=_collect(errors))
-        for result in fingerprint_many(source, config, processes=processes):
+        for result in fingerprint_many(source, config, processes=processes, threads=threads):
             emit(result.to_dict(with_terms=not no_terms))
         if errors:
             click.echo(f"skipped {len(errors)} bad input record(s)", err=True)

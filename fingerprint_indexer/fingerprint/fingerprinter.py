@@ -464,7 +464,8 @@ def _threaded(
 
 
 def fingerprint_stream(
-    docs: Iterable[Document], fingerprinter: Fingerprinter, processes: int = 1, window: int | None = None
+    docs: Iterable[Document], fingerprinter: Fingerprinter, processes: int = 1, window: int | None = None,
+    threads: int = 1,
 ) -> Iterator[tuple[Document, FingerprintResult]]:
     """(document, fingerprint) pairs in input order, reading at most ``window`` documents ahead of the
     pairs taken (:func:`fingerprint_many`'s bound): a reindex of a large index or a long dedupe holds a
@@ -476,7 +477,8 @@ def fingerprint_stream(
             seen.append(doc)
             yield doc
 
-    for res in fingerprint_many(feed(), processes=processes, fingerprinter=fingerprinter, in_flight=window):
+    for res in fingerprint_many(feed(), processes=processes, fingerprinter=fingerprinter, in_flight=window,
+                                threads=threads):
         yield seen.popleft(), res
 
 

@@ -36,6 +36,13 @@ except ImportError:  # built without a Rust toolchain: the reference runs
 AVAILABLE = _core is not None
 
 
+def default_threads() -> int:
+    """Fingerprinting threads a batch job uses by default: with the compiled pass, which runs without
+    the GIL, one per CPU (at most 4; the decision step shares them); with the reference, which holds
+    it, one."""
+    return min(4, os.cpu_count() or 1) if enabled() else 1
+
+
 def enabled() -> bool:
     """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
     return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"
