@@ -2,10 +2,12 @@
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
+mod facts;
 mod pass;
 mod simhash;
 mod sketch;
 mod text;
+mod unicode;
 mod weights;
 
 use std::collections::{HashMap, HashSet};
@@ -91,15 +93,28 @@ impl Core {
         })
     }
 
-    /// The pass over `body`: `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, names)`, or
-    /// None where the reference must run.
-    #[allow(clippy::type_complexity)]
+    /// The pass over `body`: `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, names, facts)`,
+    /// or None where the reference must run. `facts`: with `facts` set, `(facts, frames)` of `body`
+    /// (`cased` and its `lower`-casing give the Latin-script names), or None where the reference's facts
+    /// must run.
+    #[pyo3(signature = (body, *, facts=false, cased="", lower="", max_facts=64, max_frames=64))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn fold<'py>(
-        &self, py: Python<'py>, body: &str,
-    ) -> Option<(u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>)> {
-        let got = py.detach(|| run(&self.jieba, &self.settings, body))?;
+        &self, py: Python<'py>, body: &str, facts: bool, cased: &str, lower: &str, max_facts: usize,
+        max_frames: usize,
+    ) -> Option<(u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>,
+                 Option<(Vec<String>, Vec<u64>)>)> {
+        let (got, analysed) = py.detach(|| {
+            let got = run(&self.jieba, &self.settings, body)?;
+            let analysed = if facts {
+                facts::body_facts(body, &got.names, cased, lower, &self.settings.stopwords, max_facts, max_frames)
+            } else {
+                None
+            };
+            Some((got, analysed))
+        })?;
         Some((got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
-              PyBytes::new(py, &got.sketch), got.names))
+              PyBytes::new(py, &got.sketch), got.names, analysed))
     }
 
     /// The segmenter's tokens of `text` (as `rjieba.cut(text)`), for the equality checks.
@@ -131,5 +146,6 @@ fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyB
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    facts::register(m)?;
     Ok(())
 }
