@@ -306,10 +306,12 @@ class Fingerprinter:
         cfg = self.config
         body = strip_boilerplate(text, cased) if cfg.strip_boilerplate else text
         compiled = self._native_pass()
-        got = compiled.fold(body) if compiled is not None else None
+        got = compiled.fold(body, cased if cfg.facts else None) if compiled is not None else None
         if got is None:
             got = self._fold(body)
-        if cfg.facts:
+        if cfg.facts and got.facts is not None:  # the compiled pass gave them
+            facts, frames = got.facts, got.frames
+        elif cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
             facts, frames = analyse(body, got.names, latin=latin, terms_are_names=True)
         else:
