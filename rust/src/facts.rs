@@ -262,7 +262,7 @@ fn number_facts(text: &str) -> Result<Vec<(usize, usize, String)>, ()> {
         let ordinal = r > p;
         let classifier = char_at(text, e).filter(|&u| CN_CLASSIFIERS.contains(u));
         let numeral = &text[r..e];
-        if (ordinal || classifier.is_some()) && (ordinal || !matches!(numeral, "一" | "两")) {
+        if ordinal || (classifier.is_some() && !matches!(numeral, "一" | "两")) {
             if let Some(value) = chinese_number(numeral)? {
                 out.push((p, e + classifier.map_or(0, char::len_utf8), qualified(ordinal, &value, classifier)));
             }
