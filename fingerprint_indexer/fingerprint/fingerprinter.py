@@ -308,11 +308,13 @@ class Fingerprinter:
         ``cased``, the same text normalised but not lower-cased, gives its Latin-script names."""
         cfg = self.config
         compiled = self._native_pass()
-        got = compiled.fold(text, cased) if compiled is not None else None
+        got = compiled.fold(text, cased, facts=cfg.facts) if compiled is not None else None
         if got is None:
             got = self._fold(strip_boilerplate(text, cased) if cfg.strip_boilerplate else text)
         body = got.body
-        if cfg.facts:
+        if cfg.facts and got.facts is not None:  # the compiled pass gave them
+            facts, frames = got.facts, got.frames
+        elif cfg.facts:
             latin = latin_body_names(cased, body, self.tokenizer.stopwords) if cased else ()
             facts, frames = analyse(body, got.names, latin=latin, terms_are_names=True)
         else:

@@ -9,16 +9,23 @@ the reference's way, so output never depends on which ran.
 The pass is used when the extension was built (a Rust toolchain at install time), the configuration's
 segmenter is rjieba's ("auto" or "rjieba", not pure jieba, whose tokens differ on a few documents) and
 ``FPI_NATIVE`` is not ``0``. ``FPI_NATIVE=0`` forces the reference (what the equality checks compare).
+
+The pass also gives a document's facts and frames (``facts.analyse`` and ``facts.latin_body_names``)
+when its character tables (Python's ``\\w`` and ``\\d``) are of this Python's Unicode version; a
+document whose facts take a path not ported gets them from the reference.
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fingerprint_indexer.fingerprint.chunks import MAX_SENTENCE, MIN_CHUNK_SENTENCES, MIN_CHUNK_TERMS
+from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES
 from fingerprint_indexer.text.tokenize import has_cjk
 from fingerprint_indexer.text.weights import jieba_file
 
@@ -34,6 +41,8 @@ except ImportError:  # built without a Rust toolchain: the reference runs
 
 #: Whether the compiled pass was built into this installation.
 AVAILABLE = _core is not None
+#: Whether the compiled facts read text as this Python does (their tables are of its Unicode version).
+FACTS = _core is not None and unicodedata.unidata_version == _core.UNICODE_VERSION
 
 
 def default_threads() -> int:
@@ -50,7 +59,8 @@ def enabled() -> bool:
 
 @dataclass(frozen=True)
 class Folded:
-    """What one pass gives a fingerprint, facts aside (the reference's ``Fingerprinter._fold`` alike)."""
+    """What one pass gives a fingerprint (the reference's ``Fingerprinter._fold`` alike); ``facts`` and
+    ``frames`` are ``facts.analyse``'s when the pass computed them, else ``facts`` is None."""
 
     body: str  # the text fingerprinted: page furniture stripped (when the configuration strips it)
     fingerprint: int
@@ -60,6 +70,8 @@ class Folded:
     n_terms: int
     sketch: bytes
     names: list[str]
+    facts: tuple[str, ...] | None = None
+    frames: tuple[int, ...] = ()
 
 
 class NativePass:
@@ -80,14 +92,20 @@ class NativePass:
             min_chunk_sentences=MIN_CHUNK_SENTENCES, max_sentence=MAX_SENTENCE,
         )  # fmt: skip
 
-    def fold(self, text: str, cased: str = "") -> Folded | None:
-        """The pass over normalised ``text`` (``cased``: the same before lower-casing), or None where
-        the reference must run."""
-        got = self._core.fold(text, cased, self._strip)
+    def fold(self, text: str, cased: str = "", facts: bool = False) -> Folded | None:
+        """The pass over normalised ``text`` (``cased``: the same before lower-casing, ``""`` when
+        unknown), or None where the reference must run. With ``facts`` it also gives the facts and frames
+        of the body, as ``Fingerprinter.fingerprint_text`` computes them, where it can."""
+        if facts and FACTS:
+            got = self._core.fold(text, cased, self._strip, facts=True, lower=cased.lower(),
+                                  max_facts=MAX_FACTS, max_frames=MAX_FRAMES)
+        else:
+            got = self._core.fold(text, cased, self._strip)
         if got is None:
             return None
-        body, fp, chunks, top, n_tokens, n_terms, sketch, names = got
-        return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names)
+        body, fp, chunks, top, n_tokens, n_terms, sketch, names, analysed = got
+        found, frames = (None, ()) if analysed is None else (tuple(analysed[0]), tuple(analysed[1]))
+        return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names, found, frames)
 
     @staticmethod
     def normalize(text: str, lower: bool = True) -> str | None:
@@ -125,6 +143,25 @@ def sketch_bytes(text: str, size: int) -> bytes:
     """:func:`fingerprint_indexer.fingerprint.sketch.sketch` as bytes, compiled."""
     assert _core is not None
     return bytes(_core.sketch_bytes(text, size))
+
+
+def analyse(
+    text: str, names: Iterable[str], max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES,
+    latin: Iterable[str] = (),
+) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """:func:`fingerprint_indexer.fingerprint.facts.analyse` with ``terms_are_names=True``, compiled;
+    None where the reference must run."""
+    assert _core is not None
+    got = _core.analyse(text, list(names), list(latin), max_facts, max_frames)
+    return None if got is None else (tuple(got[0]), tuple(got[1]))
+
+
+def latin_body_names(cased: str, body: str, stopwords: Iterable[str] = ()) -> set[str] | None:
+    """:func:`fingerprint_indexer.fingerprint.facts.latin_body_names`, compiled; None where the
+    reference must run."""
+    assert _core is not None
+    got = _core.latin_body_names(cased, cased.lower(), body, set(stopwords))
+    return None if got is None else set(got)
 
 
 def native_pass(config: FingerprintConfig, tokenizer: Tokenizer, idf_path: str | None) -> NativePass | None:

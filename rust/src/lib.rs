@@ -3,10 +3,12 @@
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
 mod boilerplate;
+mod facts;
 mod pass;
 mod simhash;
 mod sketch;
 mod text;
+mod unicode;
 mod weights;
 
 use std::collections::{HashMap, HashSet};
@@ -94,19 +96,29 @@ impl Core {
 
     /// The pass over normalised `text` (`cased`: the same before lower-casing), its page furniture
     /// stripped first when `strip`: `(body, fingerprint, chunks, top_terms, n_tokens, n_terms, sketch,
-    /// names)`, or None where the reference must run.
-    #[pyo3(signature = (text, cased = "", strip = true))]
-    #[allow(clippy::type_complexity)]
+    /// names, facts)`, or None where the reference must run. `facts`: with `facts` set, `(facts,
+    /// frames)` of the body (`cased` and its `lower`-casing give the Latin-script names), or None where
+    /// the reference's facts must run.
+    #[pyo3(signature = (text, cased = "", strip = true, *, facts = false, lower = "", max_facts = 64,
+                        max_frames = 64))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn fold<'py>(
-        &self, py: Python<'py>, text: &str, cased: &str, strip: bool,
-    ) -> Option<(String, u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>)> {
-        let (body, got) = py.detach(|| {
+        &self, py: Python<'py>, text: &str, cased: &str, strip: bool, facts: bool, lower: &str,
+        max_facts: usize, max_frames: usize,
+    ) -> Option<(String, u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>,
+                 Option<(Vec<String>, Vec<u64>)>)> {
+        let (body, got, analysed) = py.detach(|| {
             let body = if strip { boilerplate::strip_boilerplate(text, cased)? } else { text.to_owned() };
             let got = run(&self.jieba, &self.settings, &body)?;
-            Some((body, got))
+            let analysed = if facts {
+                facts::body_facts(&body, &got.names, cased, lower, &self.settings.stopwords, max_facts, max_frames)
+            } else {
+                None
+            };
+            Some((body, got, analysed))
         })?;
         Some((body, got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
-              PyBytes::new(py, &got.sketch), got.names))
+              PyBytes::new(py, &got.sketch), got.names, analysed))
     }
 
     /// `Tokenizer.terms(text)`: the content terms of a short text (a title).
@@ -159,5 +171,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    facts::register(m)?;
     Ok(())
 }
