@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -425,16 +426,28 @@ fn units_with_facts<'t, 'n>(text: &'t str, longest_first: &[&'n str]) -> Result<
         }
         found[i - 1].insert(fact);
     }
-    let mut named: Vec<Vec<&'n str>> = vec![Vec::new(); spans.len()];
-    for &n in longest_first {
-        let mut pos = text.find(n);
-        while let Some(at) = pos {
-            let i = unit_of(&spans, at).ok_or(())?; // no unit: the reference fails
-            named[i].push(n);
-            let from = spans[i].1;
-            pos = text.get(from..).and_then(|t| t.find(n)).map(|x| from + x);
+    // the units each name occurs in, in the order of `longest_first`: all occurrences of all names in
+    // one scan (the reference searches the text once per name, from each unit it found it in on)
+    let mut named_ids: Vec<Vec<usize>> = vec![Vec::new(); spans.len()];
+    if !longest_first.is_empty() {
+        // a contiguous NFA: a DFA's build costs more than the one scan it serves
+        let names = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .build(longest_first)
+            .map_err(|_| ())?;
+        for m in names.find_overlapping_iter(text) {
+            let i = unit_of(&spans, m.start()).ok_or(())?; // no unit: the reference fails
+            named_ids[i].push(m.pattern().as_usize());
         }
     }
+    let named: Vec<Vec<&'n str>> = named_ids
+        .into_iter()
+        .map(|mut ids| {
+            ids.sort_unstable();
+            ids.dedup();
+            ids.into_iter().map(|p| longest_first[p]).collect()
+        })
+        .collect();
     Ok(spans
         .iter()
         .zip(found)

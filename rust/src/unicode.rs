@@ -157,6 +157,9 @@ pub fn is_word(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric() || c == '_';
     }
+    if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+        return true; // the unified ideographs: letters (Lo), all assigned in the tables' version
+    }
     find(&WORD, c).is_some()
 }
 
