@@ -115,9 +115,9 @@ async def _doc(request: Request, index: str, doc_id: str, fields: list[str]) -> 
     with es_answers(f"reading {doc_id!r} of {index!r}"):
         r = await http.get(f"/{index}/_doc/{quote(doc_id, safe='')}",
                            params={"_source_includes": ",".join(fields)})
-    if r.status_code in (400, 404):  # 400: an id or index name Elasticsearch cannot take
-        raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {index!r}")
-    r.raise_for_status()
+        if r.status_code in (400, 404):  # 400: an id or index name Elasticsearch cannot take
+            raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {index!r}")
+        r.raise_for_status()  # any other refusal: mapped to the service's answer like a failed request
     return dict(r.json().get("_source") or {})
 
 
@@ -131,11 +131,11 @@ async def _post(request: Request, path: str, **kwargs: Any) -> dict[str, Any]:
     http = await _es(request)
     with es_answers(path):
         r = await http.post(path, **kwargs)
-    if r.status_code == 404:
-        raise ApiError(404, "index_not_found_exception", f"no index for {path}")
-    if r.status_code == 400:
-        raise ApiError(400, "illegal_argument_exception", f"Elasticsearch refused the request for {path}")
-    r.raise_for_status()
+        if r.status_code == 404:
+            raise ApiError(404, "index_not_found_exception", f"no index for {path}")
+        if r.status_code == 400:
+            raise ApiError(400, "illegal_argument_exception", f"Elasticsearch refused the request for {path}")
+        r.raise_for_status()  # any other refusal: mapped to the service's answer like a failed request
     out: dict[str, Any] = r.json()
     return out
 
