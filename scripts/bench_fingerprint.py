@@ -201,22 +201,18 @@ def main() -> None:
     # start-up is included in the 2-process time.
     docs = [Document(id=str(i), content=t) for i, t in enumerate(texts * args.scale_repeat)]
     mb_docs = mb * args.scale_repeat
-    rate = {}
-    for procs in (1, 2):
-        t0 = time.perf_counter()
-        n = sum(1 for _ in fingerprint_many(docs, processes=procs, chunksize=64, fingerprinter=ours))
-        sec = time.perf_counter() - t0
-        rate[procs] = n / sec
-        print(f"fingerprint_many processes={procs}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
-    print(f"2 processes vs 1: {rate[2] / rate[1]:.2f}x")
-    threaded = {}
-    for threads in (1, 2):
-        t0 = time.perf_counter()
-        n = sum(1 for _ in fingerprint_many(docs, threads=threads, chunksize=16, fingerprinter=ours))
-        sec = time.perf_counter() - t0
-        threaded[threads] = n / sec
-        print(f"fingerprint_many threads={threads}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
-    print(f"2 threads vs 1: {threaded[2] / threaded[1]:.2f}x")
+    for kind, chunksize in (("processes", 64), ("threads", 16)):
+        rate = {}
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            run = fingerprint_many(docs, chunksize=chunksize, fingerprinter=ours,
+                                   processes=workers if kind == "processes" else 1,
+                                   threads=workers if kind == "threads" else 1)
+            n = sum(1 for _ in run)
+            sec = time.perf_counter() - t0
+            rate[workers] = n / sec
+            print(f"fingerprint_many {kind}={workers}: {n / sec:.0f} docs/s, {mb_docs / sec:.2f} MB/s")
+        print(f"2 {kind} vs 1: {rate[2] / rate[1]:.2f}x")
     print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

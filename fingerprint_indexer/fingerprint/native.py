@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from fingerprint_indexer.fingerprint.chunks import MAX_SENTENCE, MIN_CHUNK_SENTENCES, MIN_CHUNK_TERMS
 from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES
+from fingerprint_indexer.text.boilerplate import LINE_MARKERS, MARKERS
 from fingerprint_indexer.text.tokenize import has_cjk
 from fingerprint_indexer.text.weights import jieba_file
 
@@ -38,6 +39,9 @@ try:
     from fingerprint_indexer.fingerprint import _core
 except ImportError:  # built without a Rust toolchain: the reference runs
     _core = None
+# the stripper's marker lists live in text/boilerplate.py only; the compiled stripper is given them
+if _core is not None and not _core.set_boilerplate_markers(list(MARKERS), list(LINE_MARKERS)):
+    raise ImportError("the compiled boilerplate stripper holds other markers than text/boilerplate.py")
 
 #: Whether the compiled pass was built into this installation.
 AVAILABLE = _core is not None

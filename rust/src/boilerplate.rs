@@ -9,28 +9,6 @@ use regex::Regex;
 
 use crate::text::{py_isspace, sentence_matches_with};
 
-const MARKERS_ZH: &[&str] = &[
-    "责任编辑", "编辑:", "编辑 :", "审核:", "校对:", "作者:", "记者:", "来源:", "信息来源", "稿件来源",
-    "原标题", "免责声明", "声明:", "版权", "转载", "侵权", "icp", "举报", "分享到", "分享至", "扫码",
-    "扫描二维码", "二维码", "客户端", "app", "公众号", "微信", "微博", "相关阅读", "推荐阅读", "延伸阅读",
-    "相关新闻", "热门推荐", "点击",
-    "阅读原文", "阅读全文", "查看更多", "更多精彩", "打印", "字号", "关闭窗口", "当前位置", "首页", "频道",
-    "广告", "优惠券", "限时特惠", "招商", "热线", "新用户", "收藏", "评论(", "浏览次数", "发布时间", "未完",
-    "专题", "独家稿件", "本文系", "本文转自", "图片来源",
-];
-const MARKERS_EN: &[&str] = &[
-    "advertisement", "sponsored", "subscribe", "newsletter", "sign up", "follow us", "follow @", "share this",
-    "share on", "related:", "read more", "more from", "don't miss", "click here", "download the", "the app",
-    "copyright", "(c) ", "©", "all rights reserved", "reporting by", "editing by", "originally appeared",
-    "originally published", "terms of use", "privacy policy", "cookie", "contact us", "report an error",
-    "print this", "comments (", "text size", "listen to this article", "published:", "updated:", "breaking:",
-    "continue reading", "story continues", "email us", "staff", "views expressed", "home >", "continued...",
-    "on twitter", "on facebook", "whatsapp", "linkedin",
-];
-const LINE_MARKERS: &[&str] = &[
-    "免责声明", "声明:", "凡本网", "凡注明", "版权所有", "版权声明", "本文系", "违法和不良信息", "copyright",
-    "the views expressed", "all rights reserved", "this article originally", "this material may not",
-];
 const RUNS_ON: &[&str] = &[
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "but", "that",
     "which", "who", "it", "its", "is", "are", "was", "were", "has", "have", "had", "will", "would", "said",
@@ -44,8 +22,19 @@ const ASCII_SHARE: f64 = 0.6;
 const MIN_KEPT: f64 = 0.2;
 const EDGE_LINE: usize = 40;
 
+/// The furniture markers, as `text/boilerplate.py` names them (`MARKERS`, `LINE_MARKERS`): given once
+/// by the Python side, so the lists live in one place.
+static MARKERS: OnceLock<(Regex, Vec<String>)> = OnceLock::new();
+
+/// Set the markers (the first call wins; later calls with other lists are refused).
+pub fn set_markers(markers: &[String], line_markers: &[String]) -> bool {
+    let escaped: Vec<String> = markers.iter().map(|m| regex::escape(m)).collect();
+    let Ok(any) = Regex::new(&escaped.join("|")) else { return false };
+    let got = MARKERS.get_or_init(|| (any, line_markers.to_vec()));
+    got.1 == line_markers && got.0.as_str() == escaped.join("|")
+}
+
 struct Patterns {
-    marker: Regex,
     code: Regex,
     code_bounded: Regex,
     menu: Regex,
@@ -59,10 +48,8 @@ struct Patterns {
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| {
-        let markers: Vec<String> = MARKERS_ZH.iter().chain(MARKERS_EN).map(|m| regex::escape(m)).collect();
         let re = |p: &str| Regex::new(p).expect("a valid pattern");
         Patterns {
-            marker: re(&markers.join("|")),
             // `_CODE_RE` in two parts: a Unicode word boundary keeps a pattern off the fast engines, so
             // the three alternatives that hold one are tried only where their words occur
             code: re(concat!(
@@ -163,8 +150,7 @@ fn py_strip(s: &str) -> &str {
 }
 
 /// The line without its short marker-carrying sentences (`_strip_sentences`).
-fn strip_sentences(line: &str) -> String {
-    let p = patterns();
+fn strip_sentences(line: &str, marker: &Regex) -> String {
     let mut kept = String::new();
     for (a, b) in sentence_matches_with(line, true) {
         let piece = &line[a..b];
@@ -172,7 +158,7 @@ fn strip_sentences(line: &str) -> String {
         if core.is_empty() {
             continue;
         }
-        if chars(core) > SHORT_SENTENCE || !p.marker.is_match(piece) {
+        if chars(core) > SHORT_SENTENCE || !marker.is_match(piece) {
             kept.push_str(piece);
         }
     }
@@ -206,8 +192,10 @@ fn opening_table(rows: &[String]) -> Option<usize> {
     }
 }
 
-/// `strip_boilerplate(text, cased)`; None when `text` or `cased` is [`risky`].
+/// `strip_boilerplate(text, cased)`; None when `text` or `cased` is [`risky`], or before the markers
+/// were set.
 pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
+    let (marker, line_markers) = MARKERS.get()?;
     if risky(text) || risky(cased) {
         return None;
     }
@@ -236,10 +224,10 @@ pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
         prose.push(line);
         let menu = line.matches('|').count() >= 3 && p.menu.is_match(line);
         let byline = line.starts_with("by ") && p.byline.is_match(line);
-        if LINE_MARKERS.iter().any(|m| line.starts_with(m)) || menu || byline {
+        if line_markers.iter().any(|m| line.starts_with(m.as_str())) || menu || byline {
             continue;
         }
-        let line = strip_sentences(line);
+        let line = strip_sentences(line, marker);
         if !line.is_empty() {
             lines.push(line);
             goes_on.push(continued[i]);

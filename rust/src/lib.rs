@@ -151,6 +151,13 @@ fn normalize(py: Python<'_>, text: &str, lower: bool) -> Option<String> {
     py.detach(|| text::normalize(text, lower))
 }
 
+/// Give the boilerplate stripper the furniture markers of `text/boilerplate.py` (once per process);
+/// False when it already has other ones.
+#[pyfunction]
+fn set_boilerplate_markers(markers: Vec<String>, line_markers: Vec<String>) -> bool {
+    boilerplate::set_markers(&markers, &line_markers)
+}
+
 /// `strip_boilerplate(text, cased)` of `text/boilerplate.py`, or None where the reference must run.
 #[pyfunction]
 #[pyo3(signature = (text, cased = ""))]
@@ -170,6 +177,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
+    m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     facts::register(m)?;
     Ok(())
