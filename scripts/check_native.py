@@ -31,7 +31,7 @@ DATA = ROOT.parent / "shared" / "data"
 def default_inputs() -> list[Path]:
     found = sorted(DATA.glob("*.jsonl.gz")) if DATA.is_dir() else []
     labelled = ROOT / "out" / "labelled"
-    return found + (sorted(labelled.glob("*.jsonl")) if labelled.is_dir() else [])
+    return found + (sorted(labelled.glob("*.docs.jsonl")) if labelled.is_dir() else [])
 
 
 def main() -> int:
