@@ -28,15 +28,14 @@ def picture_files(paths: tuple[str, ...]) -> Iterator[Path]:
 @click.argument("paths", nargs=-1, required=True)
 def images_cmd(paths: tuple[str, ...]) -> None:
     """Fingerprint pictures (JPEG, PNG, WebP, GIF): one JSON line per picture with its path, perceptual
-    hash, colour grid, pixel digest and block keys; a file that is not a readable picture gives an
+    hash, colour grid, pixel digest and look-up keys; a file that is not a readable picture gives an
     ``error`` line (and a line on stderr), the others go on, and the exit code is 1."""
-    from fingerprint_indexer.fingerprint.image import THRESHOLDS, ImageError, fingerprint_file, image_keys
+    from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file, image_keys
 
     failed = 0
 
     def body() -> None:
         nonlocal failed
-        layout = THRESHOLDS.layout
         for path in picture_files(paths):
             try:
                 fp = fingerprint_file(path)
@@ -45,7 +44,7 @@ def images_cmd(paths: tuple[str, ...]) -> None:
                 emit({"path": str(path), "error": str(exc)})
                 click.echo(f"error: {exc}", err=True)
                 continue
-            emit({"path": str(path), **fp.to_json(), "blocks": image_keys(fp, layout)})
+            emit({"path": str(path), **fp.to_json(), "keys": image_keys(fp)})
 
     run_guarded(body)
     if failed:

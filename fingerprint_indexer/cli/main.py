@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "idf": ("fingerprint_commands", "idf_group", "IDF tables fitted on your own corpus."),
     "images": ("image_commands", "images_cmd",
                "Fingerprint pictures (JPEG, PNG, WebP, GIF): one JSON line per picture with its path, "
-               "perceptual\nhash, colour grid, pixel digest and block keys; a file that is not a readable "
+               "perceptual\nhash, colour grid, pixel digest and look-up keys; a file that is not a readable "
                "picture gives an\n``error`` line (and a line on stderr), the others go on, and the exit "
                "code is 1."),
     "index": ("es_commands", "index_cmd",

@@ -6,12 +6,14 @@ bar, brighter or darker, or mirrored. Three things are kept of each picture:
 - ``phash``: a DCT perceptual hash (the 8 x 8 lowest frequencies of a 32 x 32 grey image, each bit
   "above the median") of the picture's *centre* (:attr:`ImageThresholds.centre`) after a median filter:
   the border, where crops, caption bars and corner logos fall, does not vote, and the thin strokes of a
-  watermark's letters are filtered out. It takes block keys through the text fingerprints'
-  :class:`~fingerprint_indexer.fingerprint.blocks.BlockLayout` (the same pigeonhole look-up), under
-  its own key prefix.
+  watermark's letters are filtered out.
 - ``probes``: the same hash of the windows where the centre of a cropped copy lies (:func:`windows`),
-  of the picture and of its mirror image: a look-up tries them all, so a crop or a flipped copy finds
-  the original and the original finds its crops.
+  of the picture and then of its mirror image: a crop lines some window of one copy up with some window
+  of the other, whichever was cropped.
+- look-up keys (:func:`key_values`): the bits of a window hash's lowest frequencies, which a small
+  shift leaves alone. A picture is stored under the keys of its own windows and looked up with the keys
+  of all its windows; the rule then judges what the keys bring (the index, embedded or Elasticsearch
+  ``keyword`` fields, holds keys, never decisions).
 - ``grid``: the colour grid of the original design: the picture cut into M x N blocks, each block's
   dominant colour among 8 (one bit per RGB channel), read as a string of digits ``0``-``7``.
 - ``digest``: sha256 of the decoded pixels (RGB, after EXIF orientation, with the size): the same picture
@@ -38,8 +40,6 @@ from PIL import Image, ImageFile, ImageFilter, ImageOps, UnidentifiedImageError
 from PIL.Image import Image as PILImage
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.hamming import hamming
 
 #: Formats decoded (Pillow's names).
 FORMATS = frozenset({"JPEG", "PNG", "WEBP", "GIF"})
@@ -72,18 +72,14 @@ class ImageThresholds:
     grid_cols: int = 8
     grid_rows: int = 8
     #: Largest hash distance (nearest window) between copies of one photo.
-    k: int = 12
+    k: int = 8
     #: Largest colour-grid distance (fraction of blocks of another colour) between copies of one photo.
-    grid_max: float = 0.75
-    #: Hash distance a block-key look-up finds for sure (pigeonhole over :attr:`layout`); the rule then
-    #: judges each candidate at :attr:`k`.
-    k_lookup: int = 3
-
-    @property
-    def layout(self) -> BlockLayout:
-        """The block layout of image keys: every base hash within :attr:`k_lookup` of a window shares
-        a key with it."""
-        return BlockLayout.for_k(self.k_lookup)
+    grid_max: float = 1.0
+    #: Look-up keys hold the hash bits of the frequencies ``(u, v)`` with ``1 <= u + v <= key_band``.
+    key_band: int = 5
+    #: Largest distance between the full hashes of two windows whose keys are equal, for their pictures
+    #: to be judged by the rule: it drops chance meetings of keys before the rule's costlier pass.
+    k_key: int = 16
 
 
 THRESHOLDS = ImageThresholds()
@@ -280,39 +276,128 @@ def fingerprint_file(path: str | Path, limits: ImageThresholds = THRESHOLDS) -> 
 # ------------------------------------------------------------------ comparing and keys
 
 
-def _nearest(query: ImageFingerprint, stored: ImageFingerprint) -> tuple[int, bool]:
-    """(distance, mirrored): the nearest of ``query``'s probes to ``stored``'s base hash."""
-    best, at = 65, 0
-    for i, p in enumerate(query.probes):
-        d = hamming(p, stored.phash)
-        if d < best:
-            best, at = d, i
-    return best, at >= len(query.probes) // 2
+def _key_bits() -> tuple[int, ...]:
+    """Bit positions (0 = most significant) of the hash's frequencies ``(u, v)`` with
+    ``1 <= u + v <=`` :attr:`ImageThresholds.key_band`, lowest first."""
+    band = THRESHOLDS.key_band
+    order = sorted((u + v, u, v) for u in range(8) for v in range(8) if 1 <= u + v <= band)
+    return tuple(u * 8 + v for _, u, v in order)
+
+
+_KEY_BITS = _key_bits()
+#: Bits of a look-up key.
+KEY_WIDTH = len(_KEY_BITS)
+_KEY_SHIFTS = np.array([63 - b for b in _KEY_BITS], dtype=np.uint64)
+_KEY_PLACES = np.array([KEY_WIDTH - 1 - i for i in range(KEY_WIDTH)], dtype=np.uint64)
+
+
+def key_values(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
+    """The look-up key of each window hash: its bits of the lowest frequencies (the DC term left out),
+    side by side. Low frequencies barely move when a crop shifts the window a little, so the keys of
+    aligned windows of two copies are equal while their full hashes may differ by a few bits."""
+    h = np.asarray(hashes, dtype=np.uint64)
+    bits = (h[..., None] >> _KEY_SHIFTS) & np.uint64(1)
+    return np.bitwise_or.reduce(bits << _KEY_PLACES, axis=-1).astype(np.uint32)
+
+
+def probe_array(fp: ImageFingerprint) -> npt.NDArray[np.uint64]:
+    """The window hashes of a fingerprint (the picture's, then its mirror image's)."""
+    return np.array(fp.probes, dtype=np.uint64)
+
+
+def grid_array(grid: str) -> npt.NDArray[np.uint8]:
+    """A colour grid as one digit per block."""
+    return np.frombuffer(grid.encode(), dtype=np.uint8) - np.uint8(48)
+
+
+def nearest_many(query: npt.NDArray[np.uint64],
+                 stored: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """(distance, mirrored) of one picture's window hashes against each row of ``stored`` (pictures x
+    windows): the nearest pair of a window of one picture, mirror image included, and a window of the
+    other as it is, tried both ways (a crop lines some window of one up with some window of the other,
+    whichever was cropped); on a tie the match is mirrored only if it is both ways, so the answer is the
+    same whichever picture is the query."""
+    q = np.asarray(query, dtype=np.uint64)
+    s = np.asarray(stored, dtype=np.uint64).reshape(-1, len(q))
+    half, n = len(q) // 2, len(s)
+    rows = np.arange(n)
+    d1 = np.bitwise_count(q[None, :, None] ^ s[:, None, :half]).reshape(n, -1)  # query windows x stored
+    d2 = np.bitwise_count(s[:, :, None] ^ q[None, None, :half]).reshape(n, -1)  # stored windows x query
+    a1, a2 = d1.argmin(axis=1), d2.argmin(axis=1)
+    v1, v2 = d1[rows, a1].astype(np.int64), d2[rows, a2].astype(np.int64)
+    m1, m2 = a1 // half >= half, a2 // half >= half
+    mirrored = np.where(v1 < v2, m1, np.where(v2 < v1, m2, m1 & m2))
+    return np.minimum(v1, v2), mirrored
+
+
+def keys_meet_many(query: npt.NDArray[np.uint64], stored: npt.NDArray[np.uint64],
+                   k_key: int) -> npt.NDArray[np.bool_]:
+    """Per row of ``stored``: whether a window of one picture (mirror image included) and a window of
+    the other have equal look-up keys and full hashes within ``k_key``, either way round: the two
+    pictures agree on the low-frequency layout of some lined-up window, which is how the index finds a
+    picture, and what the rule asks of a match besides its nearest windows."""
+    q = np.asarray(query, dtype=np.uint64)
+    s = np.asarray(stored, dtype=np.uint64).reshape(-1, len(q))
+    half = len(q) // 2
+    qk, sk = key_values(q), key_values(s)
+    one = (qk[None, :, None] == sk[:, None, :half]) & (
+        np.bitwise_count(q[None, :, None] ^ s[:, None, :half]) <= k_key)
+    other = (sk[:, :, None] == qk[None, None, :half]) & (
+        np.bitwise_count(s[:, :, None] ^ q[None, None, :half]) <= k_key)
+    return np.asarray(one.any(axis=(1, 2)) | other.any(axis=(1, 2)))
+
+
+def grid_distance_many(grid: npt.NDArray[np.uint8], stored: npt.NDArray[np.uint8],
+                       mirrored: npt.NDArray[np.bool_], cols: int) -> npt.NDArray[np.float64]:
+    """:func:`grid_distance` of one grid against each row of ``stored``, a row mirrored where told."""
+    s = np.asarray(stored, dtype=np.uint8).reshape(len(mirrored), -1)
+    flipped = s.reshape(len(s), -1, cols)[:, :, ::-1].reshape(len(s), -1)
+    other = np.where(np.asarray(mirrored)[:, None], flipped, s)
+    return np.asarray((other != grid[None, :]).mean(axis=1), dtype=np.float64)
+
+
+def _nearest(a: ImageFingerprint, b: ImageFingerprint) -> tuple[int, bool]:
+    d, m = nearest_many(probe_array(a), probe_array(b)[None, :])
+    return int(d[0]), bool(m[0])
 
 
 def distance(a: ImageFingerprint, b: ImageFingerprint) -> int:
-    """Distance of two pictures: the nearest of either's windows (mirror images included) to the
-    other's base hash; symmetric."""
-    return min(_nearest(a, b)[0], _nearest(b, a)[0])
+    """Distance of two pictures: the nearest pair of their windows (mirror images included); symmetric."""
+    return _nearest(a, b)[0]
 
 
 def same_photo(a: ImageFingerprint, b: ImageFingerprint, limits: ImageThresholds = THRESHOLDS) -> bool:
-    """The one rule: the same pixels, or two pictures neither flat whose hashes are within ``k`` and
-    whose colour grids (the mirrored grid for a mirrored match) are within ``grid_max``."""
+    """The one rule: the same pixels, or two pictures neither flat that have lined-up windows of equal
+    look-up keys (:func:`keys_meet_many`), whose nearest windows are within ``k`` and whose colour grids
+    (the mirrored grid for a mirrored match) are within ``grid_max``."""
     if a.digest == b.digest:
         return True
     if a.flat or b.flat:
         return False
-    (d1, m1), (d2, m2) = _nearest(a, b), _nearest(b, a)
-    d = min(d1, d2)
-    mirrored = m1 if d1 < d2 else m2 if d2 < d1 else m1 and m2  # the same whichever picture is first
-    if d > limits.k:
+    d, mirrored = _nearest(a, b)
+    if d > limits.k or not keys_meet_many(probe_array(a), probe_array(b)[None, :], limits.k_key)[0]:
         return False
     grid_b = mirror_grid(b.grid, limits.grid_cols) if mirrored else b.grid
     return grid_distance(a.grid, grid_b) <= limits.grid_max
 
 
-def image_keys(fp: ImageFingerprint, layout: BlockLayout) -> list[str]:
-    """Block keys of a picture's base hash, prefixed so they never equal a text fingerprint's key
-    (``i<key number>_<hex>``)."""
-    return [f"{KEY_PREFIX}{n}_{key}" for n, key in enumerate(layout.keys(fp.phash))]
+def stored_keys(fp: ImageFingerprint) -> list[int]:
+    """Look-up keys a picture is stored under: those of its own windows (not its mirror image's: a
+    query brings both of its own), each once."""
+    probes = probe_array(fp)
+    return sorted(set(key_values(probes[: len(probes) // 2]).tolist()))
+
+
+def query_keys(fp: ImageFingerprint) -> list[int]:
+    """Look-up keys a picture is searched with: those of every window, mirror image included."""
+    return sorted(set(key_values(probe_array(fp)).tolist()))
+
+
+def key_text(key: int) -> str:
+    """A key in the keyword form stored in indexes: prefixed so it never equals a text fingerprint's key."""
+    return f"{KEY_PREFIX}{key:0{(KEY_WIDTH + 3) // 4}x}"
+
+
+def image_keys(fp: ImageFingerprint) -> list[str]:
+    """:func:`stored_keys` in keyword form (``i<hex>``)."""
+    return [key_text(k) for k in stored_keys(fp)]

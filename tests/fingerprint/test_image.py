@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageOps
 
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.image import (
     KEY_PREFIX,
+    KEY_WIDTH,
     THRESHOLDS,
     ImageError,
     ImageFingerprint,
@@ -29,9 +29,13 @@ from fingerprint_indexer.fingerprint.image import (
     fingerprint_image,
     grid_distance,
     image_keys,
+    key_text,
+    key_values,
     mirror_grid,
     phash_of,
+    query_keys,
     same_photo,
+    stored_keys,
     windows,
 )
 
@@ -177,12 +181,29 @@ def test_windows_start_with_the_base_window() -> None:
     assert all(0 <= lo < hi <= 1 for w in wins for lo, hi in w)
 
 
-def test_keys_are_prefixed_block_keys_of_the_base_hash() -> None:
+def test_keys_are_the_low_frequency_bits_of_each_own_window() -> None:
     fp = fingerprint_image(scene(13))
-    layout = BlockLayout()
-    keys = image_keys(fp, layout)
-    assert keys == [f"{KEY_PREFIX}{n}_{k}" for n, k in enumerate(layout.keys(fp.phash))]
-    assert all(not k[0].isdigit() for k in keys)  # text keys are bare hex
+    own = fp.probes[: len(fp.probes) // 2]
+
+    def key(h: int) -> int:  # bits of (u, v) with 1 <= u + v <= key_band, lowest frequency first
+        band = sorted((u + v, u, v) for u in range(8) for v in range(8) if 1 <= u + v <= THRESHOLDS.key_band)
+        return int("".join(str(h >> (63 - (u * 8 + v)) & 1) for _, u, v in band), 2)
+
+    assert stored_keys(fp) == sorted({key(h) for h in own})
+    assert query_keys(fp) == sorted({key(h) for h in fp.probes})
+    assert key_values(np.array(own, dtype=np.uint64)).tolist() == [key(h) for h in own]
+    keys = image_keys(fp)
+    assert keys == [key_text(k) for k in stored_keys(fp)]
+    assert all(k.startswith(KEY_PREFIX) and len(k) == 1 + (KEY_WIDTH + 3) // 4 for k in keys)
+
+
+def test_a_shifted_window_keeps_its_key_but_not_its_full_hash() -> None:
+    """What the look-up relies on: a small crop moves high-frequency bits, rarely the lowest ones."""
+    original = scene(21, (640, 480))
+    crop = original.crop((40, 24, 640, 480))
+    a, b = fingerprint_image(original), fingerprint_image(crop)
+    assert set(stored_keys(a)) & set(query_keys(b))
+    assert same_photo(a, b) and same_photo(b, a)
 
 
 def test_json_round_trip() -> None:
