@@ -48,3 +48,55 @@ def test_all_good_exits_zero(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["images", str(photo(tmp_path / "x.gif", 3))])
     assert result.exit_code == 0, result.output
     assert len(result.stdout.splitlines()) == 1
+
+
+def test_store_decides_new_exact_and_near_and_keeps_them(tmp_path: Path) -> None:
+    """Decisions against the embedded store, kept across runs; a folder's pictures are read in name order."""
+    from fingerprint_indexer.store.embedded import EmbeddedStore
+    from fingerprint_indexer.store.images import ImageStore
+
+    folder = tmp_path / "pics"
+    folder.mkdir()
+    a = photo(folder / "a.png", 1)
+    photo(folder / "b.png", 2)
+    im = Image.open(a).convert("RGB")
+    im.save(folder / "c.webp", lossless=True)  # the same pixels in another container
+    im.crop((16, 0, 320, 230)).save(folder / "d.jpg", quality=70)  # cropped and recompressed
+    ImageOps.mirror(im).save(folder / "e.jpg", quality=85)
+    store = tmp_path / "store"
+    result = CliRunner().invoke(cli, ["images", "--store", str(store), str(folder)])
+    assert result.exit_code == 0, result.output
+    lines = {Path(x["path"]).name: x for x in map(json.loads, result.stdout.splitlines())}
+    decided = {n: (x["decision"], x["duplicate_of"] and Path(x["duplicate_of"]).name)
+               for n, x in lines.items()}
+    assert decided == {"a.png": ("new", None), "b.png": ("new", None), "c.webp": ("exact_duplicate", "a.png"),
+                       "d.jpg": ("near_duplicate", "a.png"), "e.jpg": ("near_duplicate", "a.png")}
+    assert lines["c.webp"]["distance"] == 0 and lines["e.jpg"]["mirrored"]
+    assert 0 <= lines["d.jpg"]["distance"] <= 8 and lines["a.png"]["distance"] is None
+
+    again = tmp_path / "again.png"
+    ImageOps.mirror(Image.open(folder / "b.png")).save(again)
+    result = CliRunner().invoke(cli, ["images", "--store", str(store), str(again)])
+    line = json.loads(result.stdout)
+    assert (line["decision"], Path(line["duplicate_of"]).name) == ("near_duplicate", "b.png")
+    with EmbeddedStore(store) as s:
+        pictures = ImageStore(s)
+        assert len(pictures) == 6
+        assert s.n_docs == 0  # pictures are not documents
+        rec = pictures.record(str(folder / "d.jpg"))
+        assert rec is not None and rec["decision"] == "near_duplicate"
+
+
+def test_a_store_without_pictures_opens_unchanged(tmp_path: Path) -> None:
+    """A store made by documents alone gains picture records under their own prefix; its format stays."""
+    from fingerprint_indexer.store.embedded import FORMAT, EmbeddedStore
+
+    store = tmp_path / "store"
+    docs = tmp_path / "docs.jsonl"
+    story = {"id": "n1", "title": "Harbour", "content": "A short news story about a harbour and its boats."}
+    docs.write_text(json.dumps(story) + "\n")
+    assert CliRunner().invoke(cli, ["dedupe", "--store", str(store), str(docs)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["images", "--store", str(store), str(photo(tmp_path / "x.png", 4))])
+    assert json.loads(result.stdout)["decision"] == "new"
+    with EmbeddedStore(store) as s:
+        assert s.db.get(b"s/meta/format") == FORMAT and s.n_docs == 1 and s.record("n1") is not None
