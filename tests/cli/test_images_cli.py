@@ -100,3 +100,24 @@ def test_a_store_without_pictures_opens_unchanged(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["decision"] == "new"
     with EmbeddedStore(store) as s:
         assert s.db.get(b"s/meta/format") == FORMAT and s.n_docs == 1 and s.record("n1") is not None
+
+
+def test_similar_image_lists_the_stored_pictures_of_the_same_photo(tmp_path: Path) -> None:
+    a, b = photo(tmp_path / "a.png", 5), photo(tmp_path / "b.png", 6)
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["images", "--store", str(store), str(a), str(b)]).exit_code == 0
+    query = tmp_path / "q.jpg"
+    Image.open(a).convert("RGB").resize((200, 150)).save(query, quality=60)
+    result = CliRunner().invoke(cli, ["similar", "--store", str(store), "--image", str(query)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [(r["id"], r["exact"]) for r in rows] == [(str(a), False)]
+    exact = CliRunner().invoke(cli, ["similar", "--store", str(store), "--image", str(b)])
+    assert [json.loads(x)["exact"] for x in exact.stdout.splitlines()] == [True]
+    c = photo(tmp_path / "c.png", 7)
+    other = CliRunner().invoke(cli, ["similar", "--store", str(store), "--image", str(c)])
+    assert other.exit_code == 0 and other.stdout == "" and "no stored picture" in other.stderr
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("not a picture")
+    failed = CliRunner().invoke(cli, ["similar", "--store", str(store), "--image", str(bad)])
+    assert failed.exit_code != 0 and "not a picture" in failed.output
