@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +25,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
 from fingerprint_indexer.sidecar.errors import ApiError
-from fingerprint_indexer.sidecar.ingest import decide, es_fields, relink_op
+from fingerprint_indexer.sidecar.ingest import decide, es_fields, picture_fields, relink_op
 from fingerprint_indexer.sidecar.models import (
     FingerprintRequest,
     FingerprintResponse,
@@ -87,6 +88,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     for i, (doc_in, d) in enumerate(zip(docs, decided, strict=True)):
         state.metrics.documents.labels(d.decision.decision).inc()
         fields = es_fields(d.result, d.decision, layout, d.doc.length)
+        if doc_in.images:  # decoding is CPU work: off the event loop
+            fields.update(await asyncio.to_thread(picture_fields, doc_in.images))
         res = d.decision.to_dict()
         res.update(degenerate=d.result.degenerate, fields=fields, index=None)
         results.append(res)
