@@ -320,7 +320,7 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
             if not rows:
                 click.echo("no document with a picture of the same photo", err=True)
             for row in rows:
-                emit(row)
+                emit({k: v for k, v in row.items() if k != "thumbnail"})
             return
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:

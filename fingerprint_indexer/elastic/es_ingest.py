@@ -33,7 +33,7 @@ from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
-from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file
+from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -138,9 +138,10 @@ def document_fields(doc: Document) -> dict[str, Any]:
 def picture_of_file(path: str) -> Picture:
     """A document's picture named by a file path: its fingerprint, or the one-line error that kept it out."""
     try:
-        return path, fingerprint_file(path)
+        im = read_image(path)
     except ImageError as exc:
-        return path, str(exc)
+        return path, str(exc), None
+    return path, fingerprint_image(im), thumbnail(im)
 
 
 class EsDecider:

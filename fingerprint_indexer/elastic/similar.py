@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.es.codec import (
@@ -51,18 +53,29 @@ def similar(
     return split_neighbours(found).matches
 
 
-def similar_pictures(client: Elasticsearch, index: str, fp: ImageFingerprint) -> list[dict[str, object]]:
-    """The documents of ``index`` with a picture of the same photo as ``fp``: one line per such picture
-    (document id, picture name, distance, exact), the same pixels first, then nearest. The candidates are
-    the documents whose ``image_keys`` hold a key of one of ``fp``'s windows; the rule judges each of
-    their pictures."""
-    res = client.search(index=index, size=PICTURE_CANDIDATES, source_includes=[IMAGES_FIELD],
-                        query={"terms": {IMAGE_KEYS_FIELD: [key_text(k) for k in query_keys(fp)]}})
+def picture_query(fp: ImageFingerprint) -> dict[str, Any]:
+    """The search for documents whose pictures share a look-up key with one of ``fp``'s windows."""
+    return {"size": PICTURE_CANDIDATES, "_source": [IMAGES_FIELD],
+            "query": {"terms": {IMAGE_KEYS_FIELD: [key_text(k) for k in query_keys(fp)]}}}
+
+
+def matching_pictures(fp: ImageFingerprint, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pictures of the hits that the rule says show the same photo as ``fp``: one row each (document
+    id, picture name, distance, exact, thumbnail), the same pixels first, then nearest."""
     found = []
-    for hit in res["hits"]["hits"]:
-        for name, other in source_pictures(hit.get("_source") or {}):
+    for hit in hits:
+        for name, other, thumb in source_pictures(hit.get("_source") or {}):
             if same_photo(fp, other):
                 exact = other.digest == fp.digest
                 d = 0 if exact else distance(fp, other)
-                found.append({"id": hit["_id"], "image": name, "distance": d, "exact": exact})
+                found.append({"id": hit["_id"], "image": name, "distance": d, "exact": exact,
+                              "thumbnail": thumb})
     return sorted(found, key=lambda f: (not f["exact"], f["distance"], str(f["id"]), str(f["image"])))
+
+
+def similar_pictures(client: Elasticsearch, index: str, fp: ImageFingerprint) -> list[dict[str, Any]]:
+    """The documents of ``index`` with a picture of the same photo as ``fp`` (:func:`matching_pictures`
+    of :func:`picture_query`'s hits)."""
+    q = picture_query(fp)
+    res = client.search(index=index, size=q["size"], source=q["_source"], query=q["query"])
+    return matching_pictures(fp, res["hits"]["hits"])

@@ -196,9 +196,9 @@ def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-#: A document's picture: its name (a path, or what the sender called it) and its fingerprint, or the
-#: one-line error that kept it out.
-Picture = tuple[str, ImageFingerprint | str]
+#: A document's picture: its name (a path, or what the sender called it), its fingerprint or the
+#: one-line error that kept it out, and its thumbnail (base64 JPEG) if any.
+Picture = tuple[str, ImageFingerprint | str, str | None]
 
 
 def image_fields(pictures: Sequence[Picture]) -> dict[str, Any]:
@@ -207,19 +207,22 @@ def image_fields(pictures: Sequence[Picture]) -> dict[str, Any]:
     evidence beside the text: no decision reads them."""
     keys: dict[str, None] = {}
     listed: list[dict[str, Any]] = []
-    for name, fp in pictures:
+    for name, fp, thumb in pictures:
         if isinstance(fp, str):
             listed.append({"name": name, "error": fp})
             continue
         keys.update(dict.fromkeys(image_keys(fp)))
-        listed.append({"name": name, "fingerprint": fp.to_json()})
+        listed.append({"name": name, "fingerprint": fp.to_json(), **({"thumbnail": thumb} if thumb else {})})
     return {IMAGE_KEYS_FIELD: list(keys), IMAGES_FIELD: listed} if listed else {}
 
 
-def source_pictures(src: Mapping[str, Any]) -> list[tuple[str, ImageFingerprint]]:
-    """The fingerprinted pictures of a document's ``_source`` (those kept out by an error left out)."""
+def source_pictures(src: Mapping[str, Any]) -> list[tuple[str, ImageFingerprint, str | None]]:
+    """The fingerprinted pictures of a document's ``_source`` with their thumbnails (those kept out by an
+    error left out)."""
     out = []
     for item in _listed(src.get(IMAGES_FIELD)):
         if isinstance(item, Mapping) and isinstance(item.get("fingerprint"), Mapping):
-            out.append((str(item.get("name", "")), ImageFingerprint.from_json(item["fingerprint"])))
+            thumb = item.get("thumbnail")
+            out.append((str(item.get("name", "")), ImageFingerprint.from_json(item["fingerprint"]),
+                        thumb if isinstance(thumb, str) else None))
     return out

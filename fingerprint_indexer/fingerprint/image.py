@@ -27,6 +27,7 @@ one :class:`ImageError` naming the file.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import warnings
@@ -75,6 +76,8 @@ class ImageThresholds:
     k: int = 8
     #: Largest colour-grid distance (fraction of blocks of another colour) between copies of one photo.
     grid_max: float = 1.0
+    #: Long side of the small JPEG kept with a document's picture, so a page can show what matched.
+    thumb_side: int = 96
     #: Look-up keys hold the hash bits of the frequencies ``(u, v)`` with ``1 <= u + v <= key_band``.
     key_band: int = 5
     #: Largest distance between the full hashes of two windows whose keys are equal, for their pictures
@@ -271,6 +274,16 @@ def fingerprint_bytes(data: bytes, name: str, limits: ImageThresholds = THRESHOL
 def fingerprint_file(path: str | Path, limits: ImageThresholds = THRESHOLDS) -> ImageFingerprint:
     """Decode and fingerprint a picture file."""
     return fingerprint_image(read_image(path, limits), limits)
+
+
+def thumbnail(im: PILImage, limits: ImageThresholds = THRESHOLDS) -> str:
+    """A small JPEG of the picture (long side :attr:`~ImageThresholds.thumb_side`), base64: what a page
+    shows of a matched picture, kept with the document instead of the picture itself."""
+    small = im.copy()
+    small.thumbnail((limits.thumb_side, limits.thumb_side), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    small.save(buf, "JPEG", quality=80)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 # ------------------------------------------------------------------ comparing and keys

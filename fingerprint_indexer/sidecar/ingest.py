@@ -24,7 +24,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.es.codec import Picture, decision_fields, image_fields
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
-from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_bytes
+from fingerprint_indexer.fingerprint.image import (
+    ImageError,
+    ImageFingerprint,
+    decode,
+    fingerprint_image,
+    thumbnail,
+)
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.es_state import Stores
@@ -63,15 +69,20 @@ def picture_fields(encoded: Sequence[str]) -> dict[str, Any]:
     for n, text in enumerate(encoded):
         name = f"image-{n}"
         try:
-            data = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            pictures.append((name, f"{name}: not base64"))
-            continue
-        try:
-            pictures.append((name, fingerprint_bytes(data, name)))
+            pictures.append(picture_of_base64(text, name))
         except ImageError as exc:
-            pictures.append((name, str(exc)))
+            pictures.append((name, str(exc), None))
     return image_fields(pictures)
+
+
+def picture_of_base64(text: str, name: str) -> tuple[str, ImageFingerprint, str]:
+    """(name, fingerprint, thumbnail) of a picture sent as base64; :class:`ImageError` for anything else."""
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImageError(f"{name}: not base64") from None
+    im = decode(data, name)
+    return name, fingerprint_image(im), thumbnail(im)
 
 
 def relink_op(index: str, decision: Decision) -> BulkOp | None:

@@ -57,7 +57,7 @@ def test_pictures_are_kept_found_and_never_decide(es_url, es_client, es_index, t
 
     src = es_client.get(index=es_index, id="story-b")["_source"]
     assert src["image_keys"] == image_keys(fingerprint_file(wire))
-    assert [sorted(p) for p in src["images"]] == [["fingerprint", "name"], ["error", "name"]]
+    assert [sorted(p) for p in src["images"]] == [["fingerprint", "name", "thumbnail"], ["error", "name"]]
     assert str(bad) in src["images"][1]["error"] and "\n" not in src["images"][1]["error"]
     mapping = es_client.indices.get_mapping(index=es_index)
     props = next(iter(mapping.values()))["mappings"]["properties"]
