@@ -332,13 +332,18 @@ def nearest_many(query: npt.NDArray[np.uint64],
     same whichever picture is the query."""
     q = np.asarray(query, dtype=np.uint64)
     s = np.asarray(stored, dtype=np.uint64).reshape(-1, len(q))
-    half, n = len(q) // 2, len(s)
-    rows = np.arange(n)
-    d1 = np.bitwise_count(q[None, :, None] ^ s[:, None, :half]).reshape(n, -1)  # query windows x stored
-    d2 = np.bitwise_count(s[:, :, None] ^ q[None, None, :half]).reshape(n, -1)  # stored windows x query
-    a1, a2 = d1.argmin(axis=1), d2.argmin(axis=1)
-    v1, v2 = d1[rows, a1].astype(np.int64), d2[rows, a2].astype(np.int64)
-    m1, m2 = a1 // half >= half, a2 // half >= half
+    half = len(q) // 2
+
+    def nearest(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        return np.bitwise_count(a[..., :, None] ^ b[..., None, :]).min(axis=(-2, -1)).astype(np.int64)
+
+    # the pairs of own windows are met both ways round: computed once
+    own = nearest(np.broadcast_to(q[:half], (len(s), half)), s[:, :half])
+    mir1 = nearest(np.broadcast_to(q[half:], (len(s), half)), s[:, :half])  # query's mirror image
+    mir2 = nearest(s[:, half:], np.broadcast_to(q[:half], (len(s), half)))  # stored one's mirror image
+    v1, v2 = np.minimum(own, mir1), np.minimum(own, mir2)
+    # the nearest pair is a mirrored one when the mirror half holds a strictly smaller distance
+    m1, m2 = mir1 < own, mir2 < own
     mirrored = np.where(v1 < v2, m1, np.where(v2 < v1, m2, m1 & m2))
     return np.minimum(v1, v2), mirrored
 
