@@ -50,6 +50,8 @@ class Document:
     html: str | None = None
     url: str | None = None
     published_at: str | None = None
+    #: Pictures of the story: file paths (``es index``) or base64 bytes (the sidecar's ``/v1/ingest``).
+    images: tuple[str, ...] = ()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Document:
@@ -70,6 +72,9 @@ class Document:
             values[name] = value
         if values["content"] is None and values["html"] is None and values["title"] is None:
             raise DocumentError("document has none of 'content', 'html' or 'title'")
+        images = data.get("images")
+        if images is not None and not (isinstance(images, list) and all(isinstance(x, str) for x in images)):
+            raise DocumentError("field 'images' must be a list of strings")
         return cls(
             id=str(doc_id),
             title=values["title"] or "",
@@ -77,6 +82,7 @@ class Document:
             html=values["html"],
             url=values["url"],
             published_at=values["published_at"] if values["published_at"] is not None else date_alias(data),
+            images=tuple(images or ()),
         )
 
     @property

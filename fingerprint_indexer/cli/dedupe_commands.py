@@ -133,24 +133,60 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
     _guard_store(body, Path(store_dir) if store_dir else default_store())
 
 
+def similar_pictures(store_path: Path, image_path: str) -> None:
+    """``similar --image``: one line per stored picture of the same photo (id, distance, exact, mirrored,
+    duplicate_of), the same pixels first, then nearest first."""
+    from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file
+    from fingerprint_indexer.store.images import ImageStore
+
+    if not (store_path / "leveldb").is_dir():
+        fail(f"no store at {store_path} "
+             "(keep pictures in one with 'fingerprint-indexer images --store DIR ...')")
+    try:
+        fp = fingerprint_file(image_path)
+    except ImageError as exc:
+        fail(str(exc))
+        return
+    try:
+        store = EmbeddedStore(store_path)
+    except StoreReadOnlyError:  # look-ups need no writes: read it through a private copy
+        store = EmbeddedStore(store_path, readonly=True)
+    with store:
+        pictures = ImageStore(store)
+        found = pictures.similar(fp)
+        for m in found:
+            rec = pictures.record(m.image_id) or {}
+            emit({"id": m.image_id, "distance": m.distance, "exact": m.exact, "mirrored": m.mirrored,
+                  "duplicate_of": rec.get("duplicate_of")})
+        if not found:
+            click.echo("no stored picture of the same photo", err=True)
+
+
 @click.command("similar")
 @store_option
 @click.option("--id", "doc_id", help="A document already in the store.")
 @click.option("--text", help="Raw text to fingerprint and look up.")
 @click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
               help="A UTF-8 .txt/.html file to fingerprint and look up.")
+@click.option("--image", "image_path", type=click.Path(exists=True, dir_okay=False),
+              help="A picture (JPEG, PNG, WebP, GIF): list the stored pictures of the same photo "
+                   "(those 'images --store' kept).")
 @k_option
 @config_options
 @click.option("--explain", is_flag=True,
               help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
                    "facts, the copied passages with character offsets in both texts) and list the "
                    "look-alike candidates the check rejected, with the reason.")
-def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None, k: int,
-                top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None,
-                explain: bool) -> None:
+def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, file_path: str | None,
+                image_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
+                n_blocks: int | None, explain: bool) -> None:
     """List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."""
-    if sum(x is not None for x in (doc_id, text, file_path)) != 1:
-        fail("give exactly one of --id, --text or --file")
+    if sum(x is not None for x in (doc_id, text, file_path, image_path)) != 1:
+        fail("give exactly one of --id, --text, --file or --image")
+    if image_path is not None:
+        _guard_store(lambda: similar_pictures(Path(store_dir) if store_dir else default_store(), image_path),
+                     Path(store_dir) if store_dir else default_store())
+        return
 
     def body() -> None:
         config = build_config(top_k, idf_path, synonyms, n_blocks)

@@ -289,14 +289,18 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
 @click.option("--text", help="Raw text to fingerprint and look up.")
 @click.option("--file", "file_path", type=click.Path(exists=True, dir_okay=False),
               help="A .txt/.html/.jsonl file: its first document is looked up.")  # fmt: skip
+@click.option("--image", "image_path", type=click.Path(exists=True, dir_okay=False),
+              help="A picture: list the documents with a picture of the same photo (id, image, distance, "
+                   "exact). A shared photo is evidence, not a duplicate: one wire photo illustrates many "
+                   "stories.")
 @k_option
 @config_options
 @click.option("--explain", is_flag=True,
               help="Add why each document matched (distance, matched document/chunk, sketch similarity, "
                    "facts) and list the look-alike candidates the check rejected, with the reason.")
 def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: str | None,
-                file_path: str | None, k: int, top_k: int, idf_path: str | None, synonyms: str | None,
-                n_blocks: int | None, explain: bool) -> None:  # fmt: skip
+                file_path: str | None, image_path: str | None, k: int, top_k: int, idf_path: str | None,
+                synonyms: str | None, n_blocks: int | None, explain: bool) -> None:  # fmt: skip
     """Near-duplicates in the index as JSON lines (id, distance, cluster_id, duplicate_of), nearest first.
 
     A near-duplicate has a document or chunk fingerprint within k of one of ours (or a shared sketch
@@ -304,10 +308,24 @@ def similar_cmd(es_url: str | None, index_name: str, doc_id: str | None, text: s
     pairs. Exact copies (same content digest) are listed too, also those too short to be in the block
     index. With --explain the rejected look-alikes follow, as in `similar --explain`.
     """
-    if sum(x is not None for x in (doc_id, text, file_path)) != 1:
-        fail("give exactly one of --id, --text or --file")
+    if sum(x is not None for x in (doc_id, text, file_path, image_path)) != 1:
+        fail("give exactly one of --id, --text, --file or --image")
 
     def body(client: Elasticsearch) -> None:
+        if image_path is not None:
+            from fingerprint_indexer.elastic.similar import similar_pictures
+            from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file
+
+            try:
+                fp = fingerprint_file(image_path)
+            except ImageError as exc:
+                raise LookupError(str(exc)) from None
+            rows = similar_pictures(client, index_name, fp)
+            if not rows:
+                click.echo("no document with a picture of the same photo", err=True)
+            for row in rows:
+                emit({k: v for k, v in row.items() if k != "thumbnail"})
+            return
         index = ElasticsearchIndex(client, index_name, create=False)
         if doc_id is not None:
             wanted = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest"]

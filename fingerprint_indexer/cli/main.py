@@ -36,6 +36,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "fingerprint": ("fingerprint_commands", "fingerprint_cmd",
                     "Fingerprint documents: JSONL files (.gz too), .txt/.html files, folders, or stdin."),
     "idf": ("fingerprint_commands", "idf_group", "IDF tables fitted on your own corpus."),
+    "images": ("image_commands", "images_cmd",
+               "Fingerprint pictures (JPEG, PNG, WebP, GIF): one JSON line per picture with its path, "
+               "perceptual\nhash, colour grid, pixel digest and look-up keys; with --store, also its "
+               "decision, duplicate_of (the\ngroup's first picture) and distance. A file that is not a "
+               "readable picture gives an ``error`` line\n(and a line on stderr), the others go on, and "
+               "the exit code is 1."),
     "index": ("es_commands", "index_cmd",
               "Fingerprint documents, decide new / exact / near duplicate against the index, and "
               "bulk-index them."),

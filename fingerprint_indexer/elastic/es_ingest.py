@@ -27,12 +27,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.es.codec import decision_fields, source_evidence
+from fingerprint_indexer.es.codec import Picture, decision_fields, image_fields, source_evidence
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
+from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.index.memory import MemoryIndex
@@ -129,7 +130,18 @@ def document_fields(doc: Document) -> dict[str, Any]:
         # fingerprinter reads: they are written in ISO form, and a form nothing reads is left as given
         # (the index then refuses that document and says why)
         out["published_at"] = publication_time(doc.published_at) or doc.published_at
+    if doc.images:
+        out.update(image_fields([picture_of_file(path) for path in doc.images]))
     return out
+
+
+def picture_of_file(path: str) -> Picture:
+    """A document's picture named by a file path: its fingerprint, or the one-line error that kept it out."""
+    try:
+        im = read_image(path)
+    except ImageError as exc:
+        return path, str(exc), None
+    return path, fingerprint_image(im), thumbnail(im)
 
 
 class EsDecider:

@@ -20,6 +20,7 @@ from fingerprint_indexer.es.servers import binary_doc_value
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
+from fingerprint_indexer.fingerprint.image import ImageFingerprint, image_keys
 from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.verification import DEFAULT_POLICY, Evidence
@@ -31,6 +32,8 @@ FACTS_FIELD = "facts"
 FRAMES_FIELD = "frames"
 COPY_FIELD = "copy_marks"  # winnowed block hashes (hex): partial-copy search
 BANDS_FIELD = "bands"
+IMAGE_KEYS_FIELD = "image_keys"  # look-up keys of every picture of the document (keyword)
+IMAGES_FIELD = "images"  # per picture: its name and fingerprint, or the error that kept it out (not indexed)
 #: Doc values a verified lookup needs of each candidate.
 VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIELD}, {"field": FACTS_FIELD},
                  {"field": FRAMES_FIELD}]  # fmt: skip
@@ -190,4 +193,36 @@ def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
         err = op.get("error")
         reason = f"{err.get('type')}: {err.get('reason')}" if isinstance(err, dict) else str(err or op)
         out.append((str(op.get("_id")), reason))
+    return out
+
+
+#: A document's picture: its name (a path, or what the sender called it), its fingerprint or the
+#: one-line error that kept it out, and its thumbnail (base64 JPEG) if any.
+Picture = tuple[str, ImageFingerprint | str, str | None]
+
+
+def image_fields(pictures: Sequence[Picture]) -> dict[str, Any]:
+    """The fields of a document's pictures: every picture's look-up keys in one keyword field, and each
+    picture's name with its fingerprint (or its error) in a field kept but not indexed. Pictures are
+    evidence beside the text: no decision reads them."""
+    keys: dict[str, None] = {}
+    listed: list[dict[str, Any]] = []
+    for name, fp, thumb in pictures:
+        if isinstance(fp, str):
+            listed.append({"name": name, "error": fp})
+            continue
+        keys.update(dict.fromkeys(image_keys(fp)))
+        listed.append({"name": name, "fingerprint": fp.to_json(), **({"thumbnail": thumb} if thumb else {})})
+    return {IMAGE_KEYS_FIELD: list(keys), IMAGES_FIELD: listed} if listed else {}
+
+
+def source_pictures(src: Mapping[str, Any]) -> list[tuple[str, ImageFingerprint, str | None]]:
+    """The fingerprinted pictures of a document's ``_source`` with their thumbnails (those kept out by an
+    error left out)."""
+    out = []
+    for item in _listed(src.get(IMAGES_FIELD)):
+        if isinstance(item, Mapping) and isinstance(item.get("fingerprint"), Mapping):
+            thumb = item.get("thumbnail")
+            out.append((str(item.get("name", "")), ImageFingerprint.from_json(item["fingerprint"]),
+                        thumb if isinstance(thumb, str) else None))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 from urllib.parse import quote
@@ -18,13 +19,15 @@ from fingerprint_indexer.elastic.related import (
     related_query,
     with_cluster_sizes,
 )
+from fingerprint_indexer.elastic.similar import matching_pictures, picture_query
 from fingerprint_indexer.es.codec import result_fields
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import to_hex
+from fingerprint_indexer.fingerprint.image import ImageError
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
 from fingerprint_indexer.sidecar.errors import ApiError, es_answers
-from fingerprint_indexer.sidecar.ingest import decide, es_fields, relink_op
+from fingerprint_indexer.sidecar.ingest import decide, es_fields, picture_fields, picture_of_base64, relink_op
 from fingerprint_indexer.sidecar.models import (
     FingerprintRequest,
     FingerprintResponse,
@@ -87,6 +90,8 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     for i, (doc_in, d) in enumerate(zip(docs, decided, strict=True)):
         state.metrics.documents.labels(d.decision.decision).inc()
         fields = es_fields(d.result, d.decision, layout, d.doc.length)
+        if doc_in.images:  # decoding is CPU work: off the event loop
+            fields.update(await asyncio.to_thread(picture_fields, doc_in.images))
         res = d.decision.to_dict()
         res.update(degenerate=d.result.degenerate, fields=fields, index=None)
         results.append(res)
@@ -148,10 +153,24 @@ async def similar_by_id(doc_id: str, request: Request, index: str | None = None,
 
 @router.post("/v1/similar", response_model=SimilarResponse, responses=ERRORS, tags=["v1"])
 async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, Any]:
-    """Stored near-duplicates of raw text or HTML, nearest first."""
+    """Stored near-duplicates of raw text or HTML, nearest first; or, for a picture, the documents with a
+    picture of the same photo (``images``: the same pixels first, then nearest)."""
     state = svc(request)
     assert state.pool is not None
     name, kk = index_name(state, body.index_name), _k(state, body.k)
+    if body.image is not None:
+        try:
+            _, fp, _ = await asyncio.to_thread(picture_of_base64, body.image, "image")
+        except ImageError as exc:
+            raise ApiError(400, "image_error", str(exc)) from None
+        assert state.es is not None
+        with es_answers(f"pictures like the one given, in {name!r}"):
+            r = await state.es.http.post(f"/{name}/_search", json=picture_query(fp))
+            if r.status_code != 404:  # 404: no index yet, so no document has a picture
+                r.raise_for_status()
+        hits: list[dict[str, Any]] = [] if r.status_code == 404 else r.json()["hits"]["hits"]
+        return {"index": name, "fingerprint": f"{fp.phash:016x}", "k": kk, "matches": [],
+                "images": matching_pictures(fp, hits)}
     res = await state.pool.raw(body.text, body.html)
     matches, rejected = await _judged(state, name, res.evidence, res.content_digest, kk, None)
     return {"index": name, "fingerprint": res.hex, "k": kk, "matches": matches, "rejected": rejected}

@@ -13,15 +13,24 @@ its ``decision`` is unchanged in the store and so left alone).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.es.codec import decision_fields
+from fingerprint_indexer.es.codec import Picture, decision_fields, image_fields
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.image import (
+    ImageError,
+    ImageFingerprint,
+    decode,
+    fingerprint_image,
+    thumbnail,
+)
 from fingerprint_indexer.pipeline import Decision
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.es_state import Stores
@@ -51,6 +60,29 @@ def es_fields(
     return decision_fields(result, layout, cluster_id=decision.cluster_id, duplicate_of=decision.duplicate_of,
                            distance=decision.distance, decision=decision.decision, text_length=text_length,
                            replaces=decision.replaces)
+
+
+def picture_fields(encoded: Sequence[str]) -> dict[str, Any]:
+    """The fields of a document's pictures sent as base64 bytes (named ``image-<n>`` in order); a picture
+    that is not base64 or not a picture this package decodes is listed with its one-line error."""
+    pictures: list[Picture] = []
+    for n, text in enumerate(encoded):
+        name = f"image-{n}"
+        try:
+            pictures.append(picture_of_base64(text, name))
+        except ImageError as exc:
+            pictures.append((name, str(exc), None))
+    return image_fields(pictures)
+
+
+def picture_of_base64(text: str, name: str) -> tuple[str, ImageFingerprint, str]:
+    """(name, fingerprint, thumbnail) of a picture sent as base64; :class:`ImageError` for anything else."""
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImageError(f"{name}: not base64") from None
+    im = decode(data, name)
+    return name, fingerprint_image(im), thumbnail(im)
 
 
 def relink_op(index: str, decision: Decision) -> BulkOp | None:

@@ -82,11 +82,47 @@ function compareButton(id) {
   return el("button", { type: "button", className: "compare", onclick: () => compare(id).catch(e => status(e.message)) }, "compare");
 }
 
+// a chosen file as base64 (what /v1/similar takes as "image")
+function base64Of(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ""));
+    reader.onerror = () => reject(new Error("cannot read " + file.name));
+    reader.readAsDataURL(file);
+  });
+}
+
+function thumb(b64, alt) {
+  return b64 ? el("img", { src: "data:image/jpeg;base64," + b64, alt, className: "thumb" }) : el("span", { className: "muted" }, "no thumbnail");
+}
+
+async function searchPhoto(file) {
+  status("looking for the photo…");
+  const data = await base64Of(file);
+  const r = await api("POST", "/v1/similar", { image: data });
+  $("#photos .query").replaceChildren(el("img", { src: "data:" + (file.type || "image/jpeg") + ";base64," + data, alt: file.name, className: "thumb" }),
+    el("span", { className: "muted" }, ` ${file.name}`));
+  clear("photos");
+  for (const m of r.images) {
+    $("#photos tbody").append(el("tr", {}, el("td", {}, thumb(m.thumbnail, m.image)), el("td", {}, m.id), el("td", {}, m.image),
+      el("td", {}, m.exact ? "same pixels" : `windows ${m.distance} bits apart`)));
+  }
+  if (!r.images.length) $("#photos tbody").append(el("tr", {}, el("td", { colSpan: 4, className: "muted" }, "no document has a picture of this photo")));
+  show("photos");
+  return r.images.length;
+}
+
 async function search(ev) {
   ev && ev.preventDefault();
   const q = $("#q").value.trim();
-  if (!q) return;
-  for (const s of ["doc", "dups", "copies", "related", "cluster", "compare"]) show(s, false);
+  const file = $("#photo").files[0];
+  if (!q && !file) { status("enter a document id or text, or choose a photo"); return; }
+  for (const s of ["photos", "doc", "dups", "copies", "related", "cluster", "compare"]) show(s, false);
+  if (file) {
+    const n = await searchPhoto(file);
+    status(`${n} document picture(s) of the same photo`);
+    if (!q) return;
+  }
   status("searching…");
   let doc = null;
   if (!$("#as-text").checked && q.length <= 512 && !/\s{2,}|\n/.test(q)) {
@@ -137,7 +173,8 @@ async function search(ev) {
     show("related");
     if (doc.cluster_id) await showCluster(doc.cluster_id);
   }
-  status(`${sim.matches.length} near-duplicate(s), ${cop.hits.length} document(s) copying passages`);
+  status(`${sim.matches.length} near-duplicate(s), ${cop.hits.length} document(s) copying passages` +
+    (file ? `; photo: ${$("#photos tbody").querySelectorAll("img").length} match(es)` : ""));
 }
 
 $("#search").addEventListener("submit", e => search(e).catch(err => status(err.message)));
