@@ -189,3 +189,26 @@ def run_guarded(body: Callable[[], None]) -> None:
     except OSError as exc:  # an output file that cannot be written, a full disk
         where = f"{exc.filename}: " if exc.filename else ""
         fail(f"{where}{exc.strerror or exc}")
+
+
+def store_guarded(body: Any, store: Path | None = None) -> None:
+    """Run a command body on an embedded store; store problems (locked, read-only, damaged, disk full)
+    become one line."""
+    import plyvel
+
+    from fingerprint_indexer.io.readers import InputError
+    from fingerprint_indexer.store.db import describe
+    from fingerprint_indexer.store.errors import StoreError
+
+    def wrapped() -> None:
+        try:
+            body()
+        except StoreError as exc:
+            fail(str(exc))
+        except plyvel.Error as exc:  # met while reading or writing: a damaged table file, a failing disk
+            fail(str(describe(store / "leveldb" if store else "", exc, store)))
+        except ValueError as exc:  # e.g. k larger than the block layout serves
+            if isinstance(exc, InputError):
+                raise
+            fail(str(exc))
+    run_guarded(wrapped)

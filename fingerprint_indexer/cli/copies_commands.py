@@ -14,9 +14,9 @@ from fingerprint_indexer.cli.common import (
     default_store,
     emit,
     fail,
+    store_guarded,
     store_option,
 )
-from fingerprint_indexer.cli.dedupe_commands import _guard_store
 from fingerprint_indexer.cli.es_commands import es_group, es_guarded, es_options
 from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES
@@ -171,7 +171,7 @@ def copies_cmd(a: str, b: str | None, store_dir: str | None, as_text: bool, min_
         finally:
             if store is not None:
                 store.close()
-    _guard_store(body)
+    store_guarded(body)
 
 
 @click.command("copies")

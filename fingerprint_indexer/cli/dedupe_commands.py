@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-import plyvel
 from tqdm import tqdm
 
 from fingerprint_indexer.cli.common import (
@@ -24,8 +23,8 @@ from fingerprint_indexer.cli.common import (
     keep_option,
     neighbour_rows,
     processes_option,
-    run_guarded,
     skip_errors_option,
+    store_guarded,
     store_option,
     threads_option,
 )
@@ -36,9 +35,8 @@ from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.records.record import founded_by
-from fingerprint_indexer.store.db import describe
 from fingerprint_indexer.store.embedded import EmbeddedStore
-from fingerprint_indexer.store.errors import StoreError, StoreReadOnlyError
+from fingerprint_indexer.store.errors import StoreReadOnlyError
 
 
 def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> list[dict[str, Any]]:
@@ -48,22 +46,6 @@ def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> li
     if tag is None or mine is None or theirs is None:
         return []
     return [p.to_dict() for p in winnowed_passages(mine, theirs, WinnowParams.from_tag(tag))]
-
-
-def _guard_store(body: Any, store: Path | None = None) -> None:
-    """Run a command body; store problems (locked, read-only, damaged, disk full) become one line."""
-    def wrapped() -> None:
-        try:
-            body()
-        except StoreError as exc:
-            fail(str(exc))
-        except plyvel.Error as exc:  # met while reading or writing: a damaged table file, a failing disk
-            fail(str(describe(store / "leveldb" if store else "", exc, store)))
-        except ValueError as exc:  # e.g. k larger than the block layout serves
-            if isinstance(exc, InputError):
-                raise
-            fail(str(exc))
-    run_guarded(wrapped)
 
 
 @click.command("dedupe")
@@ -130,7 +112,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
             )
         if pipe.store.side_file_error:
             click.echo(f"warning: {pipe.store.side_file_error}", err=True)
-    _guard_store(body, Path(store_dir) if store_dir else default_store())
+    store_guarded(body, Path(store_dir) if store_dir else default_store())
 
 
 def similar_pictures(store_path: Path, image_path: str) -> None:
@@ -184,7 +166,7 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
     if sum(x is not None for x in (doc_id, text, file_path, image_path)) != 1:
         fail("give exactly one of --id, --text, --file or --image")
     if image_path is not None:
-        _guard_store(lambda: similar_pictures(Path(store_dir) if store_dir else default_store(), image_path),
+        store_guarded(lambda: similar_pictures(Path(store_dir) if store_dir else default_store(), image_path),
                      Path(store_dir) if store_dir else default_store())
         return
 
@@ -225,7 +207,7 @@ def similar_cmd(store_dir: str | None, doc_id: str | None, text: str | None, fil
                 emit(row)
             if not found.matches:
                 click.echo(f"no near-duplicates within distance {k}", err=True)
-    _guard_store(body, Path(store_dir) if store_dir else default_store())
+    store_guarded(body, Path(store_dir) if store_dir else default_store())
 
 
 def register(cli: click.Group) -> None:

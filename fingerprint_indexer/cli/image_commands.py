@@ -34,7 +34,7 @@ def images_cmd(paths: tuple[str, ...], store_dir: str | None) -> None:
     hash, colour grid, pixel digest and look-up keys; with --store, also its decision, duplicate_of (the
     group's first picture) and distance. A file that is not a readable picture gives an ``error`` line
     (and a line on stderr), the others go on, and the exit code is 1."""
-    from fingerprint_indexer.cli.dedupe_commands import _guard_store
+    from fingerprint_indexer.cli.common import store_guarded
     from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file, image_keys
     from fingerprint_indexer.store.embedded import EmbeddedStore
     from fingerprint_indexer.store.images import ImageStore
@@ -64,7 +64,7 @@ def images_cmd(paths: tuple[str, ...], store_dir: str | None) -> None:
                 store.close()
 
     if store_dir:
-        _guard_store(body, Path(store_dir))
+        store_guarded(body, Path(store_dir))
     else:
         run_guarded(body)
     if failed:
