@@ -30,7 +30,7 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +297,7 @@ class EmbeddedStore:
 
     def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicate documents of a document with this evidence, nearest first."""
-        return verified_near(ev, k, self.index.query, self.record, exclude, self.band_docs)
+        return verified_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)
 
     def neighbours(self, ev: Evidence, digest: str, k: int, exclude: str | None = None) -> Neighbours:
         """Stored near-duplicates with the rule's verdict, nearest first, and the candidates the rule
@@ -309,7 +309,7 @@ class EmbeddedStore:
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
         judged = {r.id: Neighbour.judged(r, v)
-                  for r, v in judged_near(ev, k, self.index.query, self.record, exclude, self.band_docs)}
+                  for r, v in judged_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)}
         exact = self.doc_with_digest(digest)
         extra = {exact} if exact is not None else set()
         extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
@@ -395,10 +395,23 @@ class StoreBatch:
         return self._clusters.get(cluster_id) or self.store.cluster(cluster_id)
 
     def near(self, fp: int, k: int) -> list[Match]:
-        """Indexed documents within ``k``: the committed index minus ids changed here, plus staged ones."""
-        hits = [m for m in self.store.index.query(fp, k) if doc_of(m.doc_id) not in self._masked]
-        hits += self._staged_index.query(fp, k)
-        return sorted(hits, key=lambda m: (m.distance, m.doc_id))
+        """Indexed documents within ``k`` (see :meth:`near_many`)."""
+        return self.near_many([fp], k)[0]
+
+    def near_many(self, fps: Sequence[int], k: int) -> list[list[Match]]:
+        """Indexed documents within ``k`` of each fingerprint: the committed index minus ids changed here,
+        plus staged ones; each index asked once for all the fingerprints."""
+        done = self.store.index.query_many(fps, k)
+        staged = self._staged_index.query_many(fps, k) if len(self._staged_index) else None
+        masked = self._masked
+        out = []
+        for q, hits in enumerate(done):
+            if masked:
+                hits = [m for m in hits if doc_of(m.doc_id) not in masked]
+            if staged is not None and staged[q]:
+                hits = sorted(hits + staged[q], key=lambda m: (m.distance, m.doc_id))
+            out.append(hits)
+        return out
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key: committed ones minus ids changed here, plus staged ones."""
@@ -408,7 +421,7 @@ class StoreBatch:
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(ev, k, self.near, self.record, band=self.band_docs)
+        return verified_near(ev, k, self.near_many, self.record, band=self.band_docs)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)

@@ -10,7 +10,7 @@ block index and band keys, so they find and verify the same candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import band_keys
@@ -48,14 +48,15 @@ def doc_of(entry: str) -> str:
 def judged_near(
     ev: Evidence,
     k: int,
-    query: Callable[[int, int], list[Match]],
+    query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
     band: Callable[[str], list[str]] | None = None,
     limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
-    with it (``band``: the documents under a key), with the rule's verdict on it
+    with it (``query``: the block-index entries within ``k`` of each of a list of fingerprints, all of
+    ``ev``'s asked at once; ``band``: the documents under a key), with the rule's verdict on it
     (:func:`fingerprint_indexer.verification.check_many`), nearest first.
 
     At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
@@ -63,8 +64,8 @@ def judged_near(
     stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
     of others."""
     hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
-    for fp in ev.fingerprints:
-        for m in query(fp, k):
+    for matches in query(ev.fingerprints, k):
+        for m in matches:
             h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
             h[0] += 1
             h[1] = min(h[1], m.distance)
@@ -82,7 +83,7 @@ def judged_near(
 def verified_near(
     ev: Evidence,
     k: int,
-    query: Callable[[int, int], list[Match]],
+    query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
     band: Callable[[str], list[str]] | None = None,

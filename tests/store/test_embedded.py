@@ -238,9 +238,9 @@ def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
                              distance=None, degenerate=False, length=10, published_at=None, version=ALGO)
             tx.put_record(rec, index=True)
         tx.commit()
-        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record)
+        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query_many, store.record)
         assert len(judged) == MAX_CANDIDATES
         assert judged[0][0].id == "copy" and all(v.accepted for _, v in judged)
-        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record,
+        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query_many, store.record,
                                  limit=10**6)
         assert len(everything) == 301
