@@ -471,6 +471,8 @@ class NumberedTables:
         buckets whole, the buffer). One pass for all the queries: a document's fingerprints are looked up
         together."""
         fps = np.asarray(fps, dtype=np.uint64)
+        if len(fps) > 64 and self._n > self._n_recent:
+            self._sort_buffer()  # a big batch is cheaper against small sorted tables than the buffer
         qs: list[IntArray] = []
         rs: list[IntArray] = []
         ds: list[npt.NDArray[np.uint8]] = []

@@ -10,7 +10,8 @@ block index and band keys, so they find and verify the same candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Generic, TypeVar
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import band_keys
@@ -19,6 +20,7 @@ from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.verification import Verdict, check_many
 
 MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
+LOOK_AHEAD_CHUNK = 4096  # keys per look-up when a batch's keys are asked ahead (LookAhead)
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -43,6 +45,33 @@ def doc_of(entry: str) -> str:
     return _UNESCAPE.sub(lambda m: _ESC if m.group(1) == _ESC else CHUNK_SEP, doc)
 
 
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LookAhead(Generic[K, V]):
+    """Answers of a look-up that cannot change while one batch is decided (the committed state of a
+    store), asked for all the batch's keys at once and then served document by document: one pass over
+    the block tables, one LevelDB iterator, instead of one per document. A key not asked ahead is
+    looked up when it is needed; the answers are shared, so callers must not change them."""
+
+    def __init__(self, lookup: Callable[[Sequence[K]], list[V]]) -> None:
+        self._lookup = lookup
+        self._known: dict[K, V] = {}
+
+    def ahead(self, keys: Iterable[K]) -> None:
+        """Look up the keys not known yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
+        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
+            chunk = todo[i : i + LOOK_AHEAD_CHUNK]
+            self._known.update(zip(chunk, self._lookup(chunk), strict=True))
+
+    def __call__(self, keys: Sequence[K]) -> list[V]:
+        """The answer to each key, in order."""
+        self.ahead(keys)
+        return [self._known[key] for key in keys]
 
 
 def judged_near(
