@@ -179,7 +179,15 @@ class MemoryIndex(NearDupIndex):
 
     # ----------------------------------------------------------------- writes
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
-        self.add_many([(doc_id, fingerprint, meta)])
+        """One entry, without the bulk path's arrays (a batch's staged index adds them one at a time)."""
+        row = self._n
+        self._reserve(row + 1)
+        self._fps[row] = fingerprint & MASK64
+        self._alive[row] = True
+        self._ids[row] = doc_id
+        self._claim(doc_id, row)
+        self._n = row + 1
+        self._appended()
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
         ids: list[str] = []
@@ -201,14 +209,20 @@ class MemoryIndex(NearDupIndex):
         self._fps[start : start + len(ids)] = fps
         self._alive[start : start + len(ids)] = True
         self._ids[start : start + len(ids)] = ids
-        row_of = self._row_of
         for i, doc_id in enumerate(ids, start):
-            old = row_of.get(doc_id)
-            if old is not None:
-                self._alive[old] = False
-                self._n_dead += 1
-            row_of[doc_id] = i
+            self._claim(doc_id, i)
         self._n = start + len(ids)
+        self._appended()
+
+    def _claim(self, doc_id: str, row: int) -> None:
+        """Make ``row`` the entry of ``doc_id``, tombstoning the row it had (a repeated id: last wins)."""
+        old = self._row_of.get(doc_id)
+        if old is not None:
+            self._alive[old] = False
+            self._n_dead += 1
+        self._row_of[doc_id] = row
+
+    def _appended(self) -> None:
         if self._n - self._n_sorted >= self.merge_threshold:
             self._merge_buffer()
         self._maybe_compact()
