@@ -389,6 +389,7 @@ class StoreBatch:
         self._near_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._bands_ahead = LookAhead(store.band_scan_many)
+        self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
@@ -398,9 +399,13 @@ class StoreBatch:
 
     # ------------------------------------------------------- reads (own writes first)
     def record(self, doc_id: str) -> DocRecord | None:
+        """This batch's record of ``doc_id``, else the committed one, decoded once per batch (a record
+        changed here is rewritten through :meth:`update_record`, which this batch reads first)."""
         if doc_id in self._records:
             return self._records[doc_id]
-        return self.store.record(doc_id)
+        if doc_id not in self._read:
+            self._read[doc_id] = self.store.record(doc_id)
+        return self._read[doc_id]
 
     def doc_with_digest(self, digest: str) -> str | None:
         if digest in self._digests:

@@ -70,8 +70,11 @@ class LookAhead(Generic[K, V]):
 
     def __call__(self, keys: Sequence[K]) -> list[V]:
         """The answer to each key, in order."""
-        self.ahead(keys)
-        return [self._known[key] for key in keys]
+        known = self._known
+        missing = [key for key in keys if key not in known]
+        if missing:
+            self.ahead(missing)
+        return [known[key] for key in keys]
 
 
 def judged_near(
