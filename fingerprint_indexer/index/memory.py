@@ -355,15 +355,19 @@ class MemoryIndex(NearDupIndex):
                 parts_d.append(dist[ok])
         n = self._n
         if n > self._n_sorted:
-            buf = self._fps[self._n_sorted : n]
-            xor = buf[None, :] ^ queries[:, None]
-            dist = np.bitwise_count(xor)
-            qi, ri = np.nonzero((dist <= k) & self._alive[self._n_sorted : n][None, :])
-            parts_q.append(qi.astype(np.int64))
-            parts_r.append(ri.astype(np.int64) + self._n_sorted)
-            parts_d.append(dist[qi, ri])
+            dist = np.bitwise_count(self._fps[self._n_sorted : n][None, :] ^ queries[:, None])
+            near = dist <= k
+            if near.any():  # most look-ups match nothing in the buffer: no index arrays for them
+                qi, ri = np.nonzero(near)
+                rows = ri.astype(np.int64) + self._n_sorted
+                live = self._alive[rows]  # tombstones checked on the few matches
+                parts_q.append(qi[live].astype(np.int64))
+                parts_r.append(rows[live])
+                parts_d.append(dist[qi, ri][live])
         if not parts_q:
             return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8)
+        if len(parts_q) == 1:
+            return parts_q[0], parts_r[0], parts_d[0]
         return np.concatenate(parts_q), np.concatenate(parts_r), np.concatenate(parts_d)
 
     def nbytes(self) -> int:
