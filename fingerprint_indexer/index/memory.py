@@ -307,6 +307,8 @@ class MemoryIndex(NearDupIndex):
         rows = np.concatenate(slices) if len(slices) > 1 else slices[0]
         dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
         ok = np.flatnonzero(dist <= k)
+        if not len(ok):
+            return []
         hit_rows = rows[ok]
         live = self._alive[hit_rows]  # tombstones checked on the few matches, not on every candidate
         ids = self._ids
