@@ -17,7 +17,7 @@ document into a fresh store with ``Pipeline.decide_batch`` and reports its CPU t
 cProfile of the last round.
 
     python3 scripts/bench_dedupe.py --corpus ../shared/data/zh_news.jsonl.gz --rounds 2
-    python3 scripts/bench_dedupe.py --decide --cache /tmp/zh.pkl --rounds 3
+    python3 scripts/bench_dedupe.py --decide --cache zh_news.pkl --rounds 3
 """
 
 from __future__ import annotations
