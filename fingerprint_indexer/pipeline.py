@@ -101,6 +101,7 @@ class Pipeline:
     def decide_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
         """Decide and store one batch atomically."""
         tx = self.store.batch()
+        tx.look_ahead((res.evidence for _doc, res in batch if not res.degenerate), self.k)
         out = [self.decide(tx, doc, res) for doc, res in batch]
         tx.commit()
         return out

@@ -10,13 +10,23 @@ and reports wall-clock and CPU seconds (user + system of the command), and the r
 throughput to fingerprinting's (the issue asks for >= 0.8). CPU time is the figure to read on a shared
 machine; the load average is printed before and after.
 
+``--decide`` times the decision step alone instead: the corpus is fingerprinted once (in this process, or
+read from ``--cache``, a pickle this option writes when it is missing), then each round decides every
+document into a fresh store with ``Pipeline.decide_batch`` and reports its CPU time per document
+(``time.process_time``: start-up, reading and fingerprinting excluded). ``--profile FILE`` saves a
+cProfile of the last round.
+
     python3 scripts/bench_dedupe.py --corpus ../shared/data/zh_news.jsonl.gz --rounds 2
+    python3 scripts/bench_dedupe.py --decide --cache zh_news.pkl --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import itertools
 import os
+import pickle
 import resource
 import shutil
 import subprocess
@@ -24,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 COMMAND = [sys.executable, "-m", "fingerprint_indexer.cli.main"]
@@ -39,11 +50,69 @@ def run(args: list[str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def fingerprinted(corpus: Path, cache: Path | None) -> list[Any]:
+    """(document, fingerprint) pairs of the corpus, in input order (from ``cache`` when it exists)."""
+    if cache is not None and cache.exists():
+        with cache.open("rb") as f:
+            pairs: list[Any] = pickle.load(f)
+        return pairs
+    from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
+    from fingerprint_indexer.io.readers import read_documents
+
+    pairs = list(fingerprint_stream(read_documents([str(corpus)]), Fingerprinter()))
+    if cache is not None:
+        with cache.open("wb") as f:
+            pickle.dump(pairs, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return pairs
+
+
+def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | None) -> float:
+    """CPU seconds of deciding every pair into a fresh store, batch by batch (``decide_batch``)."""
+    from fingerprint_indexer.pipeline import Pipeline
+
+    store = Path(tempfile.mkdtemp(prefix="bench-decide-"))
+    try:
+        with Pipeline(store / "s", batch_size=batch_size) as pipe:
+            it = iter(pairs)
+            cpu = 0.0
+            while batch := list(itertools.islice(it, batch_size)):
+                if profile is not None:
+                    profile.enable()
+                t0 = time.process_time()
+                pipe.decide_batch(batch)
+                cpu += time.process_time() - t0
+                if profile is not None:
+                    profile.disable()
+        return cpu
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def decide_main(args: argparse.Namespace) -> None:
+    pairs = fingerprinted(args.corpus, args.cache)
+    print(f"# decision step alone: {args.corpus.name}, {len(pairs)} documents, batch {args.batch_size}; "
+          f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for r in range(args.rounds):
+        profile = cProfile.Profile() if args.profile and r == args.rounds - 1 else None
+        cpu = decide_round(pairs, args.batch_size, profile)
+        print(f"round {r}: {cpu:.2f} CPU s, {cpu / len(pairs) * 1e6:.0f} µs per document")
+        if profile is not None:
+            profile.dump_stats(args.profile)
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--decide", action="store_true", help="time the decision step alone")
+    ap.add_argument("--cache", type=Path, help="with --decide: pickle of the fingerprinted corpus")
+    ap.add_argument("--batch-size", type=int, default=256, help="with --decide: documents per commit")
+    ap.add_argument("--profile", type=Path, help="with --decide: cProfile of the last round to this file")
     args = ap.parse_args()
+    if args.decide:
+        decide_main(args)
+        return
     print(f"# {args.corpus.name}; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     print(f"{'round':<6} {'command':<12} {'wall s':>8} {'CPU s':>8}")

@@ -104,9 +104,15 @@ class BlockLayout:
     def split_many(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         """Block values of many fingerprints: shape (n, n_blocks)."""
         fps = np.asarray(fingerprints, dtype=np.uint64)
-        shifts = np.array(self.shifts, dtype=np.uint64)
-        masks = np.array([(1 << w) - 1 for w in self.widths], dtype=np.uint64)
-        return (fps[:, None] >> shifts[None, :]) & masks[None, :]
+        shifts, masks = self._split_plan
+        return (fps[:, None] >> shifts) & masks
+
+    @functools.cached_property
+    def _split_plan(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """Right shift and mask of each block, as rows to broadcast against a column of fingerprints."""
+        shifts = np.array([self.shifts], dtype=np.uint64)
+        masks = np.array([[(1 << w) - 1 for w in self.widths]], dtype=np.uint64)
+        return shifts, masks
 
     @functools.cached_property
     def _key_plan(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:

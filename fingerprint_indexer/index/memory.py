@@ -69,37 +69,51 @@ def _ranges_to_positions(starts: IntArray, ends: IntArray) -> tuple[IntArray, In
 
 
 class _Tables:
-    """Sorted block tables over a fixed array of fingerprints (rows 0..n-1)."""
+    """Sorted block tables over a fixed array of fingerprints (rows 0..n-1).
+
+    Every table holds every row, so the tables' row arrays are views of one array, table ``b`` at
+    ``b * n``: a look-up of many fingerprints gathers the rows of all their buckets in one pass.
+    """
 
     def __init__(self, layout: BlockLayout) -> None:
         self.layout = layout
         self.keys: list[npt.NDArray[np.unsignedinteger]] = [
             np.empty(0, dtype=key_dtype(w)) for w in layout.widths
         ]
-        self.rows: list[npt.NDArray[np.uint32]] = [np.empty(0, dtype=np.uint32) for _ in layout.widths]
+        self._set_rows([np.empty(0, dtype=np.uint32) for _ in layout.widths])
+
+    def _set_rows(self, rows: list[npt.NDArray[np.uint32]]) -> None:
+        self.all_rows = np.concatenate(rows)
+        n = len(rows[0])
+        self.rows: list[npt.NDArray[np.uint32]] = [self.all_rows[b * n : (b + 1) * n]
+                                                   for b in range(len(rows))]
 
     def build(self, fps: U64, rows: npt.NDArray[np.uint32]) -> None:
         """Sort the given rows (whose fingerprints are ``fps``) under every block."""
         blocks = self.layout.split_many(fps)
+        by_table = []
         for b, w in enumerate(self.layout.widths):
             col = blocks[:, b].astype(key_dtype(w))
             order = np.argsort(col, kind="stable")
             self.keys[b] = col[order]
-            self.rows[b] = rows[order]
+            by_table.append(rows[order])
+        self._set_rows(by_table)
 
     def merge(self, fps: U64, rows: npt.NDArray[np.uint32]) -> None:
         """Insert new rows into the sorted tables (linear-time merge, no full re-sort)."""
         blocks = self.layout.split_many(fps)
+        by_table = []
         for b, w in enumerate(self.layout.widths):
             col = blocks[:, b].astype(key_dtype(w))
             order = np.argsort(col, kind="stable")
             new_keys, new_rows = col[order], rows[order]
             at = np.searchsorted(self.keys[b], new_keys, side="right")
             self.keys[b] = np.insert(self.keys[b], at, new_keys)
-            self.rows[b] = np.insert(self.rows[b], at, new_rows)
+            by_table.append(np.insert(self.rows[b], at, new_rows))
+        self._set_rows(by_table)
 
     def nbytes(self) -> int:
-        return sum(k.nbytes + r.nbytes for k, r in zip(self.keys, self.rows, strict=True))
+        return sum(k.nbytes for k in self.keys) + self.all_rows.nbytes
 
     def bucket_slices(self, fp: int, budget: int | None = None) -> list[npt.NDArray[np.uint32]]:
         """The rows under each of ``fp``'s block values, one array per table (one searchsorted pair each);
@@ -116,6 +130,23 @@ class _Tables:
                 lo = hi - budget
             out.append(self.rows[b][lo:hi])
         return out
+
+    def bucket_rows_many(self, fps: U64, budget: int | None = None) -> tuple[IntArray, IntArray]:
+        """(query index, row) of every row under each query's block values, all tables together:
+        :meth:`bucket_slices` of many fingerprints, two searchsorted calls per table and one gather."""
+        blocks = self.layout.split_many(fps)
+        n = len(self.rows[0])
+        los: list[IntArray] = []
+        his: list[IntArray] = []
+        for b, keys in enumerate(self.keys):
+            qk = blocks[:, b].astype(keys.dtype)  # typed probe: a uint64 probe would upcast the table
+            los.append(keys.searchsorted(qk, side="left") + b * n)
+            his.append(keys.searchsorted(qk, side="right") + b * n)
+        lo, hi = np.concatenate(los), np.concatenate(his)
+        if budget is not None:
+            lo = np.maximum(lo, hi - budget)
+        pos, owner = _ranges_to_positions(lo, hi)
+        return owner % len(fps), self.all_rows[pos].astype(np.int64)
 
     def bucket_sizes(self) -> npt.NDArray[np.int64]:
         """Entries of every non-empty bucket of every table."""
@@ -148,7 +179,15 @@ class MemoryIndex(NearDupIndex):
 
     # ----------------------------------------------------------------- writes
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
-        self.add_many([(doc_id, fingerprint, meta)])
+        """One entry, without the bulk path's arrays (a batch's staged index adds them one at a time)."""
+        row = self._n
+        self._reserve(row + 1)
+        self._fps[row] = fingerprint & MASK64
+        self._alive[row] = True
+        self._ids[row] = doc_id
+        self._claim(doc_id, row)
+        self._n = row + 1
+        self._appended()
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
         ids: list[str] = []
@@ -170,14 +209,20 @@ class MemoryIndex(NearDupIndex):
         self._fps[start : start + len(ids)] = fps
         self._alive[start : start + len(ids)] = True
         self._ids[start : start + len(ids)] = ids
-        row_of = self._row_of
         for i, doc_id in enumerate(ids, start):
-            old = row_of.get(doc_id)
-            if old is not None:
-                self._alive[old] = False
-                self._n_dead += 1
-            row_of[doc_id] = i
+            self._claim(doc_id, i)
         self._n = start + len(ids)
+        self._appended()
+
+    def _claim(self, doc_id: str, row: int) -> None:
+        """Make ``row`` the entry of ``doc_id``, tombstoning the row it had (a repeated id: last wins)."""
+        old = self._row_of.get(doc_id)
+        if old is not None:
+            self._alive[old] = False
+            self._n_dead += 1
+        self._row_of[doc_id] = row
+
+    def _appended(self) -> None:
         if self._n - self._n_sorted >= self.merge_threshold:
             self._merge_buffer()
         self._maybe_compact()
@@ -262,6 +307,8 @@ class MemoryIndex(NearDupIndex):
         rows = np.concatenate(slices) if len(slices) > 1 else slices[0]
         dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
         ok = np.flatnonzero(dist <= k)
+        if not len(ok):
+            return []
         hit_rows = rows[ok]
         live = self._alive[hit_rows]  # tombstones checked on the few matches, not on every candidate
         ids = self._ids
@@ -310,15 +357,19 @@ class MemoryIndex(NearDupIndex):
                 parts_d.append(dist[ok])
         n = self._n
         if n > self._n_sorted:
-            buf = self._fps[self._n_sorted : n]
-            xor = buf[None, :] ^ queries[:, None]
-            dist = np.bitwise_count(xor)
-            qi, ri = np.nonzero((dist <= k) & self._alive[self._n_sorted : n][None, :])
-            parts_q.append(qi.astype(np.int64))
-            parts_r.append(ri.astype(np.int64) + self._n_sorted)
-            parts_d.append(dist[qi, ri])
+            dist = np.bitwise_count(self._fps[self._n_sorted : n][None, :] ^ queries[:, None])
+            near = dist <= k
+            if near.any():  # most look-ups match nothing in the buffer: no index arrays for them
+                qi, ri = np.nonzero(near)
+                rows = ri.astype(np.int64) + self._n_sorted
+                live = self._alive[rows]  # tombstones checked on the few matches
+                parts_q.append(qi[live].astype(np.int64))
+                parts_r.append(rows[live])
+                parts_d.append(dist[qi, ri][live])
         if not parts_q:
             return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8)
+        if len(parts_q) == 1:
+            return parts_q[0], parts_r[0], parts_d[0]
         return np.concatenate(parts_q), np.concatenate(parts_r), np.concatenate(parts_d)
 
     def nbytes(self) -> int:
@@ -427,26 +478,48 @@ class NumberedTables:
         self._n_recent = self._n
 
     def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
-        """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once; at most
-        ``budget`` entries of each main bucket are read (the newest), and every entry newer than the main
-        tables (the recent tables' buckets whole, the buffer)."""
-        parts = [x for x in self._tables.bucket_slices(fp, budget) if len(x)] if self._in_tables else []
-        if self._n_recent > self._n_sorted:
-            parts += [x for x in self._recent.bucket_slices(fp) if len(x)]
-        if self._n > self._n_recent:
-            parts.append(np.arange(self._n_recent, self._n, dtype=np.uint32))
-        if not parts:
-            return np.empty(0, np.int64), np.empty(0, np.uint8)
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        dist = np.bitwise_count(self._fps[rows] ^ np.uint64(fp))
-        ok = np.flatnonzero(dist <= k)
-        rows, dist = rows[ok], dist[ok]
-        ok = self._alive[rows]  # tombstones checked on the few matches, not on every candidate
-        rows, dist = rows[ok], dist[ok]
-        if len(parts) > 1 and len(rows) > 1:  # one entry may match in several tables
-            rows, first = np.unique(rows, return_index=True)
-            dist = dist[first]
-        return rows.astype(np.int64), dist
+        """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once (see
+        :meth:`query_many`)."""
+        _q, nums, dist = self.query_many(np.array([fp], dtype=np.uint64), k, budget)
+        return nums, dist
+
+    def query_many(self, fps: U64, k: int, budget: int | None = None
+                   ) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:  # fmt: skip
+        """(query index, number, distance) of the live entries within ``k`` of each of ``fps``, each
+        (query, number) pair once, ordered by query then number. At most ``budget`` entries of each main
+        bucket are read (the newest), and every entry newer than the main tables (the recent tables'
+        buckets whole, the buffer). One pass for all the queries: a document's fingerprints are looked up
+        together."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if len(fps) > 64 and self._n > self._n_recent:
+            self._sort_buffer()  # a big batch is cheaper against small sorted tables than the buffer
+        qs: list[IntArray] = []
+        rs: list[IntArray] = []
+        ds: list[npt.NDArray[np.uint8]] = []
+        for tables, live, cap in ((self._tables, self._in_tables, budget),
+                                  (self._recent, self._n_recent > self._n_sorted, None)):
+            if live:
+                owner, row = tables.bucket_rows_many(fps, cap)
+                dist = np.bitwise_count(self._fps[row] ^ fps[owner])
+                ok = np.flatnonzero(dist <= k)
+                qs.append(owner[ok])
+                rs.append(row[ok])
+                ds.append(dist[ok])
+        if self._n > self._n_recent:  # the buffer: every query against every entry, in one broadcast
+            dist = np.bitwise_count(self._fps[self._n_recent : self._n][None, :] ^ fps[:, None])
+            qi, ri = np.nonzero(dist <= k)
+            qs.append(qi.astype(np.int64))
+            rs.append(ri.astype(np.int64) + self._n_recent)
+            ds.append(dist[qi, ri])
+        if not qs:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8)
+        q, r, dist = np.concatenate(qs), np.concatenate(rs), np.concatenate(ds)
+        ok = self._alive[r]  # tombstones checked on the few matches, not on every candidate
+        q, r, dist = q[ok], r[ok], dist[ok]
+        if len(r) > 1:  # one entry may match in several tables; order by query, then number
+            _pairs, first = np.unique(q * max(self._n, 1) + r, return_index=True)
+            q, r, dist = q[first], r[first], dist[first]
+        return q, r, dist
 
     def bucket_sizes(self, fp: int) -> list[int]:
         """Entries under each of ``fp``'s block values (tombstoned ones included until a rebuild)."""

@@ -365,17 +365,24 @@ class LevelDBIndex(NearDupIndex):
         return self._tables.all_bucket_sizes()
 
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
-        self.layout.check_k(k)
-        nums, dist = self._tables.query(fingerprint & MASK64, k, self.bucket_budget)
-        hits = []
-        for num, d in zip(nums.tolist(), dist.tolist(), strict=True):
-            doc_id = self.id_of(num)
-            if doc_id is not None:
-                hits.append(Match(doc_id, d))
-        return sorted(hits, key=lambda m: (m.distance, m.doc_id))
+        return self.query_many([fingerprint], k)[0]
 
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
-        return [self.query(int(fp), k) for fp in fingerprints]
+        """Matches of each fingerprint, sorted by (distance, doc id): one pass over the tables for all of
+        them, and one id look-up per entry matched (however many of them it matches)."""
+        self.layout.check_k(k)
+        fps = np.array([int(fp) & MASK64 for fp in fingerprints], dtype=np.uint64)
+        qs, nums, dist = self._tables.query_many(fps, k, self.bucket_budget)
+        out: list[list[Match]] = [[] for _ in range(len(fps))]
+        ids: dict[int, str | None] = {}
+        for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
+            doc_id = ids[num] if num in ids else ids.setdefault(num, self.id_of(num))
+            if doc_id is not None:
+                out[q].append(Match(doc_id, d))
+        for hits in out:
+            if len(hits) > 1:
+                hits.sort(key=lambda m: (m.distance, m.doc_id))
+        return out
 
     def nbytes(self) -> int:
         """Bytes of the in-memory tables."""

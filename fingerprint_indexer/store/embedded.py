@@ -30,7 +30,7 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.records.match import Match
@@ -55,7 +55,7 @@ from fingerprint_indexer.store.errors import (
     StoreWriteError,
     rebuild_error,
 )
-from fingerprint_indexer.store.near import doc_of, entry_id, judged_near, verified_near
+from fingerprint_indexer.store.near import LookAhead, doc_of, entry_id, judged_near, verified_near
 from fingerprint_indexer.verification import check_many
 
 # 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
@@ -286,9 +286,21 @@ class EmbeddedStore:
     def band_scan(self, band: str) -> list[str]:
         """The first :data:`MAX_BAND_READ` + 1 documents stored under a sketch band key (enough to tell
         a stock phrase), in key order."""
-        pfx = band_key(band)
-        keys = itertools.islice(self.db.iterator(prefix=pfx, include_value=False), MAX_BAND_READ + 1)
-        return [k[len(pfx) :].decode() for k in keys]
+        return self.band_scan_many([band])[0]
+
+    def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
+        """:meth:`band_scan` of each key, through one LevelDB iterator (a seek per key, in key order)."""
+        prefixes = [band_key(band) for band in bands]
+        found: dict[bytes, list[str]] = {}
+        with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
+            for pfx in sorted(set(prefixes)):
+                it.seek(pfx)
+                docs = found[pfx] = []
+                for key in itertools.islice(it, MAX_BAND_READ + 1):
+                    if not key.startswith(pfx):
+                        break
+                    docs.append(key[len(pfx) :].decode())
+        return [found[pfx] for pfx in prefixes]
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
@@ -297,7 +309,7 @@ class EmbeddedStore:
 
     def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicate documents of a document with this evidence, nearest first."""
-        return verified_near(ev, k, self.index.query, self.record, exclude, self.band_docs)
+        return verified_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)
 
     def neighbours(self, ev: Evidence, digest: str, k: int, exclude: str | None = None) -> Neighbours:
         """Stored near-duplicates with the rule's verdict, nearest first, and the candidates the rule
@@ -309,7 +321,7 @@ class EmbeddedStore:
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
         judged = {r.id: Neighbour.judged(r, v)
-                  for r, v in judged_near(ev, k, self.index.query, self.record, exclude, self.band_docs)}
+                  for r, v in judged_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)}
         exact = self.doc_with_digest(digest)
         extra = {exact} if exact is not None else set()
         extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
@@ -373,6 +385,11 @@ class StoreBatch:
         self._clusters: dict[str, Cluster] = {}
         self._staged_index = MemoryIndex(store.layout, merge_threshold=1 << 30)
         self._staged_centres = MemoryIndex(store.layout, merge_threshold=1 << 30)
+        # what the store held before this batch, looked up for the whole batch at once (look_ahead)
+        self._near_ahead: dict[int, LookAhead[int, list[Match]]] = {}
+        self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
+        self._bands_ahead = LookAhead(store.band_scan_many)
+        self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
@@ -382,9 +399,13 @@ class StoreBatch:
 
     # ------------------------------------------------------- reads (own writes first)
     def record(self, doc_id: str) -> DocRecord | None:
+        """This batch's record of ``doc_id``, else the committed one, decoded once per batch (a record
+        changed here is rewritten through :meth:`update_record`, which this batch reads first)."""
         if doc_id in self._records:
             return self._records[doc_id]
-        return self.store.record(doc_id)
+        if doc_id not in self._read:
+            self._read[doc_id] = self.store.record(doc_id)
+        return self._read[doc_id]
 
     def doc_with_digest(self, digest: str) -> str | None:
         if digest in self._digests:
@@ -394,24 +415,57 @@ class StoreBatch:
     def cluster(self, cluster_id: str) -> Cluster | None:
         return self._clusters.get(cluster_id) or self.store.cluster(cluster_id)
 
+    def look_ahead(self, evs: Iterable[Evidence], k: int) -> None:
+        """Look up the committed block index, cluster centres and band keys of the documents this batch
+        is about to decide, all at once: the store's committed state does not change before
+        :meth:`commit`, so the answers hold for every document of the batch (this batch's own writes are
+        looked up document by document)."""
+        evs = list(evs)
+        self._committed_near(k).ahead(fp for ev in evs for fp in ev.fingerprints)
+        self._committed_centres(k).ahead(ev.fingerprints[0] for ev in evs if ev.fingerprints)
+        self._bands_ahead.ahead(key for ev in evs for key in band_keys(bytes(ev.sketch)))
+
+    def _committed_near(self, k: int) -> LookAhead[int, list[Match]]:
+        if k not in self._near_ahead:
+            self._near_ahead[k] = LookAhead(lambda fps: self.store.index.query_many(fps, k))
+        return self._near_ahead[k]
+
+    def _committed_centres(self, k: int) -> LookAhead[int, list[Match]]:
+        if k not in self._centres_ahead:
+            self._centres_ahead[k] = LookAhead(lambda fps: self.store.centres.query_many(fps, k))
+        return self._centres_ahead[k]
+
     def near(self, fp: int, k: int) -> list[Match]:
-        """Indexed documents within ``k``: the committed index minus ids changed here, plus staged ones."""
-        hits = [m for m in self.store.index.query(fp, k) if doc_of(m.doc_id) not in self._masked]
-        hits += self._staged_index.query(fp, k)
-        return sorted(hits, key=lambda m: (m.distance, m.doc_id))
+        """Indexed documents within ``k`` (see :meth:`near_many`)."""
+        return self.near_many([fp], k)[0]
+
+    def near_many(self, fps: Sequence[int], k: int) -> list[list[Match]]:
+        """Indexed documents within ``k`` of each fingerprint: the committed index minus ids changed here,
+        plus staged ones; each index asked once for all the fingerprints."""
+        done = self._committed_near(k)(fps)
+        staged = self._staged_index.query_many(fps, k) if len(self._staged_index) else None
+        masked = self._masked
+        out = []
+        for q, hits in enumerate(done):
+            if masked:
+                hits = [m for m in hits if doc_of(m.doc_id) not in masked]
+            if staged is not None and staged[q]:
+                hits = sorted(hits + staged[q], key=lambda m: (m.distance, m.doc_id))
+            out.append(list(hits))
+        return out
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key: committed ones minus ids changed here, plus staged ones."""
-        done = [i for i in self.store.band_scan(band) if i not in self._masked]
+        done = [i for i in self._bands_ahead([band])[0] if i not in self._masked]
         found = done + sorted(self._staged_bands.get(band, ()))
         return found if len(found) <= MAX_BAND_READ else []
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(ev, k, self.near, self.record, band=self.band_docs)
+        return verified_near(ev, k, self.near_many, self.record, band=self.band_docs)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
-        hits = self.store.centres.query(fp, k) + self._staged_centres.query(fp, k)
+        hits = self._committed_centres(k)([fp])[0] + self._staged_centres.query(fp, k)
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
     def missing(self, doc_id: str) -> StoreDamagedError:

@@ -59,7 +59,7 @@ class MemoryStore:
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, nearest first (distance, then id)."""
-        return verified_near(ev, k, self.index.query, self.record, band=self.band_docs)
+        return verified_near(ev, k, self.index.query_many, self.record, band=self.band_docs)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         return self.centres.query(fp, k)

@@ -10,7 +10,8 @@ block index and band keys, so they find and verify the same candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Generic, TypeVar
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import band_keys
@@ -19,6 +20,7 @@ from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.verification import Verdict, check_many
 
 MAX_CANDIDATES = 256  # candidates verified per document (judged_near)
+LOOK_AHEAD_CHUNK = 4096  # keys per look-up when a batch's keys are asked ahead (LookAhead)
 CHUNK_SEP = "\x1f"  # separates a document id from its chunk number in block-index entry ids
 _ESC = "\x1e"  # escapes \x1e and \x1f inside ids, so that no id can look like another's chunk entry
 _UNESCAPE = re.compile("\x1e([\x1e\x1d])")
@@ -45,17 +47,48 @@ def doc_of(entry: str) -> str:
 
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LookAhead(Generic[K, V]):
+    """Answers of a look-up that cannot change while one batch is decided (the committed state of a
+    store), asked for all the batch's keys at once and then served document by document: one pass over
+    the block tables, one LevelDB iterator, instead of one per document. A key not asked ahead is
+    looked up when it is needed; the answers are shared, so callers must not change them."""
+
+    def __init__(self, lookup: Callable[[Sequence[K]], list[V]]) -> None:
+        self._lookup = lookup
+        self._known: dict[K, V] = {}
+
+    def ahead(self, keys: Iterable[K]) -> None:
+        """Look up the keys not known yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
+        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
+            chunk = todo[i : i + LOOK_AHEAD_CHUNK]
+            self._known.update(zip(chunk, self._lookup(chunk), strict=True))
+
+    def __call__(self, keys: Sequence[K]) -> list[V]:
+        """The answer to each key, in order."""
+        known = self._known
+        missing = [key for key in keys if key not in known]
+        if missing:
+            self.ahead(missing)
+        return [known[key] for key in keys]
+
+
 def judged_near(
     ev: Evidence,
     k: int,
-    query: Callable[[int, int], list[Match]],
+    query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
     band: Callable[[str], list[str]] | None = None,
     limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
-    with it (``band``: the documents under a key), with the rule's verdict on it
+    with it (``query``: the block-index entries within ``k`` of each of a list of fingerprints, all of
+    ``ev``'s asked at once; ``band``: the documents under a key), with the rule's verdict on it
     (:func:`fingerprint_indexer.verification.check_many`), nearest first.
 
     At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
@@ -63,8 +96,8 @@ def judged_near(
     stock chunk), then the nearest. It bounds the work of a document whose stock phrases match thousands
     of others."""
     hits: dict[str, list[int]] = {}  # doc -> [fingerprints and bands matched, smallest distance]
-    for fp in ev.fingerprints:
-        for m in query(fp, k):
+    for matches in query(ev.fingerprints, k):
+        for m in matches:
             h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
             h[0] += 1
             h[1] = min(h[1], m.distance)
@@ -82,7 +115,7 @@ def judged_near(
 def verified_near(
     ev: Evidence,
     k: int,
-    query: Callable[[int, int], list[Match]],
+    query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
     band: Callable[[str], list[str]] | None = None,

@@ -78,6 +78,11 @@ def test_numbered_tables_match_brute_force(ops, merge, buffer, probe, k):
         nums, dist = tables.query(probe, k)
         want = {n: bin(f ^ probe).count("1") for n, f in live.items() if bin(f ^ probe).count("1") <= k}
         assert dict(zip(nums.tolist(), dist.tolist(), strict=True)) == want and len(nums) == len(want)
+        probes = [probe, probe ^ 0b1000, value, probe]  # a batch: each probe answered on its own
+        qs, nums, dist = tables.query_many(np.array(probes, dtype=np.uint64), k)
+        got = sorted(zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True))
+        assert got == sorted((q, n, bin(f ^ p).count("1")) for q, p in enumerate(probes)
+                             for n, f in live.items() if bin(f ^ p).count("1") <= k)
     fps, alive = tables.arrays()
     again = NumberedTables(BlockLayout(), fps, alive)  # rebuilt from its arrays
     assert sorted(again.query(probe, k)[0].tolist()) == sorted(tables.query(probe, k)[0].tolist())

@@ -238,9 +238,42 @@ def test_a_document_verifies_at_most_max_candidates_and_copies_first(tmp_path):
                              distance=None, degenerate=False, length=10, published_at=None, version=ALGO)
             tx.put_record(rec, index=True)
         tx.commit()
-        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record)
+        judged = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query_many, store.record)
         assert len(judged) == MAX_CANDIDATES
         assert judged[0][0].id == "copy" and all(v.accepted for _, v in judged)
-        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query, store.record,
+        everything = judged_near(Evidence([doc_fp, lead_fp, stock]), 3, store.index.query_many, store.record,
                                  limit=10**6)
         assert len(everything) == 301
+
+
+def test_a_batch_answers_the_same_with_its_look_ups_asked_ahead(tmp_path):
+    """Look-ups asked ahead for the whole batch see the committed state; the batch's own writes (a
+    removal, new records, a new centre) are still seen document by document."""
+    sketch = bytes(range(256)).hex()  # every record holding it shares all 8 band keys
+    fps = [i * 0x9E3779B97F4A7C15 & (2**64 - 1) for i in range(6)]
+
+    def rec(doc_id: str, fp: int):  # type: ignore[no-untyped-def]
+        return record_now(id=doc_id, fingerprint=fp, chunks=[fp ^ 1], content_digest=doc_id,
+                          keyword_digest="kw", cluster_id=doc_id, decision="new", duplicate_of=None,
+                          distance=None, degenerate=False, length=10, published_at=None, version=ALGO,
+                          sketch=sketch)
+
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        tx = store.batch()
+        for i, fp in enumerate(fps[:4]):
+            tx.put_record(rec(f"d{i}", fp), index=True)
+            tx.found_cluster(f"d{i}", fp)
+        tx.commit()
+        answers = []
+        for ahead in (False, True):
+            tx = store.batch()
+            if ahead:
+                tx.look_ahead([Evidence([fp, fp ^ 1, fp ^ 3], bytes.fromhex(sketch)) for fp in fps], 3)
+            tx.remove_doc("d1")
+            tx.put_record(rec("n4", fps[4]), index=True)
+            tx.found_cluster("n4", fps[4])
+            answers.append([(tx.near_many([fp, fp ^ 3], 3), tx.centres_near(fp, 3),
+                             tx.band_docs(rec("x", fp).bands[0])) for fp in fps])
+        assert answers[0] == answers[1]
+        assert answers[1][1][0] == [[], []] and answers[1][4][0][0][0].doc_id == "n4"
+        assert answers[1][0][2] == ["d0", "d2", "d3", "n4"]
