@@ -41,40 +41,43 @@ pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
 /// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
 /// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
 pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let n = chars.len();
-    let at = |i: usize| if i < n { chars[i].0 } else { text.len() };
+    let n = text.len();
+    // the character at byte `i` and where the next one starts
+    let at = |i: usize| -> (char, usize) {
+        let c = text[i..].chars().next().expect("a character");
+        (c, i + c.len_utf8())
+    };
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < n {
-        let mut e = pos + 1;
+        let mut e = at(pos).1; // `.+?` takes one character at least
         let end = loop {
             if e >= n {
                 break n;
             }
-            let c = chars[e].1;
+            let (c, next) = at(e);
             if FINAL.contains(&c) {
                 let mut j = e;
-                while j < n && FINAL.contains(&chars[j].1) {
-                    j += 1;
+                while j < n && FINAL.contains(&at(j).0) {
+                    j = at(j).1;
                 }
-                while j < n && CLOSERS.contains(&chars[j].1) {
-                    j += 1;
+                while j < n && CLOSERS.contains(&at(j).0) {
+                    j = at(j).1;
                 }
                 break j;
             }
             if c == '.' {
-                let mut j = e + 1;
-                while j < n && DOT_CLOSERS.contains(&chars[j].1) {
-                    j += 1;
+                let mut j = next;
+                while j < n && DOT_CLOSERS.contains(&at(j).0) {
+                    j = at(j).1;
                 }
-                if (j < n && py_isspace(chars[j].1)) || (dot_at_end && j == n) {
+                if (j < n && py_isspace(at(j).0)) || (dot_at_end && j == n) {
                     break j;
                 }
             }
-            e += 1;
+            e = next;
         };
-        out.push((at(pos), at(end)));
+        out.push((pos, end));
         pos = end;
     }
     out
@@ -86,7 +89,7 @@ pub fn sentence_spans(text: &str, max_chars: usize) -> Option<Vec<(usize, usize)
     let mut spans = Vec::new();
     for (a, b) in sentence_matches(text) {
         let (s, e) = strip(text, a, b);
-        if text[s..e].chars().count() > max_chars {
+        if e - s > max_chars && text[s..e].chars().count() > max_chars {
             return None;
         }
         if e > s {
