@@ -29,22 +29,67 @@ const OCCURRENCE: char = '#';
 const FIGURE: char = '=';
 const NAME: char = '@';
 
-const EN_NUMBERS: [(&str, u32); 26] = [
-    ("two", 2), ("three", 3), ("four", 4), ("five", 5), ("six", 6), ("seven", 7), ("eight", 8),
-    ("nine", 9), ("ten", 10), ("eleven", 11), ("twelve", 12), ("thirteen", 13), ("fourteen", 14),
-    ("fifteen", 15), ("sixteen", 16), ("seventeen", 17), ("eighteen", 18), ("nineteen", 19),
-    ("twenty", 20), ("thirty", 30), ("forty", 40), ("fifty", 50), ("sixty", 60), ("seventy", 70),
-    ("eighty", 80), ("ninety", 90),
+/// What a word of `_EN_NUMBERS` or `_MONTHS` is.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Word {
+    Number(u32),
+    Month,
+}
+
+/// `_EN_NUMBERS` (two to ninety, with their values) and `_MONTHS`, in byte order.
+const WORDS: [(&str, Word); 38] = [
+    ("april", Word::Month), ("august", Word::Month), ("december", Word::Month), ("eight", Word::Number(8)),
+    ("eighteen", Word::Number(18)), ("eighty", Word::Number(80)), ("eleven", Word::Number(11)),
+    ("february", Word::Month), ("fifteen", Word::Number(15)), ("fifty", Word::Number(50)),
+    ("five", Word::Number(5)), ("forty", Word::Number(40)), ("four", Word::Number(4)),
+    ("fourteen", Word::Number(14)), ("january", Word::Month), ("july", Word::Month), ("june", Word::Month),
+    ("march", Word::Month), ("may", Word::Month), ("nine", Word::Number(9)), ("nineteen", Word::Number(19)),
+    ("ninety", Word::Number(90)), ("november", Word::Month), ("october", Word::Month),
+    ("september", Word::Month), ("seven", Word::Number(7)), ("seventeen", Word::Number(17)),
+    ("seventy", Word::Number(70)), ("six", Word::Number(6)), ("sixteen", Word::Number(16)),
+    ("sixty", Word::Number(60)), ("ten", Word::Number(10)), ("thirteen", Word::Number(13)),
+    ("thirty", Word::Number(30)), ("three", Word::Number(3)), ("twelve", Word::Number(12)),
+    ("twenty", Word::Number(20)), ("two", Word::Number(2)),
 ];
-const MONTHS: [&str; 12] = [
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december",
-];
-/// The longest of `EN_NUMBERS` and `MONTHS` (`september`, `seventeen`), in bytes.
+/// The shortest and longest of `WORDS` (`two`, `september`), in bytes.
+const WORD_LENGTHS: std::ops::RangeInclusive<usize> = 3..=9;
 const LONGEST_WORD: usize = 9;
+
+/// A word of up to 16 bytes as one number (its bytes in order from the lowest), to compare at once.
+const fn word_key(w: &[u8]) -> u128 {
+    let mut key = 0u128;
+    let mut i = 0;
+    while i < w.len() {
+        key |= (w[i] as u128) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// The key of each of `WORDS`.
+const WORD_KEYS: [u128; WORDS.len()] = {
+    let mut keys = [0u128; WORDS.len()];
+    let mut i = 0;
+    while i < WORDS.len() {
+        keys[i] = word_key(WORDS[i].0.as_bytes());
+        i += 1;
+    }
+    keys
+};
+
+/// The entry of `WORDS` that `w` is.
+#[inline]
+fn word_of(w: &str) -> Option<(&'static str, Word)> {
+    if !WORD_LENGTHS.contains(&w.len()) {
+        return None;
+    }
+    let key = word_key(w.as_bytes());
+    WORD_KEYS.iter().position(|&k| k == key).map(|i| WORDS[i])
+}
 
 /// `\d`: ASCII digits without a table search, and none from U+2000 to U+A61F (punctuation, CJK: the
 /// tables hold no decimal digit there, see the test `no_digit_in_the_gap`).
+#[inline]
 fn is_digit(c: char) -> bool {
     if c.is_ascii() {
         c.is_ascii_digit()
@@ -71,6 +116,7 @@ const CN_FILTER: [u64; 16] = {
 };
 
 /// Whether `c` is of `_CN_RUN`.
+#[inline]
 fn is_cn(c: char) -> bool {
     let low = c as u32 & 1023;
     CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.contains(&c)
@@ -104,6 +150,7 @@ fn cn_digit(c: char) -> Option<u128> {
     })
 }
 
+#[inline]
 fn char_at(text: &str, p: usize) -> Option<char> {
     text[p..].chars().next()
 }
@@ -118,13 +165,9 @@ fn run_end(text: &str, p: usize, test: impl Fn(char) -> bool) -> usize {
 }
 
 /// Whether `\b` holds before a word character whose predecessor is `prev` (none at the start).
+#[inline]
 fn boundary_after(prev: Option<char>) -> bool {
-    !prev.is_some_and(is_word)
-}
-
-/// The end of a maximal run of word characters from `p`.
-fn word_end(text: &str, p: usize) -> usize {
-    run_end(text, p, is_word)
+    !prev.is_some_and(|c| if c.is_ascii() { c.is_ascii_alphanumeric() || c == '_' } else { is_word(c) })
 }
 
 /// The end of `\d+(?:[.,]\d+)*` from `p` (a digit), with `\s*` after each separator when `spaced`.
@@ -425,20 +468,36 @@ fn date_at(text: &str, p: usize, out: &mut NumberFacts) -> Option<usize> {
 /// `_EN_WORD` at `p`, a word start (an ASCII lower-case letter): the fact `=20` or `=april` when the
 /// word run is a number word or a month other than `may`.
 fn en_word_at(text: &str, p: usize, out: &mut NumberFacts) {
-    let e = word_end(text, p);
-    if e - p > LONGEST_WORD {
-        return;
-    }
-    let w = &text[p..e];
-    if let Some(&(_, v)) = EN_NUMBERS.iter().find(|(n, _)| *n == w) {
-        out.push_text(p, e, format_args!("{FIGURE}{v}"));
-    } else if w != "may" && MONTHS.contains(&w) {
-        out.push_text(p, e, format_args!("{FIGURE}{w}"));
+    match lower_word_at(text, p).and_then(word_of) {
+        Some((w, Word::Number(v))) => out.push_text(p, p + w.len(), format_args!("{FIGURE}{v}")),
+        Some((w, Word::Month)) if w != "may" => out.push_text(p, p + w.len(), format_args!("{FIGURE}{w}")),
+        _ => {}
     }
 }
 
+/// The run of ASCII lower-case letters at `p`, when it is no longer than the longest of `WORDS`.
+#[inline]
+fn lower_run(text: &str, p: usize) -> Option<&str> {
+    let n = text.as_bytes()[p..].iter().take(LONGEST_WORD + 1).take_while(|b| b.is_ascii_lowercase()).count();
+    (n <= LONGEST_WORD).then(|| &text[p..p + n])
+}
+
+/// The run of word characters at `p` when it is ASCII lower-case letters and no longer than the
+/// longest of `WORDS` (the only runs `_EN_WORD` and `_MASK_NUMBERS` may take whole).
+#[inline]
+fn lower_word_at(text: &str, p: usize) -> Option<&str> {
+    lower_run(text, p).filter(|w| !char_at(text, p + w.len()).is_some_and(is_word))
+}
+
+/// The month at `p` that `\s` or `\b` may follow (all `_EN_DATE` asks of a month): the run of
+/// lower-case letters at `p` when it is one. No month starts another, so a longer run puts a letter
+/// after any month it starts with, where neither holds.
+#[inline]
 fn month_at(text: &str, p: usize) -> Option<&'static str> {
-    MONTHS.iter().copied().find(|m| text[p..].starts_with(m))
+    match lower_run(text, p).and_then(word_of) {
+        Some((m, Word::Month)) => Some(m),
+        _ => None,
+    }
 }
 
 /// A match of `_EN_DATE` (`\b(?:(month)\s+(\d{1,2})|(\d{1,2})\s+(month))\b`) at `p`, a word start:
@@ -625,7 +684,7 @@ fn mask_names<'a, 'f>(
 }
 
 fn is_mask_word(w: &str) -> bool {
-    w.len() <= LONGEST_WORD && (EN_NUMBERS.iter().any(|(n, _)| *n == w) || MONTHS.contains(&w))
+    word_of(w).is_some()
 }
 
 /// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
@@ -641,8 +700,7 @@ fn skeleton_into(unit: &str, out: &mut String) {
         } else if is_cn(c) {
             Some(run_end(unit, p, is_cn))
         } else if c.is_ascii_lowercase() && boundary_after(prev) {
-            let e = word_end(unit, p);
-            is_mask_word(&unit[p..e]).then_some(e)
+            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
         } else {
             None
         };
@@ -751,41 +809,43 @@ pub fn analyse(
 
 // ------------------------------------------------------------------------------------ Latin names
 
-/// Where each character of `line` starts, and the end (a line's byte offsets by character).
-fn char_starts(line: &str) -> Vec<usize> {
-    line.char_indices().map(|(i, _)| i).chain(std::iter::once(line.len())).collect()
-}
-
-/// `piece.lower()` for `line[a..b]`, given `lower` (`line.lower()`), when lower-casing maps character
-/// to character and no context decides (no capital sigma); None otherwise.
+/// `piece.lower()` for the pieces `line[a..b]` of a line in order, given `lower` (`line.lower()`), when
+/// lower-casing maps character to character and no context decides (no capital sigma); None otherwise.
 struct Lowering<'l> {
     line: &'l str,
     lower: &'l str,
-    map: Option<(Vec<usize>, Vec<usize>)>,
+    /// A character boundary of `line` and the same boundary in `lower`; None when they are one (ASCII).
+    at: Option<(usize, usize)>,
 }
 
 impl<'l> Lowering<'l> {
     fn new(line: &'l str, lower: &'l str) -> Option<Self> {
         if line.is_ascii() && lower.len() == line.len() {
-            return Some(Lowering { line, lower, map: None });
+            return Some(Lowering { line, lower, at: None });
         }
-        let (from, to) = (char_starts(line), char_starts(lower));
-        if from.len() != to.len() || line.contains('\u{3a3}') {
+        if line.chars().count() != lower.chars().count() || line.contains('\u{3a3}') {
             return None;
         }
-        Some(Lowering { line, lower, map: Some((from, to)) })
+        Some(Lowering { line, lower, at: Some((0, 0)) })
     }
 
-    fn slice(&self, a: usize, b: usize) -> &'l str {
-        match &self.map {
-            None => &self.lower[a..b],
-            Some((from, to)) => {
-                let ia = from.binary_search(&a).expect("a character boundary");
-                let ib = from.binary_search(&b).expect("a character boundary");
-                debug_assert!(b <= self.line.len());
-                &self.lower[to[ia]..to[ib]]
-            }
+    /// Where `line`'s boundary `to` (at or after the last asked for) lies in `lower`.
+    fn advance(&mut self, to: usize) -> usize {
+        let Some((mut i, mut j)) = self.at else { return to };
+        debug_assert!(to >= i, "pieces come in order");
+        while i < to {
+            i += char_at(self.line, i).expect("a character").len_utf8();
+            j += char_at(self.lower, j).expect("a character").len_utf8();
         }
+        self.at = Some((i, j));
+        j
+    }
+
+    /// `line[a..b].lower()`, for `a` at or after the end of the last slice.
+    fn slice(&mut self, a: usize, b: usize) -> &'l str {
+        let a = self.advance(a);
+        let b = self.advance(b);
+        &self.lower[a..b]
     }
 }
 
@@ -802,7 +862,13 @@ const QUOTES: [char; 4] = ['"', '\'', ')', ']'];
 /// `_OPENS.search(piece, max(0, at - 6), at)`: punctuation, closing quotes, then spaces up to `at`,
 /// all within the six characters before it.
 fn opens_before(piece: &str, at: usize) -> bool {
-    let before: Vec<char> = piece[..at].chars().rev().take(6).collect();
+    let mut window = ['\0'; 6];
+    let mut n = 0;
+    for c in piece[..at].chars().rev().take(6) {
+        window[n] = c;
+        n += 1;
+    }
+    let before = &window[..n];
     let spaces = before.iter().take_while(|&&c| py_isspace(c)).count();
     if spaces == 0 {
         return false;
@@ -824,19 +890,20 @@ fn cased_word_byte(b: u8) -> bool {
 /// reference must run.
 pub fn latin_body_names(
     cased: &str, lower: &str, body: &str, stopwords: &HashSet<String>,
-) -> Option<HashSet<String>> {
-    let mut out = HashSet::new();
+) -> Option<FxHashSet<String>> {
+    let mut out = FxHashSet::default();
     if cased.is_empty() {
         return Some(out);
     }
     let kept_lines: FxHashSet<&str> = body.split('\n').collect();
     let mut kept: Option<FxHashSet<&str>> = None;
     let mut opens = true;
+    let mut name = String::new();
     let mut lowered = lower.split('\n');
     for line in cased.split('\n') {
         let low = lowered.next()?;
         let whole = kept_lines.contains(low);
-        let (spans, lowering) = if whole {
+        let (spans, mut lowering) = if whole {
             (vec![(0, line.len())], None)
         } else {
             (pieces(line), Some(Lowering::new(line, low)?))
@@ -846,7 +913,7 @@ pub fn latin_body_names(
         }
         for (n, &(a, b)) in spans.iter().enumerate() {
             let first = n == 0 && !opens;
-            if let Some(l) = &lowering {
+            if let Some(l) = &mut lowering {
                 if !kept.as_ref().expect("kept sentences").contains(l.slice(a, b)) {
                     continue;
                 }
@@ -867,9 +934,13 @@ pub fn latin_body_names(
                 if (at == 0 && !first) || opens_before(piece, at) {
                     continue;
                 }
-                let name = piece[at..i].trim_end_matches(['\'', '-']).to_ascii_lowercase();
-                if name.len() >= 2 && !stopwords.contains(&name) {
-                    out.insert(name);
+                let word = piece[at..i].trim_end_matches(['\'', '-']);
+                if word.len() >= 2 {
+                    name.clear();
+                    name.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+                    if !stopwords.contains(&name) && !out.contains(&name) {
+                        out.insert(name.clone());
+                    }
                 }
             }
         }
@@ -912,7 +983,7 @@ fn py_analyse(
 #[pyfunction(name = "latin_body_names")]
 fn py_latin_body_names(
     py: Python<'_>, cased: &str, lower: &str, body: &str, stopwords: HashSet<String>,
-) -> Option<HashSet<String>> {
+) -> Option<FxHashSet<String>> {
     py.detach(|| latin_body_names(cased, lower, body, &stopwords))
 }
 
@@ -975,6 +1046,18 @@ mod tests {
         let mut skeleton = String::new();
         skeleton_into("on march 5, 2 cats 一二", &mut skeleton);
         assert_eq!(skeleton, "on##cats#");
+    }
+
+    #[test]
+    fn words() {
+        assert!(WORDS.windows(2).all(|w| w[0].0 < w[1].0), "in byte order");
+        let numbers: Vec<u32> = WORDS.iter().filter_map(|&(_, w)| match w { Word::Number(v) => Some(v), _ => None }).collect();
+        assert_eq!(numbers.len(), 26);
+        assert_eq!(WORDS.iter().filter(|(_, w)| *w == Word::Month).count(), 12);
+        assert!(WORDS.iter().all(|(w, _)| WORD_LENGTHS.contains(&w.len())));
+        assert_eq!(word_of("seventeen"), Some(("seventeen", Word::Number(17))));
+        assert_eq!(month_at("marching may 5", 0), None);
+        assert_eq!(month_at("marching may 5", 9), Some("may"));
     }
 
     #[test]

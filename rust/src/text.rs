@@ -47,6 +47,7 @@ pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)
         let c = text[i..].chars().next().expect("a character");
         (c, i + c.len_utf8())
     };
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < n {
@@ -54,6 +55,11 @@ pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)
         let end = loop {
             if e >= n {
                 break n;
+            }
+            // only `!?;.` and the lead bytes of `。…` (0xe3, 0xe2) may end a sentence: others go byte by byte
+            if !matches!(bytes[e], b'!' | b'?' | b';' | b'.' | 0xe2 | 0xe3) {
+                e += 1;
+                continue;
             }
             let (c, next) = at(e);
             if FINAL.contains(&c) {
