@@ -77,6 +77,27 @@ const WORD_KEYS: [u128; WORDS.len()] = {
     keys
 };
 
+/// A multiplier under which the keys of `WORDS` fall into distinct slots of `WORD_SLOTS` (checked
+/// as the table is built).
+const WORD_HASH: u64 = 0x4262_89ba_dfaf_0f0d;
+
+const fn word_slot(key: u128) -> usize {
+    ((key as u64 ^ (key >> 64) as u64).wrapping_mul(WORD_HASH) >> 57) as usize
+}
+
+/// For each of 128 slots, 1 + the index in `WORDS` of the word there, or 0.
+const WORD_SLOTS: [u8; 128] = {
+    let mut slots = [0u8; 128];
+    let mut i = 0;
+    while i < WORDS.len() {
+        let slot = word_slot(WORD_KEYS[i]);
+        assert!(slots[slot] == 0, "two words in one slot");
+        slots[slot] = i as u8 + 1;
+        i += 1;
+    }
+    slots
+};
+
 /// The entry of `WORDS` that `w` is.
 #[inline]
 fn word_of(w: &str) -> Option<(&'static str, Word)> {
@@ -84,7 +105,8 @@ fn word_of(w: &str) -> Option<(&'static str, Word)> {
         return None;
     }
     let key = word_key(w.as_bytes());
-    WORD_KEYS.iter().position(|&k| k == key).map(|i| WORDS[i])
+    let i = WORD_SLOTS[word_slot(key)] as usize;
+    (i > 0 && WORD_KEYS[i - 1] == key).then(|| WORDS[i - 1])
 }
 
 /// `\d`: ASCII digits without a table search, and none from U+2000 to U+A61F (punctuation, CJK: the
@@ -382,6 +404,11 @@ fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
     let mut resume = Resume::default();
     let mut prev: Option<char> = None;
     for (p, c) in text.char_indices() {
+        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern
+        if c.is_ascii() && !(c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))) {
+            prev = Some(c);
+            continue;
+        }
         let digit = is_digit(c);
         if (digit || c == '第') && p >= resume.arabic {
             resume.arabic = arabic_at(text, p, c, out).unwrap_or(resume.arabic);
@@ -392,13 +419,16 @@ fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
         if c == '(' && p >= resume.part {
             resume.part = part_at(text, p, out)?.unwrap_or(resume.part);
         }
-        if (digit || c.is_ascii_lowercase()) && boundary_after(prev) {
-            if p >= resume.date {
-                resume.date = date_at(text, p, out).unwrap_or(resume.date);
+        if c.is_ascii_lowercase() {
+            // a word start (see above): both patterns take a number word or month whole
+            if let Some((w, kind)) = lower_run(text, p).and_then(word_of) {
+                if kind == Word::Month && p >= resume.date {
+                    resume.date = date_at(text, p, out).unwrap_or(resume.date);
+                }
+                en_word_at(text, p, w, kind, out);
             }
-            if c.is_ascii_lowercase() {
-                en_word_at(text, p, out);
-            }
+        } else if digit && p >= resume.date && boundary_after(prev) {
+            resume.date = date_at(text, p, out).unwrap_or(resume.date);
         }
         prev = Some(c);
     }
@@ -465,13 +495,17 @@ fn date_at(text: &str, p: usize, out: &mut NumberFacts) -> Option<usize> {
     Some(end)
 }
 
-/// `_EN_WORD` at `p`, a word start (an ASCII lower-case letter): the fact `=20` or `=april` when the
-/// word run is a number word or a month other than `may`.
-fn en_word_at(text: &str, p: usize, out: &mut NumberFacts) {
-    match lower_word_at(text, p).and_then(word_of) {
-        Some((w, Word::Number(v))) => out.push_text(p, p + w.len(), format_args!("{FIGURE}{v}")),
-        Some((w, Word::Month)) if w != "may" => out.push_text(p, p + w.len(), format_args!("{FIGURE}{w}")),
-        _ => {}
+/// `_EN_WORD` at `p`, a word start where the run of lower-case letters is `w`, of `WORDS`: the fact
+/// `=20` or `=april` when `w` is the whole word run and not `may`.
+fn en_word_at(text: &str, p: usize, w: &str, kind: Word, out: &mut NumberFacts) {
+    let end = p + w.len();
+    if char_at(text, end).is_some_and(is_word) {
+        return;
+    }
+    match kind {
+        Word::Number(v) => out.push_text(p, end, format_args!("{FIGURE}{v}")),
+        Word::Month if w != "may" => out.push_text(p, end, format_args!("{FIGURE}{w}")),
+        Word::Month => {}
     }
 }
 
@@ -583,11 +617,13 @@ fn unit_of(spans: &[(usize, usize)], x: usize) -> Option<usize> {
     if i > 0 { Some(i - 1) } else { spans.len().checked_sub(1) }
 }
 
-/// The names that may occur in each unit (`_units_with_facts`' search of each name in the whole
-/// text): `(unit, name)` for the unit each occurrence of a name starts in, sorted, without repeats
-/// (names by their index in `longest_first`, so each unit's come longest first). One pass: at each
-/// character only the names that start with it are compared (most characters start none).
-fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<(usize, usize)>, ()> {
+/// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text):
+/// `(unit, name, start)` of every occurrence of every name, the unit being the one it starts in,
+/// sorted (names by their index in `longest_first`, so each unit's come longest first). One pass: at
+/// each character only the names that start with it are compared (most characters start none).
+type Occurrence = (usize, usize, usize);
+
+fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
     let mut out = Vec::new();
     if longest_first.is_empty() {
         return Ok(out);
@@ -612,12 +648,11 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
         let from = firsts.partition_point(|&(f, _)| f < c);
         for &(_, id) in firsts[from..].iter().take_while(|&&(f, _)| f == c) {
             if text[p..].starts_with(longest_first[id]) {
-                out.push((unit_of(spans, p).ok_or(())?, id)); // no unit: the reference fails
+                out.push((unit_of(spans, p).ok_or(())?, id, p)); // no unit: the reference fails
             }
         }
     }
     out.sort_unstable();
-    out.dedup();
     Ok(out)
 }
 
@@ -683,50 +718,128 @@ fn mask_names<'a, 'f>(
     if masked { current.as_str() } else { unit }
 }
 
+/// The loop of `analyse` over a unit's names, from where they occur (`occurrences`: the unit's, by
+/// name then start) instead of searching: a name is in the unit as masked when one of its occurrences
+/// lies inside the unit and overlaps none masked before (no name holds `@`, so masking makes no new
+/// occurrence and leaves the others whole), and `str.replace` masks the leftmost of those and each
+/// next that starts after the last masked. The unit `text[a..b]` as masked: itself when no name was in
+/// it, else `out`.
+#[allow(clippy::too_many_arguments)]
+fn mask_occurrences<'a, 'f>(
+    text: &'a str, (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str],
+    name_facts: &'f NameFacts, here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>, out: &'a mut String,
+) -> &'a str {
+    masked.clear();
+    let mut g = 0;
+    while g < occurrences.len() {
+        let id = occurrences[g].1;
+        let len = longest_first[id].len();
+        let earlier = masked.len(); // masked[..earlier]: by the names before this one
+        let mut last_end = 0;
+        let mut found = false;
+        while g < occurrences.len() && occurrences[g].1 == id {
+            let (start, end) = (occurrences[g].2, occurrences[g].2 + len);
+            g += 1;
+            if start < a || end > b || masked[..earlier].iter().any(|&(s, e)| start < e && s < end) {
+                continue;
+            }
+            found = true;
+            if start >= last_end {
+                masked.push((start, end));
+                last_end = end;
+            }
+        }
+        if found {
+            here.push(name_facts.get(id));
+        }
+    }
+    if masked.is_empty() {
+        return &text[a..b];
+    }
+    masked.sort_unstable();
+    out.clear();
+    let mut at = a;
+    for &(s, e) in masked.iter() {
+        out.push_str(&text[at..s]);
+        out.push(NAME);
+        at = e;
+    }
+    out.push_str(&text[at..b]);
+    out
+}
+
 fn is_mask_word(w: &str) -> bool {
     word_of(w).is_some()
+}
+
+/// `str.isspace` of an ASCII byte.
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' ')
 }
 
 /// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
 /// separator), Chinese numeral runs and number words or months become `#`, spaces go.
 fn skeleton_into(unit: &str, out: &mut String) {
     out.clear();
+    let bytes = unit.as_bytes();
     let mut prev: Option<char> = None;
     let mut p = 0;
-    while p < unit.len() {
-        let c = char_at(unit, p).expect("a character");
-        let masked = if is_digit(c) {
-            Some(figure_end(unit, p, true))
-        } else if is_cn(c) {
-            Some(run_end(unit, p, is_cn))
-        } else if c.is_ascii_lowercase() && boundary_after(prev) {
-            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
-        } else {
-            None
-        };
-        match masked {
-            Some(e) => {
-                out.push('#');
-                prev = char_before(unit, e);
-                p = e;
-            }
-            None => {
+    while p < bytes.len() {
+        let b = bytes[p];
+        let masked = if !b.is_ascii() {
+            let c = char_at(unit, p).expect("a character");
+            if is_digit(c) {
+                Some(figure_end(unit, p, true))
+            } else if is_cn(c) {
+                Some(run_end(unit, p, is_cn))
+            } else {
                 if !py_isspace(c) {
                     out.push(c);
                 }
                 prev = Some(c);
                 p += c.len_utf8();
+                continue;
             }
+        } else if ascii_space(b) {
+            prev = Some(b as char);
+            p += 1;
+            continue;
+        } else if b.is_ascii_digit() {
+            Some(figure_end(unit, p, true))
+        } else if b.is_ascii_lowercase() && boundary_after(prev) {
+            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
+        } else {
+            None
+        };
+        if let Some(e) = masked {
+            out.push('#');
+            prev = char_before(unit, e);
+            p = e;
+            continue;
         }
+        // this ASCII character stays, and so do those after it up to a space, a digit, a word start
+        // or a character beyond ASCII
+        let start = p;
+        prev = Some(b as char);
+        p += 1;
+        while p < bytes.len() {
+            let b = bytes[p];
+            if !b.is_ascii() || ascii_space(b) || b.is_ascii_digit() || (b.is_ascii_lowercase() && boundary_after(prev)) {
+                break;
+            }
+            prev = Some(b as char);
+            p += 1;
+        }
+        out.push_str(&unit[start..p]);
     }
 }
 
-/// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)`.
-fn by_hash(mut items: Vec<&str>, limit: usize) -> Vec<String> {
-    items.sort_unstable();
-    items.dedup();
+/// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)` (equal facts are neighbours
+/// once sorted by hash and fact).
+fn by_hash(items: Vec<&str>, limit: usize) -> Vec<String> {
     let mut keyed: Vec<(u64, &str)> = items.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
     keyed.sort_unstable();
+    keyed.dedup();
     keyed.into_iter().take(limit).map(|(_, f)| f.to_owned()).collect()
 }
 
@@ -756,6 +869,8 @@ pub fn analyse(
     let one_by_one = unit_numbers(text, &spans, &mut numbers).ok()?;
     // unit by unit, every name is a candidate in every unit (the reference returns before its search)
     let named = if one_by_one { None } else { Some(named_units(text, &spans, &longest_first).ok()?) };
+    // masking by occurrence holds while no name holds `@` (see `mask_occurrences`)
+    let by_occurrence = !longest_first.iter().any(|n| n.contains(NAME));
     let name_facts = NameFacts::new(longest_first.iter().chain(latin).copied());
 
     // facts = {NAME + n for n in found} | {NAME + n for n in latin} | every unit's numbers
@@ -764,27 +879,37 @@ pub fn analyse(
 
     let mut frames: Vec<u64> = Vec::new();
     // buffers reused from unit to unit
-    let (mut here, mut candidates, mut buffers) = (Vec::new(), Vec::new(), Default::default());
+    let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
     let (mut skeleton, mut filled) = (String::new(), String::new());
-    let (mut k, mut q) = (0, 0); // the next number fact and the next (unit, name)
+    let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
     for (i, &(a, b)) in spans.iter().enumerate() {
         here.clear();
         while k < numbers.found.len() && numbers.found[k].unit == i {
             here.push(numbers.fact(k));
             k += 1;
         }
-        candidates.clear();
-        match &named {
-            Some(named) => {
-                while q < named.len() && named[q].0 == i {
-                    candidates.push(named[q].1);
-                    q += 1;
-                }
+        let from = q;
+        if let Some(named) = &named {
+            while q < named.len() && named[q].0 == i {
+                q += 1;
             }
-            None => candidates.extend(0..longest_first.len()),
         }
-        let unit =
-            mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers);
+        let unit = match &named {
+            Some(named) if by_occurrence => {
+                let (out, _) = &mut buffers;
+                mask_occurrences(text, (a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked, out)
+            }
+            _ => {
+                // the names found in the unit, or unit by unit every name (as the reference)
+                candidates.clear();
+                match &named {
+                    Some(named) => candidates.extend(named[from..q].iter().map(|&(_, id, _)| id)),
+                    None => candidates.extend(0..longest_first.len()),
+                }
+                candidates.dedup();
+                mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers)
+            }
+        };
         if here.is_empty() {
             continue;
         }
