@@ -512,7 +512,11 @@ fn en_word_at(text: &str, p: usize, w: &str, kind: Word, out: &mut NumberFacts) 
 /// The run of ASCII lower-case letters at `p`, when it is no longer than the longest of `WORDS`.
 #[inline]
 fn lower_run(text: &str, p: usize) -> Option<&str> {
-    let n = text.as_bytes()[p..].iter().take(LONGEST_WORD + 1).take_while(|b| b.is_ascii_lowercase()).count();
+    let bytes = text.as_bytes();
+    let mut n = 0;
+    while n <= LONGEST_WORD && bytes.get(p + n).is_some_and(u8::is_ascii_lowercase) {
+        n += 1;
+    }
     (n <= LONGEST_WORD).then(|| &text[p..p + n])
 }
 
@@ -1020,7 +1024,8 @@ pub fn latin_body_names(
     if cased.is_empty() {
         return Some(out);
     }
-    let kept_lines: FxHashSet<&str> = body.split('\n').collect();
+    let mut kept_lines: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(64, Default::default());
+    kept_lines.extend(body.split('\n'));
     let mut kept: Option<FxHashSet<&str>> = None;
     let mut opens = true;
     let mut name = String::new();
@@ -1028,11 +1033,13 @@ pub fn latin_body_names(
     for line in cased.split('\n') {
         let low = lowered.next()?;
         let whole = kept_lines.contains(low);
-        let (spans, mut lowering) = if whole {
-            (vec![(0, line.len())], None)
+        let (pieces_of_line, mut lowering) = if whole {
+            (Vec::new(), None)
         } else {
             (pieces(line), Some(Lowering::new(line, low)?))
         };
+        let whole_line = [(0, line.len())];
+        let spans: &[(usize, usize)] = if whole { &whole_line } else { &pieces_of_line };
         if !whole && kept.is_none() {
             kept = Some(kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect());
         }

@@ -32,6 +32,36 @@ const FINAL: [char; 5] = ['\u{3002}', '!', '?', ';', '\u{2026}'];
 const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', '\u{300d}', ')'];
 const DOT_CLOSERS: [char; 5] = ['"', '\'', '\u{201d}', '\u{2019}', ')'];
 
+/// Whether `b` may start a character that ends a sentence: `!?;.`, or the lead byte of `。` (0xe3) or
+/// `…` (0xe2).
+fn may_stop(b: u8) -> bool {
+    matches!(b, b'!' | b'?' | b';' | b'.' | 0xe2 | 0xe3)
+}
+
+/// The first byte from `from` on that [`may_stop`], or the end: eight bytes at a time while none of
+/// them is one.
+fn next_stop(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // whether a byte of `x` is `b` (the high bit of each byte where `x ^ b` is zero, and perhaps above)
+    let holds = |x: u64, b: u8| {
+        let y = x ^ (ONES * b as u64);
+        y.wrapping_sub(ONES) & !y & HIGHS != 0
+    };
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        if [b'!', b'?', b';', b'.', 0xe2, 0xe3].iter().any(|&b| holds(x, b)) {
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !may_stop(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
 /// The matches of `_SENTENCE` (`.+?(?:[。!?;…]+[closers]*|\.[closers]*(?=\s)|$)`, DOTALL) in `text`,
 /// as byte ranges, in order. `text` holds no line break (the callers replace them by spaces).
 pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
@@ -56,10 +86,9 @@ pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)
             if e >= n {
                 break n;
             }
-            // only `!?;.` and the lead bytes of `。…` (0xe3, 0xe2) may end a sentence: others go byte by byte
-            if !matches!(bytes[e], b'!' | b'?' | b';' | b'.' | 0xe2 | 0xe3) {
-                e += 1;
-                continue;
+            e = next_stop(bytes, e);
+            if e >= n {
+                break n;
             }
             let (c, next) = at(e);
             if FINAL.contains(&c) {
