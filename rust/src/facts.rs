@@ -7,8 +7,9 @@
 //! functions give None and the reference runs.
 //!
 //! The number patterns are scanned in one pass (each pattern resuming where its own last match ended,
-//! as `finditer` does), facts are slices of one buffer, and a unit is copied only when names are
-//! masked in it: the reference's sets and string replacements, without an allocation per fact.
+//! as `finditer` does), facts are slices of one buffer, names are masked from where the one scan for
+//! them found them, and a unit is copied only when names are masked in it: the reference's sets and
+//! string replacements, without an allocation per fact.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -621,12 +622,13 @@ fn unit_of(spans: &[(usize, usize)], x: usize) -> Option<usize> {
     if i > 0 { Some(i - 1) } else { spans.len().checked_sub(1) }
 }
 
-/// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text):
-/// `(unit, name, start)` of every occurrence of every name, the unit being the one it starts in,
-/// sorted (names by their index in `longest_first`, so each unit's come longest first). One pass: at
-/// each character only the names that start with it are compared (most characters start none).
+/// An occurrence of a name: the unit it starts in, the name (its index in `longest_first`), its start.
 type Occurrence = (usize, usize, usize);
 
+/// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text): every
+/// occurrence of every name, sorted (so each unit's names come longest first, and each name's
+/// occurrences in order). One pass: at each character only the names that start with it are compared
+/// (most characters start none).
 fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
     let mut out = Vec::new();
     if longest_first.is_empty() {
