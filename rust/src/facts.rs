@@ -5,11 +5,19 @@
 //! they are only compared with each other. Where an input takes a path not ported (a sentence the
 //! reference cuts into slices, a line whose lower-casing is not character for character), the
 //! functions give None and the reference runs.
+//!
+//! The number patterns are scanned in one pass (each pattern resuming where its own last match ended,
+//! as `finditer` does), facts are slices of one buffer, names are masked from where the one scan for
+//! them found them, and a unit is copied only when names are masked in it: the reference's sets and
+//! string replacements, without an allocation per fact.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use pyo3::prelude::*;
+use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::text::{py_isspace, sentence_matches, sentence_spans, strip};
@@ -22,27 +30,131 @@ const OCCURRENCE: char = '#';
 const FIGURE: char = '=';
 const NAME: char = '@';
 
-const OCCURRENCE_UNITS: &str = "届次号期批轮年月日时";
-const CN_RUN: &str = "〇零一二两三四五六七八九十百千万亿";
-const CN_CLASSIFIERS: &str = "届次号期批轮年月日时个项名位人家条艘架枚颗元岁天周座所份种倍例米吨";
-const EN_NUMBERS: [(&str, u32); 26] = [
-    ("two", 2), ("three", 3), ("four", 4), ("five", 5), ("six", 6), ("seven", 7), ("eight", 8),
-    ("nine", 9), ("ten", 10), ("eleven", 11), ("twelve", 12), ("thirteen", 13), ("fourteen", 14),
-    ("fifteen", 15), ("sixteen", 16), ("seventeen", 17), ("eighteen", 18), ("nineteen", 19),
-    ("twenty", 20), ("thirty", 30), ("forty", 40), ("fifty", 50), ("sixty", 60), ("seventy", 70),
-    ("eighty", 80), ("ninety", 90),
-];
-const MONTHS: [&str; 12] = [
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december",
-];
-
-fn is_digit(c: char) -> bool {
-    decimal(c).is_some()
+/// What a word of `_EN_NUMBERS` or `_MONTHS` is.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Word {
+    Number(u32),
+    Month,
 }
 
+/// `_EN_NUMBERS` (two to ninety, with their values) and `_MONTHS`, in byte order.
+const WORDS: [(&str, Word); 38] = [
+    ("april", Word::Month), ("august", Word::Month), ("december", Word::Month), ("eight", Word::Number(8)),
+    ("eighteen", Word::Number(18)), ("eighty", Word::Number(80)), ("eleven", Word::Number(11)),
+    ("february", Word::Month), ("fifteen", Word::Number(15)), ("fifty", Word::Number(50)),
+    ("five", Word::Number(5)), ("forty", Word::Number(40)), ("four", Word::Number(4)),
+    ("fourteen", Word::Number(14)), ("january", Word::Month), ("july", Word::Month), ("june", Word::Month),
+    ("march", Word::Month), ("may", Word::Month), ("nine", Word::Number(9)), ("nineteen", Word::Number(19)),
+    ("ninety", Word::Number(90)), ("november", Word::Month), ("october", Word::Month),
+    ("september", Word::Month), ("seven", Word::Number(7)), ("seventeen", Word::Number(17)),
+    ("seventy", Word::Number(70)), ("six", Word::Number(6)), ("sixteen", Word::Number(16)),
+    ("sixty", Word::Number(60)), ("ten", Word::Number(10)), ("thirteen", Word::Number(13)),
+    ("thirty", Word::Number(30)), ("three", Word::Number(3)), ("twelve", Word::Number(12)),
+    ("twenty", Word::Number(20)), ("two", Word::Number(2)),
+];
+/// The shortest and longest of `WORDS` (`two`, `september`), in bytes.
+const WORD_LENGTHS: std::ops::RangeInclusive<usize> = 3..=9;
+const LONGEST_WORD: usize = 9;
+
+/// A word of up to 16 bytes as one number (its bytes in order from the lowest), to compare at once.
+const fn word_key(w: &[u8]) -> u128 {
+    let mut key = 0u128;
+    let mut i = 0;
+    while i < w.len() {
+        key |= (w[i] as u128) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// The key of each of `WORDS`.
+const WORD_KEYS: [u128; WORDS.len()] = {
+    let mut keys = [0u128; WORDS.len()];
+    let mut i = 0;
+    while i < WORDS.len() {
+        keys[i] = word_key(WORDS[i].0.as_bytes());
+        i += 1;
+    }
+    keys
+};
+
+/// A multiplier under which the keys of `WORDS` fall into distinct slots of `WORD_SLOTS` (checked
+/// as the table is built).
+const WORD_HASH: u64 = 0x4262_89ba_dfaf_0f0d;
+
+const fn word_slot(key: u128) -> usize {
+    ((key as u64 ^ (key >> 64) as u64).wrapping_mul(WORD_HASH) >> 57) as usize
+}
+
+/// For each of 128 slots, 1 + the index in `WORDS` of the word there, or 0.
+const WORD_SLOTS: [u8; 128] = {
+    let mut slots = [0u8; 128];
+    let mut i = 0;
+    while i < WORDS.len() {
+        let slot = word_slot(WORD_KEYS[i]);
+        assert!(slots[slot] == 0, "two words in one slot");
+        slots[slot] = i as u8 + 1;
+        i += 1;
+    }
+    slots
+};
+
+/// The entry of `WORDS` that `w` is.
+#[inline]
+fn word_of(w: &str) -> Option<(&'static str, Word)> {
+    if !WORD_LENGTHS.contains(&w.len()) {
+        return None;
+    }
+    let key = word_key(w.as_bytes());
+    let i = WORD_SLOTS[word_slot(key)] as usize;
+    (i > 0 && WORD_KEYS[i - 1] == key).then(|| WORDS[i - 1])
+}
+
+/// `\d`: ASCII digits without a table search, and none from U+2000 to U+A61F (punctuation, CJK: the
+/// tables hold no decimal digit there, see the test `no_digit_in_the_gap`).
+#[inline]
+fn is_digit(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_digit()
+    } else if ('\u{2000}'..'\u{a620}').contains(&c) {
+        false
+    } else {
+        decimal(c).is_some()
+    }
+}
+
+/// `_CN_RUN`: 〇零一二两三四五六七八九十百千万亿.
+const CN_RUN: [char; 17] = ['〇', '零', '一', '二', '两', '三', '四', '五', '六', '七', '八', '九', '十', '百', '千', '万', '亿'];
+
+/// A filter of the characters of `_CN_RUN` by their low ten bits: most characters have a clear bit.
+const CN_FILTER: [u64; 16] = {
+    let mut filter = [0u64; 16];
+    let mut i = 0;
+    while i < CN_RUN.len() {
+        let low = CN_RUN[i] as u32 & 1023;
+        filter[(low >> 6) as usize] |= 1 << (low & 63);
+        i += 1;
+    }
+    filter
+};
+
+/// Whether `c` is of `_CN_RUN`.
+#[inline]
 fn is_cn(c: char) -> bool {
-    CN_RUN.contains(c)
+    let low = c as u32 & 1023;
+    CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.contains(&c)
+}
+
+/// `_OCCURRENCE_UNITS`: 届次号期批轮年月日时.
+fn is_occurrence_unit(c: char) -> bool {
+    matches!(c, '届' | '次' | '号' | '期' | '批' | '轮' | '年' | '月' | '日' | '时')
+}
+
+/// `_CN_CLASSIFIERS`: the occurrence units and 个项名位人家条艘架枚颗元岁天周座所份种倍例米吨.
+fn is_classifier(c: char) -> bool {
+    is_occurrence_unit(c)
+        || matches!(c, '个' | '项' | '名' | '位' | '人' | '家' | '条' | '艘' | '架' | '枚' | '颗' | '元' | '岁'
+            | '天' | '周' | '座' | '所' | '份' | '种' | '倍' | '例' | '米' | '吨')
 }
 
 fn cn_digit(c: char) -> Option<u128> {
@@ -61,6 +173,7 @@ fn cn_digit(c: char) -> Option<u128> {
     })
 }
 
+#[inline]
 fn char_at(text: &str, p: usize) -> Option<char> {
     text[p..].chars().next()
 }
@@ -74,15 +187,16 @@ fn run_end(text: &str, p: usize, test: impl Fn(char) -> bool) -> usize {
     text[p..].char_indices().find(|&(_, c)| !test(c)).map_or(text.len(), |(i, _)| p + i)
 }
 
-/// Whether a `\b` before a word character at `p` holds (the character before is none or no word's).
-fn word_starts(text: &str, p: usize) -> bool {
-    !char_before(text, p).is_some_and(is_word)
+/// Whether `\b` holds before a word character whose predecessor is `prev` (none at the start).
+#[inline]
+fn boundary_after(prev: Option<char>) -> bool {
+    !prev.is_some_and(|c| if c.is_ascii() { c.is_ascii_alphanumeric() || c == '_' } else { is_word(c) })
 }
 
 /// The end of `\d+(?:[.,]\d+)*` from `p` (a digit), with `\s*` after each separator when `spaced`.
 fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     let mut e = run_end(text, p, is_digit);
-    while matches!(char_at(text, e), Some('.' | ',')) {
+    while matches!(text.as_bytes().get(e), Some(b'.' | b',')) {
         let k = if spaced { run_end(text, e + 1, py_isspace) } else { e + 1 };
         if !char_at(text, k).is_some_and(is_digit) {
             break;
@@ -92,82 +206,111 @@ fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     e
 }
 
-/// `_SPLIT_FIGURE.sub(r"\1", text)`: a break inside a figure (`82.\n7`) is dropped.
-pub fn join_split_figures(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut prev: Option<char> = None;
-    let mut p = 0;
-    while p < text.len() {
-        let c = char_at(text, p).expect("a character");
-        if matches!(c, '.' | ',') && prev.is_some_and(is_digit) {
-            let k = run_end(text, p + 1, py_isspace);
-            if k > p + 1 && char_at(text, k).is_some_and(is_digit) {
-                out.push(c);
-                prev = char_before(text, k);
-                p = k;
-                continue;
-            }
-        }
-        out.push(c);
-        prev = Some(c);
-        p += c.len_utf8();
+// ------------------------------------------------------------------------------- split figures
+
+/// Where a match of `_SPLIT_FIGURE` (`(?<=\d)([.,])\s+(?=\d)`) whose separator is at `p` ends (the
+/// digit after the spaces), or None when none starts there.
+fn split_figure_at(text: &str, p: usize) -> Option<usize> {
+    if !matches!(text.as_bytes()[p], b'.' | b',') || !char_before(text, p).is_some_and(is_digit) {
+        return None;
     }
-    out
+    let k = run_end(text, p + 1, py_isspace);
+    (k > p + 1 && char_at(text, k).is_some_and(is_digit)).then_some(k)
 }
+
+/// `_SPLIT_FIGURE.sub(r"\1", text)`: a break inside a figure (`82.\n7`) is dropped; the text itself
+/// when it has none.
+pub fn join_split_figures(text: &str) -> Cow<'_, str> {
+    let mut out: Option<String> = None;
+    let mut copied = 0; // text[..copied] is in `out`
+    let bytes = text.as_bytes();
+    let mut p = 0;
+    while p < bytes.len() {
+        if let Some(k) = split_figure_at(text, p) {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..=p]);
+            copied = k;
+            p = k;
+        } else {
+            p += 1;
+        }
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            Cow::Owned(out)
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------- values
 
 /// `_THOUSANDS.match(token)` on a token of `_ARABIC` (digit runs joined by `.` or `,`): a run of one
 /// to three digits, groups of `,` and three digits, then perhaps `.` and digits.
 fn thousands(token: &str) -> bool {
-    let (mut runs, mut seps, mut run) = (Vec::new(), Vec::new(), 0usize);
-    for c in token.chars() {
-        if matches!(c, '.' | ',') {
-            runs.push(run);
-            seps.push(c);
-            run = 0;
-        } else {
-            run += 1;
-        }
+    let (head, frac) = token.split_once('.').map_or((token, ""), |(h, f)| (h, f));
+    if frac.contains(['.', ',']) {
+        return false;
     }
-    runs.push(run);
-    let commas = if seps.last() == Some(&'.') { seps.len() - 1 } else { seps.len() };
-    commas >= 1
-        && seps[..commas].iter().all(|&s| s == ',')
-        && (1..=3).contains(&runs[0])
-        && runs[1..=commas].iter().all(|&r| r == 3)
+    let mut groups = head.split(',');
+    let first = groups.next().map_or(0, |g| g.chars().count());
+    let mut commas = 0;
+    for g in groups {
+        if g.chars().count() != 3 {
+            return false;
+        }
+        commas += 1;
+    }
+    commas >= 1 && (1..=3).contains(&first)
 }
 
-/// `_arabic`: `1,796,121` -> `1796121`; `007` -> `7`; `4.50` -> `4.5`; a decimal comma stays.
-fn arabic(token: &str) -> String {
-    let token = if thousands(token) { token.replace(',', "") } else { token.to_owned() };
-    if token.contains(',') {
-        return token;
+/// `_arabic`, written to `out`: `1,796,121` -> `1796121`; `007` -> `7`; `4.50` -> `4.5`; a decimal
+/// comma stays.
+fn push_arabic(token: &str, out: &mut String) {
+    let thousands = thousands(token);
+    if !thousands && token.contains(',') {
+        out.push_str(token); // `if "," in token: return token`
+        return;
     }
-    if let Some((whole, frac)) = token.split_once('.') {
-        if frac.contains('.') {
-            return token;
+    let (whole, frac) = match token.split_once('.') {
+        Some((_, frac)) if frac.contains('.') => {
+            out.push_str(token); // a version or date such as 1.2.3: as written (no commas here)
+            return;
         }
-        let frac = frac.trim_end_matches('0');
-        let whole = match whole.trim_start_matches('0') {
-            "" => "0",
-            w => w,
-        };
-        return if frac.is_empty() { whole.to_owned() } else { format!("{whole}.{frac}") };
+        Some((whole, frac)) => (whole, frac.trim_end_matches('0')),
+        None => (token, ""),
+    };
+    // `whole.lstrip("0") or "0"`, the thousands' commas dropped
+    let whole = whole.trim_start_matches(['0', ',']);
+    if whole.is_empty() {
+        out.push('0');
+    } else {
+        out.extend(whole.chars().filter(|&c| c != ','));
     }
-    match token.trim_start_matches('0') {
-        "" => "0".to_owned(),
-        t => t.to_owned(),
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
     }
 }
 
-/// `chinese_number`: the value of a run of `_CN_RUN` characters, as Python prints it; None when the
-/// run is no numeral. `Err` when it leaves 128 bits (not ported).
-fn chinese_number(run: &str) -> Result<Option<String>, ()> {
+/// `chinese_number`: the value of a run of `_CN_RUN` characters, written to `out` as Python prints
+/// it; false (nothing written) when the run is no numeral. `Err` when it leaves 128 bits (not ported).
+fn push_chinese_number(run: &str, out: &mut String) -> Result<bool, ()> {
     if run.chars().all(|c| cn_digit(c).is_some()) {
-        let digits: String = run.chars().map(|c| char::from(b'0' + cn_digit(c).unwrap() as u8)).collect();
-        return Ok(Some(match digits.trim_start_matches('0') {
-            "" => "0".to_owned(),
-            d => d.to_owned(),
-        }));
+        // digit by digit: int("".join(...)) drops the leading zeros
+        let digits = run.chars().map(|c| cn_digit(c).expect("a digit") as u8);
+        let mut seen = false;
+        for d in digits {
+            seen |= d != 0;
+            if seen {
+                out.push(char::from(b'0' + d));
+            }
+        }
+        if !seen {
+            out.push('0');
+        }
+        return Ok(true);
     }
     let (mut total, mut section, mut digit) = (0u128, 0u128, 0u128);
     let mut seen_digit = false;
@@ -181,148 +324,224 @@ fn chinese_number(run: &str) -> Result<Option<String>, ()> {
         } else if let Some(big) = match c { '万' => Some(10_000u128), '亿' => Some(100_000_000), _ => None } {
             section = section.checked_add(digit).ok_or(())?;
             if section == 0 {
-                return Ok(None);
+                return Ok(false);
             }
             total = total.checked_add(section.checked_mul(big).ok_or(())?).ok_or(())?;
             (section, digit, seen_digit) = (0, 0, false);
         } else {
-            return Ok(None);
+            return Ok(false);
         }
     }
     let value = total.checked_add(section).and_then(|v| v.checked_add(digit)).ok_or(())?;
-    Ok(Some(value.to_string()))
+    write!(out, "{value}").expect("a string takes any write");
+    Ok(true)
 }
 
-/// `_qualified`: `第` + 33 + `次` -> `#第33次`; 569 + `例` -> `=569` (only occurrence units are kept).
-fn qualified(ordinal: bool, value: &str, unit: Option<char>) -> String {
-    let unit = unit.filter(|&u| OCCURRENCE_UNITS.contains(u));
-    if ordinal || unit.is_some() {
-        let mut out = String::from(OCCURRENCE);
+// ------------------------------------------------------------------------------------ number facts
+
+/// The number facts of a text: each match's span, the unit it goes to and its fact (a slice of
+/// `arena`).
+#[derive(Default)]
+struct NumberFacts {
+    arena: String,
+    found: Vec<Found>,
+}
+
+struct Found {
+    start: usize,
+    end: usize,
+    unit: usize,
+    fact: Range<usize>,
+}
+
+impl NumberFacts {
+    fn fact(&self, k: usize) -> &str {
+        &self.arena[self.found[k].fact.clone()]
+    }
+
+    /// `_qualified(ordinal, value, unit)` as a fact of `start..end`: `#第33次`, `#5月`, `=569`; `value`
+    /// writes the number (false: there is none, and no fact).
+    fn push(
+        &mut self, start: usize, end: usize, ordinal: bool, unit: Option<char>,
+        value: impl FnOnce(&mut String) -> Result<bool, ()>,
+    ) -> Result<(), ()> {
+        let mark = self.arena.len();
+        let unit = unit.filter(|&u| is_occurrence_unit(u));
+        self.arena.push(if ordinal || unit.is_some() { OCCURRENCE } else { FIGURE });
         if ordinal {
-            out.push('第');
+            self.arena.push('第');
         }
-        out.push_str(value);
-        out.extend(unit);
-        out
-    } else {
-        format!("{FIGURE}{value}")
-    }
-}
-
-fn month_at(text: &str, p: usize) -> Option<&'static str> {
-    MONTHS.iter().copied().find(|m| text[p..].starts_with(m))
-}
-
-/// The end of a maximal run of word characters from `p`.
-fn word_end(text: &str, p: usize) -> usize {
-    run_end(text, p, is_word)
-}
-
-/// `_number_facts`: (start, end, fact) of every match of `_ARABIC`, `_CN_NUMERAL`, `_CN_PART`,
-/// `_EN_DATE` and `_EN_WORD`, pattern by pattern, each in text order.
-fn number_facts(text: &str) -> Result<Vec<(usize, usize, String)>, ()> {
-    let mut out = Vec::new();
-    let first = |p: usize| char_at(text, p).expect("a character");
-    // _ARABIC: (第)?(\d+(?:[.,]\d+)*)([occurrence units])?
-    let mut p = 0;
-    while p < text.len() {
-        let c = first(p);
-        let digits = if c == '第' && char_at(text, p + c.len_utf8()).is_some_and(is_digit) {
-            Some(p + c.len_utf8())
-        } else if is_digit(c) {
-            Some(p)
-        } else {
-            None
-        };
-        let Some(d) = digits else {
-            p += c.len_utf8();
-            continue;
-        };
-        let e = figure_end(text, d, false);
-        let unit = char_at(text, e).filter(|&u| OCCURRENCE_UNITS.contains(u));
-        let end = e + unit.map_or(0, char::len_utf8);
-        out.push((p, end, qualified(d > p, &arabic(&text[d..e]), unit)));
-        p = end;
-    }
-    // _CN_NUMERAL: (第)?([_CN_RUN]+)(?=([classifiers])?)
-    p = 0;
-    while p < text.len() {
-        let c = first(p);
-        let run = if c == '第' && char_at(text, p + c.len_utf8()).is_some_and(is_cn) {
-            Some(p + c.len_utf8())
-        } else if is_cn(c) {
-            Some(p)
-        } else {
-            None
-        };
-        let Some(r) = run else {
-            p += c.len_utf8();
-            continue;
-        };
-        let e = run_end(text, r, is_cn);
-        let ordinal = r > p;
-        let classifier = char_at(text, e).filter(|&u| CN_CLASSIFIERS.contains(u));
-        let numeral = &text[r..e];
-        if ordinal || (classifier.is_some() && !matches!(numeral, "一" | "两")) {
-            if let Some(value) = chinese_number(numeral)? {
-                out.push((p, e + classifier.map_or(0, char::len_utf8), qualified(ordinal, &value, classifier)));
-            }
+        if !value(&mut self.arena)? {
+            self.arena.truncate(mark);
+            return Ok(());
         }
-        p = e;
+        self.arena.extend(unit);
+        self.found.push(Found { start, end, unit: 0, fact: mark..self.arena.len() });
+        Ok(())
     }
-    // _CN_PART: \(([_CN_RUN]{1,4})\)
-    p = 0;
-    while p < text.len() {
-        let c = first(p);
-        if c == '(' {
-            let e = run_end(text, p + 1, is_cn);
-            let n = text[p + 1..e].chars().count();
-            if (1..=4).contains(&n) && char_at(text, e) == Some(')') {
-                if let Some(value) = chinese_number(&text[p + 1..e])? {
-                    out.push((p, e + 1, format!("{OCCURRENCE}第{value}")));
+
+    /// A fact written as it stands (`#march 5`, `=20`).
+    fn push_text(&mut self, start: usize, end: usize, parts: std::fmt::Arguments<'_>) {
+        let mark = self.arena.len();
+        self.arena.write_fmt(parts).expect("a string takes any write");
+        self.found.push(Found { start, end, unit: 0, fact: mark..self.arena.len() });
+    }
+}
+
+/// Where each pattern of `_number_facts` may match next: `finditer` goes on from the end of its last
+/// match (`_EN_WORD` needs none: its matches are whole word runs).
+#[derive(Default)]
+struct Resume {
+    arabic: usize,
+    chinese: usize,
+    part: usize,
+    date: usize,
+}
+
+/// `_number_facts(text)`: every match of `_ARABIC`, `_CN_NUMERAL`, `_CN_PART`, `_EN_DATE` and
+/// `_EN_WORD` with its fact, in one pass (matches in order of their start): at each character only the
+/// patterns that can start with it are tried. `Err` where a numeral leaves 128 bits (not ported).
+fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
+    let mut resume = Resume::default();
+    let mut prev: Option<char> = None;
+    for (p, c) in text.char_indices() {
+        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern
+        if c.is_ascii() && !(c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))) {
+            prev = Some(c);
+            continue;
+        }
+        let digit = is_digit(c);
+        if (digit || c == '第') && p >= resume.arabic {
+            resume.arabic = arabic_at(text, p, c, out).unwrap_or(resume.arabic);
+        }
+        if (c == '第' || is_cn(c)) && p >= resume.chinese {
+            resume.chinese = chinese_at(text, p, c, out)?.unwrap_or(resume.chinese);
+        }
+        if c == '(' && p >= resume.part {
+            resume.part = part_at(text, p, out)?.unwrap_or(resume.part);
+        }
+        if c.is_ascii_lowercase() {
+            // a word start (see above): both patterns take a number word or month whole
+            if let Some((w, kind)) = lower_run(text, p).and_then(word_of) {
+                if kind == Word::Month && p >= resume.date {
+                    resume.date = date_at(text, p, out).unwrap_or(resume.date);
                 }
-                p = e + 1;
-                continue;
+                en_word_at(text, p, w, kind, out);
             }
+        } else if digit && p >= resume.date && boundary_after(prev) {
+            resume.date = date_at(text, p, out).unwrap_or(resume.date);
         }
-        p += c.len_utf8();
+        prev = Some(c);
     }
-    // _EN_DATE: \b(?:(month)\s+(\d{1,2})|(\d{1,2})\s+(month))\b
-    p = 0;
-    while p < text.len() {
-        let c = first(p);
-        if let Some((end, month, day)) = en_date(text, p, c) {
-            out.push((p, end, format!("{OCCURRENCE}{month} {day}")));
-            p = end;
-        } else {
-            p += c.len_utf8();
-        }
-    }
-    // _EN_WORD: \b(two|...|ninety|january|...|december, "may" aside)\b
-    p = 0;
-    while p < text.len() {
-        let c = first(p);
-        if is_word(c) && word_starts(text, p) {
-            let e = word_end(text, p);
-            let w = &text[p..e];
-            if let Some(&(_, v)) = EN_NUMBERS.iter().find(|(n, _)| *n == w) {
-                out.push((p, e, format!("{FIGURE}{v}")));
-            } else if w != "may" && MONTHS.contains(&w) {
-                out.push((p, e, format!("{FIGURE}{w}")));
-            }
-            p = e; // no word boundary inside the run
-        } else {
-            p += c.len_utf8();
-        }
-    }
-    Ok(out)
+    Ok(())
 }
 
-/// A match of `_EN_DATE` at `p` (character `c`): its end, the month and the day's value.
-fn en_date(text: &str, p: usize, c: char) -> Option<(usize, &'static str, u32)> {
-    if !is_word(c) || !word_starts(text, p) {
+/// `_ARABIC` (`(第)?(\d+(?:[.,]\d+)*)([occurrence units])?`) at `p` (character `c`): its end.
+fn arabic_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Option<usize> {
+    let d = if c == '第' { p + c.len_utf8() } else { p };
+    if d > p && !char_at(text, d).is_some_and(is_digit) {
         return None;
     }
+    let e = figure_end(text, d, false);
+    let unit = char_at(text, e).filter(|&u| is_occurrence_unit(u));
+    let end = e + unit.map_or(0, char::len_utf8);
+    out.push(p, end, d > p, unit, |s| {
+        push_arabic(&text[d..e], s);
+        Ok(true)
+    })
+    .expect("a figure always has a value");
+    Some(end)
+}
+
+/// `_CN_NUMERAL` (`(第)?([_CN_RUN]+)(?=([classifiers])?)`) at `p` (character `c`): the end of the
+/// match (the look-ahead aside); its fact when it counts something (see `_number_facts`).
+fn chinese_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Result<Option<usize>, ()> {
+    let r = if c == '第' { p + c.len_utf8() } else { p };
+    if r > p && !char_at(text, r).is_some_and(is_cn) {
+        return Ok(None);
+    }
+    let e = run_end(text, r, is_cn);
+    let ordinal = r > p;
+    let classifier = char_at(text, e).filter(|&u| is_classifier(u));
+    let numeral = &text[r..e];
+    if ordinal || (classifier.is_some() && !matches!(numeral, "一" | "两")) {
+        let end = e + classifier.map_or(0, char::len_utf8); // max(m.end(), m.end(3))
+        out.push(p, end, ordinal, classifier, |s| push_chinese_number(numeral, s))?;
+    }
+    Ok(Some(e))
+}
+
+/// `_CN_PART` (`\(([_CN_RUN]{1,4})\)`) at `p` (a `(`): its end, its fact `#第N` when a numeral.
+fn part_at(text: &str, p: usize, out: &mut NumberFacts) -> Result<Option<usize>, ()> {
+    let e = run_end(text, p + 1, is_cn);
+    let n = text[p + 1..e].chars().count();
+    if !(1..=4).contains(&n) || text.as_bytes().get(e) != Some(&b')') {
+        return Ok(None);
+    }
+    let mark = out.arena.len();
+    out.arena.push(OCCURRENCE);
+    out.arena.push('第');
+    if push_chinese_number(&text[p + 1..e], &mut out.arena)? {
+        out.found.push(Found { start: p, end: e + 1, unit: 0, fact: mark..out.arena.len() });
+    } else {
+        out.arena.truncate(mark);
+    }
+    Ok(Some(e + 1))
+}
+
+/// `_EN_DATE` at `p`, a word start: its end, with the fact `#march 5`.
+fn date_at(text: &str, p: usize, out: &mut NumberFacts) -> Option<usize> {
+    let (end, month, day) = en_date(text, p)?;
+    out.push_text(p, end, format_args!("{OCCURRENCE}{month} {day}"));
+    Some(end)
+}
+
+/// `_EN_WORD` at `p`, a word start where the run of lower-case letters is `w`, of `WORDS`: the fact
+/// `=20` or `=april` when `w` is the whole word run and not `may`.
+fn en_word_at(text: &str, p: usize, w: &str, kind: Word, out: &mut NumberFacts) {
+    let end = p + w.len();
+    if char_at(text, end).is_some_and(is_word) {
+        return;
+    }
+    match kind {
+        Word::Number(v) => out.push_text(p, end, format_args!("{FIGURE}{v}")),
+        Word::Month if w != "may" => out.push_text(p, end, format_args!("{FIGURE}{w}")),
+        Word::Month => {}
+    }
+}
+
+/// The run of ASCII lower-case letters at `p`, when it is no longer than the longest of `WORDS`.
+#[inline]
+fn lower_run(text: &str, p: usize) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut n = 0;
+    while n <= LONGEST_WORD && bytes.get(p + n).is_some_and(u8::is_ascii_lowercase) {
+        n += 1;
+    }
+    (n <= LONGEST_WORD).then(|| &text[p..p + n])
+}
+
+/// The run of word characters at `p` when it is ASCII lower-case letters and no longer than the
+/// longest of `WORDS` (the only runs `_EN_WORD` and `_MASK_NUMBERS` may take whole).
+#[inline]
+fn lower_word_at(text: &str, p: usize) -> Option<&str> {
+    lower_run(text, p).filter(|w| !char_at(text, p + w.len()).is_some_and(is_word))
+}
+
+/// The month at `p` that `\s` or `\b` may follow (all `_EN_DATE` asks of a month): the run of
+/// lower-case letters at `p` when it is one. No month starts another, so a longer run puts a letter
+/// after any month it starts with, where neither holds.
+#[inline]
+fn month_at(text: &str, p: usize) -> Option<&'static str> {
+    match lower_run(text, p).and_then(word_of) {
+        Some((m, Word::Month)) => Some(m),
+        _ => None,
+    }
+}
+
+/// A match of `_EN_DATE` (`\b(?:(month)\s+(\d{1,2})|(\d{1,2})\s+(month))\b`) at `p`, a word start:
+/// its end, the month and the day's value.
+fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
     // one or two digits at `d`: (end, value) when `follows` holds after them
     let day = |d: usize, follows: &dyn Fn(Option<char>) -> bool| -> Option<(usize, u32)> {
         let c1 = char_at(text, d)?;
@@ -354,37 +573,47 @@ fn en_date(text: &str, p: usize, c: char) -> Option<(usize, &'static str, u32)> 
     (!char_at(text, end).is_some_and(is_word)).then_some((end, month, v))
 }
 
-/// `_MASK_NUMBERS.sub("#", unit)` with the spaces dropped (`"".join(x.split())`).
-fn skeleton(unit: &str) -> String {
-    let mut out = String::with_capacity(unit.len());
-    let mut p = 0;
-    while p < unit.len() {
-        let c = char_at(unit, p).expect("a character");
-        let masked = if is_digit(c) {
-            Some(figure_end(unit, p, true))
-        } else if is_cn(c) {
-            Some(run_end(unit, p, is_cn))
-        } else if is_word(c) && word_starts(unit, p) {
-            let e = word_end(unit, p);
-            let w = &unit[p..e];
-            (EN_NUMBERS.iter().any(|(n, _)| *n == w) || MONTHS.contains(&w)).then_some(e)
-        } else {
-            None
-        };
-        match masked {
-            Some(e) => {
-                out.push('#');
-                p = e;
-            }
-            None => {
-                if !py_isspace(c) {
-                    out.push(c);
-                }
-                p += c.len_utf8();
-            }
+// ------------------------------------------------------------------------------------------ units
+
+/// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
+/// where a sentence is longer than the reference's slices (not ported).
+fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut a = 0;
+    for line in text.split('\n') {
+        if !line.is_empty() {
+            let got = sentence_spans(line, MAX_SENTENCE).ok_or(())?;
+            spans.extend(got.into_iter().map(|(s, e)| (a + s, a + e)));
         }
+        a += line.len() + 1;
     }
-    out
+    Ok(spans)
+}
+
+/// The number facts of each unit (`_units_with_facts`): the whole text's matches go to the units they
+/// start in, in order; when one starts before the first unit or runs past its own, each unit is
+/// scanned alone (the reference's unit-by-unit way). True when it went unit by unit.
+fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> Result<bool, ()> {
+    number_facts(text, out)?;
+    let mut i = 0; // the last unit that starts at or before the match (`bisect_right(starts, start) - 1`)
+    let fits = out.found.iter_mut().all(|f| {
+        while i + 1 < spans.len() && spans[i + 1].0 <= f.start {
+            i += 1;
+        }
+        f.unit = i;
+        spans.get(i).is_some_and(|&(a, b)| a <= f.start && f.end <= b)
+    });
+    if fits {
+        return Ok(false);
+    }
+    out.arena.clear();
+    out.found.clear();
+    for (i, &(a, b)) in spans.iter().enumerate() {
+        let from = out.found.len();
+        number_facts(&text[a..b], out)?;
+        out.found[from..].iter_mut().for_each(|f| f.unit = i);
+    }
+    Ok(true)
 }
 
 /// Python's `bisect_right(starts, x) - 1`, with -1 as the last index (Python's `list[-1]`).
@@ -393,73 +622,240 @@ fn unit_of(spans: &[(usize, usize)], x: usize) -> Option<usize> {
     if i > 0 { Some(i - 1) } else { spans.len().checked_sub(1) }
 }
 
-type Unit<'t, 'n> = (&'t str, HashSet<String>, Vec<&'n str>);
+/// An occurrence of a name: the unit it starts in, the name (its index in `longest_first`), its start.
+type Occurrence = (usize, usize, usize);
 
-/// `_units_with_facts`: each line's sentences with their number facts and the names that may occur in
-/// them (longest first); the whole text's matches go to the units they lie in, else unit by unit.
-fn units_with_facts<'t, 'n>(text: &'t str, longest_first: &[&'n str]) -> Result<Vec<Unit<'t, 'n>>, ()> {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut a = 0;
-    for line in text.split('\n') {
-        if !line.is_empty() {
-            // `sentence_spans` of a line; a longer sentence would be cut into slices (not ported)
-            let got = sentence_spans(line, MAX_SENTENCE).ok_or(())?;
-            spans.extend(got.into_iter().map(|(s, e)| (a + s, a + e)));
-        }
-        a += line.len() + 1;
+/// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text): every
+/// occurrence of every name, sorted (so each unit's names come longest first, and each name's
+/// occurrences in order). One pass: at each character only the names that start with it are compared
+/// (most characters start none).
+fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
+    let mut out = Vec::new();
+    if longest_first.is_empty() {
+        return Ok(out);
     }
-    let one_by_one = || -> Result<Vec<Unit<'t, 'n>>, ()> {
-        spans
-            .iter()
-            .map(|&(a, b)| {
-                let unit = &text[a..b];
-                let here = number_facts(unit)?.into_iter().map(|(_, _, f)| f).collect();
-                Ok((unit, here, longest_first.to_vec()))
-            })
-            .collect()
-    };
-    let mut found: Vec<HashSet<String>> = vec![HashSet::new(); spans.len()];
-    for (start, end, fact) in number_facts(text)? {
-        let i = spans.partition_point(|&(a, _)| a <= start);
-        if i == 0 || end > spans[i - 1].1 {
-            return one_by_one();
-        }
-        found[i - 1].insert(fact);
-    }
-    // the units each name occurs in, in the order of `longest_first`: all occurrences of all names in
-    // one scan (the reference searches the text once per name, from each unit it found it in on)
-    let mut named_ids: Vec<Vec<usize>> = vec![Vec::new(); spans.len()];
-    if !longest_first.is_empty() {
-        // a contiguous NFA: a DFA's build costs more than the one scan it serves
-        let names = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(longest_first)
-            .map_err(|_| ())?;
-        for m in names.find_overlapping_iter(text) {
-            let i = unit_of(&spans, m.start()).ok_or(())?; // no unit: the reference fails
-            named_ids[i].push(m.pattern().as_usize());
-        }
-    }
-    let named: Vec<Vec<&'n str>> = named_ids
-        .into_iter()
-        .map(|mut ids| {
-            ids.sort_unstable();
-            ids.dedup();
-            ids.into_iter().map(|p| longest_first[p]).collect()
-        })
-        .collect();
-    Ok(spans
+    let mut firsts: Vec<(char, usize)> = longest_first
         .iter()
-        .zip(found)
-        .zip(named)
-        .map(|((&(a, b), here), names)| (&text[a..b], here, names))
-        .collect())
+        .enumerate()
+        .map(|(id, n)| (n.chars().next().expect("a name is not empty"), id))
+        .collect();
+    firsts.sort_unstable();
+    // the names' first characters by their low twelve bits: most characters of a text start none
+    let slot = |c: char| (c as usize & 4095) >> 6;
+    let bit = |c: char| 1u64 << (c as u32 & 63);
+    let mut starts_some = [0u64; 64];
+    for &(c, _) in &firsts {
+        starts_some[slot(c)] |= bit(c);
+    }
+    for (p, c) in text.char_indices() {
+        if starts_some[slot(c)] & bit(c) == 0 {
+            continue;
+        }
+        let from = firsts.partition_point(|&(f, _)| f < c);
+        for &(_, id) in firsts[from..].iter().take_while(|&&(f, _)| f == c) {
+            if text[p..].starts_with(longest_first[id]) {
+                out.push((unit_of(spans, p).ok_or(())?, id, p)); // no unit: the reference fails
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
 }
 
-fn by_hash(items: HashSet<String>, limit: usize) -> Vec<String> {
-    let mut keyed: Vec<(u64, String)> = items.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
+/// `"@" + name` of each name (by index in `longest_first`), then of each Latin-script name.
+struct NameFacts {
+    arena: String,
+    ends: Vec<usize>,
+}
+
+impl NameFacts {
+    fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
+        let (mut arena, mut ends) = (String::new(), Vec::new());
+        for n in names {
+            arena.push(NAME);
+            arena.push_str(n);
+            ends.push(arena.len());
+        }
+        NameFacts { arena, ends }
+    }
+
+    fn get(&self, id: usize) -> &str {
+        &self.arena[if id == 0 { 0 } else { self.ends[id - 1] }..self.ends[id]]
+    }
+
+    fn all(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).map(|id| self.get(id))
+    }
+}
+
+/// `unit = unit.replace(n, "@")` into `out`; false (and `out` to be ignored) when `n` is not in `unit`.
+fn replace_into(unit: &str, n: &str, out: &mut String) -> bool {
+    out.clear();
+    let mut last = 0;
+    let mut found = false;
+    for (i, _) in unit.match_indices(n) {
+        out.push_str(&unit[last..i]);
+        out.push(NAME);
+        last = i + n.len();
+        found = true;
+    }
+    if found {
+        out.push_str(&unit[last..]);
+    }
+    found
+}
+
+/// The loop of `analyse` over a unit's candidate names: each that is in the unit adds its fact to
+/// `here` and is replaced by `@`. The unit as masked: itself when no name was in it, else `buffers.0`.
+fn mask_names<'a, 'f>(
+    unit: &'a str, candidates: impl Iterator<Item = usize>, longest_first: &[&str], name_facts: &'f NameFacts,
+    here: &mut Vec<&'f str>, buffers: &'a mut (String, String),
+) -> &'a str {
+    let (current, next) = (&mut buffers.0, &mut buffers.1);
+    let mut masked = false;
+    for id in candidates {
+            let source: &str = if masked { current.as_str() } else { unit };
+        if replace_into(source, longest_first[id], next) {
+            std::mem::swap(current, next);
+            masked = true;
+            here.push(name_facts.get(id));
+        }
+    }
+    if masked { current.as_str() } else { unit }
+}
+
+/// The loop of `analyse` over a unit's names, from where they occur (`occurrences`: the unit's, by
+/// name then start) instead of searching: a name is in the unit as masked when one of its occurrences
+/// lies inside the unit and overlaps none masked before (no name holds `@`, so masking makes no new
+/// occurrence and leaves the others whole), and `str.replace` masks the leftmost of those and each
+/// next that starts after the last masked. The unit `text[a..b]` as masked: itself when no name was in
+/// it, else `out`.
+#[allow(clippy::too_many_arguments)]
+fn mask_occurrences<'a, 'f>(
+    text: &'a str, (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str],
+    name_facts: &'f NameFacts, here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>, out: &'a mut String,
+) -> &'a str {
+    masked.clear();
+    let mut g = 0;
+    while g < occurrences.len() {
+        let id = occurrences[g].1;
+        let len = longest_first[id].len();
+        let earlier = masked.len(); // masked[..earlier]: by the names before this one
+        let mut last_end = 0;
+        let mut found = false;
+        while g < occurrences.len() && occurrences[g].1 == id {
+            let (start, end) = (occurrences[g].2, occurrences[g].2 + len);
+            g += 1;
+            if start < a || end > b || masked[..earlier].iter().any(|&(s, e)| start < e && s < end) {
+                continue;
+            }
+            found = true;
+            if start >= last_end {
+                masked.push((start, end));
+                last_end = end;
+            }
+        }
+        if found {
+            here.push(name_facts.get(id));
+        }
+    }
+    if masked.is_empty() {
+        return &text[a..b];
+    }
+    masked.sort_unstable();
+    out.clear();
+    let mut at = a;
+    for &(s, e) in masked.iter() {
+        out.push_str(&text[at..s]);
+        out.push(NAME);
+        at = e;
+    }
+    out.push_str(&text[at..b]);
+    out
+}
+
+fn is_mask_word(w: &str) -> bool {
+    word_of(w).is_some()
+}
+
+/// `str.isspace` of an ASCII byte.
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' ')
+}
+
+/// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
+/// separator), Chinese numeral runs and number words or months become `#`, spaces go.
+fn skeleton_into(unit: &str, out: &mut String) {
+    out.clear();
+    let bytes = unit.as_bytes();
+    let mut prev: Option<char> = None;
+    let mut p = 0;
+    while p < bytes.len() {
+        let b = bytes[p];
+        let masked = if !b.is_ascii() {
+            let c = char_at(unit, p).expect("a character");
+            if is_digit(c) {
+                Some(figure_end(unit, p, true))
+            } else if is_cn(c) {
+                Some(run_end(unit, p, is_cn))
+            } else {
+                if !py_isspace(c) {
+                    out.push(c);
+                }
+                prev = Some(c);
+                p += c.len_utf8();
+                continue;
+            }
+        } else if ascii_space(b) {
+            prev = Some(b as char);
+            p += 1;
+            continue;
+        } else if b.is_ascii_digit() {
+            Some(figure_end(unit, p, true))
+        } else if b.is_ascii_lowercase() && boundary_after(prev) {
+            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
+        } else {
+            None
+        };
+        if let Some(e) = masked {
+            out.push('#');
+            prev = char_before(unit, e);
+            p = e;
+            continue;
+        }
+        // this ASCII character stays, and so do those after it up to a space, a digit, a word start
+        // or a character beyond ASCII
+        let start = p;
+        prev = Some(b as char);
+        p += 1;
+        while p < bytes.len() {
+            let b = bytes[p];
+            if !b.is_ascii() || ascii_space(b) || b.is_ascii_digit() || (b.is_ascii_lowercase() && boundary_after(prev)) {
+                break;
+            }
+            prev = Some(b as char);
+            p += 1;
+        }
+        out.push_str(&unit[start..p]);
+    }
+}
+
+/// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)` (equal facts are neighbours
+/// once sorted by hash and fact).
+fn by_hash(items: Vec<&str>, limit: usize) -> Vec<String> {
+    let mut keyed: Vec<(u64, &str)> = items.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
     keyed.sort_unstable();
-    keyed.into_iter().take(limit).map(|(_, f)| f).collect()
+    keyed.dedup();
+    keyed.into_iter().take(limit).map(|(_, f)| f.to_owned()).collect()
+}
+
+/// The names, distinct, longest (in characters) first, then in code-point order
+/// (`sorted(found, key=lambda n: (-len(n), n))`).
+fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
+    let mut keyed: Vec<(usize, &str)> = names.iter().map(|n| (n.chars().count(), *n)).collect();
+    keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    keyed.dedup();
+    keyed.into_iter().map(|(_, n)| n).collect()
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`: the facts (bottom
@@ -471,29 +867,70 @@ pub fn analyse(
     if names.iter().any(|n| n.is_empty()) {
         return None;
     }
-    let found: HashSet<&str> = names.iter().copied().collect();
-    let mut longest_first: Vec<(usize, &str)> = found.iter().map(|n| (n.chars().count(), *n)).collect();
-    longest_first.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let longest_first: Vec<&str> = longest_first.into_iter().map(|(_, n)| n).collect();
-    let mut facts: HashSet<String> = found.iter().chain(latin).map(|n| format!("{NAME}{n}")).collect();
+    let longest_first = longest_first(names);
+    let text = join_split_figures(text);
+    let text: &str = &text;
+    let spans = unit_spans(text).ok()?;
+    let mut numbers = NumberFacts::default();
+    let one_by_one = unit_numbers(text, &spans, &mut numbers).ok()?;
+    // unit by unit, every name is a candidate in every unit (the reference returns before its search)
+    let named = if one_by_one { None } else { Some(named_units(text, &spans, &longest_first).ok()?) };
+    // masking by occurrence holds while no name holds `@` (see `mask_occurrences`)
+    let by_occurrence = !longest_first.iter().any(|n| n.contains(NAME));
+    let name_facts = NameFacts::new(longest_first.iter().chain(latin).copied());
+
+    // facts = {NAME + n for n in found} | {NAME + n for n in latin} | every unit's numbers
+    let mut facts: Vec<&str> = name_facts.all().collect();
+    facts.extend((0..numbers.found.len()).map(|k| numbers.fact(k)));
+
     let mut frames: Vec<u64> = Vec::new();
-    let joined = join_split_figures(text);
-    for (unit, mut here, candidates) in units_with_facts(&joined, &longest_first).ok()? {
-        facts.extend(here.iter().cloned());
-        let mut unit = unit.to_owned();
-        for n in candidates {
-            if unit.contains(n) {
-                here.insert(format!("{NAME}{n}"));
-                unit = unit.replace(n, "@");
+    // buffers reused from unit to unit
+    let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
+    let (mut skeleton, mut filled) = (String::new(), String::new());
+    let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
+    for (i, &(a, b)) in spans.iter().enumerate() {
+        here.clear();
+        while k < numbers.found.len() && numbers.found[k].unit == i {
+            here.push(numbers.fact(k));
+            k += 1;
+        }
+        let from = q;
+        if let Some(named) = &named {
+            while q < named.len() && named[q].0 == i {
+                q += 1;
             }
         }
+        let unit = match &named {
+            Some(named) if by_occurrence => {
+                let (out, _) = &mut buffers;
+                mask_occurrences(text, (a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked, out)
+            }
+            _ => {
+                // the names found in the unit, or unit by unit every name (as the reference)
+                candidates.clear();
+                match &named {
+                    Some(named) => candidates.extend(named[from..q].iter().map(|&(_, id, _)| id)),
+                    None => candidates.extend(0..longest_first.len()),
+                }
+                candidates.dedup();
+                mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers)
+            }
+        };
         if here.is_empty() {
             continue;
         }
-        let mut filled: Vec<&str> = here.iter().map(String::as_str).collect();
-        filled.sort_unstable();
-        let filled = xxh3_64(filled.join("\x1f").as_bytes()) & 0xFFFF_FFFF;
-        frames.push((xxh3_64(skeleton(&unit).as_bytes()) & 0xFFFF_FFFF) << 32 | filled);
+        here.sort_unstable();
+        here.dedup();
+        skeleton_into(unit, &mut skeleton);
+        filled.clear();
+        for (j, f) in here.iter().enumerate() {
+            if j > 0 {
+                filled.push('\x1f');
+            }
+            filled.push_str(f);
+        }
+        let filled = xxh3_64(filled.as_bytes()) & 0xFFFF_FFFF;
+        frames.push((xxh3_64(skeleton.as_bytes()) & 0xFFFF_FFFF) << 32 | filled);
     }
     frames.sort_unstable();
     frames.dedup();
@@ -503,41 +940,43 @@ pub fn analyse(
 
 // ------------------------------------------------------------------------------------ Latin names
 
-/// Where each character of `line` starts, and the end (a line's byte offsets by character).
-fn char_starts(line: &str) -> Vec<usize> {
-    line.char_indices().map(|(i, _)| i).chain(std::iter::once(line.len())).collect()
-}
-
-/// `piece.lower()` for `line[a..b]`, given `lower` (`line.lower()`), when lower-casing maps character
-/// to character and no context decides (no capital sigma); None otherwise.
+/// `piece.lower()` for the pieces `line[a..b]` of a line in order, given `lower` (`line.lower()`), when
+/// lower-casing maps character to character and no context decides (no capital sigma); None otherwise.
 struct Lowering<'l> {
     line: &'l str,
     lower: &'l str,
-    map: Option<(Vec<usize>, Vec<usize>)>,
+    /// A character boundary of `line` and the same boundary in `lower`; None when they are one (ASCII).
+    at: Option<(usize, usize)>,
 }
 
 impl<'l> Lowering<'l> {
     fn new(line: &'l str, lower: &'l str) -> Option<Self> {
         if line.is_ascii() && lower.len() == line.len() {
-            return Some(Lowering { line, lower, map: None });
+            return Some(Lowering { line, lower, at: None });
         }
-        let (from, to) = (char_starts(line), char_starts(lower));
-        if from.len() != to.len() || line.contains('\u{3a3}') {
+        if line.chars().count() != lower.chars().count() || line.contains('\u{3a3}') {
             return None;
         }
-        Some(Lowering { line, lower, map: Some((from, to)) })
+        Some(Lowering { line, lower, at: Some((0, 0)) })
     }
 
-    fn slice(&self, a: usize, b: usize) -> &'l str {
-        match &self.map {
-            None => &self.lower[a..b],
-            Some((from, to)) => {
-                let ia = from.binary_search(&a).expect("a character boundary");
-                let ib = from.binary_search(&b).expect("a character boundary");
-                debug_assert!(b <= self.line.len());
-                &self.lower[to[ia]..to[ib]]
-            }
+    /// Where `line`'s boundary `to` (at or after the last asked for) lies in `lower`.
+    fn advance(&mut self, to: usize) -> usize {
+        let Some((mut i, mut j)) = self.at else { return to };
+        debug_assert!(to >= i, "pieces come in order");
+        while i < to {
+            i += char_at(self.line, i).expect("a character").len_utf8();
+            j += char_at(self.lower, j).expect("a character").len_utf8();
         }
+        self.at = Some((i, j));
+        j
+    }
+
+    /// `line[a..b].lower()`, for `a` at or after the end of the last slice.
+    fn slice(&mut self, a: usize, b: usize) -> &'l str {
+        let a = self.advance(a);
+        let b = self.advance(b);
+        &self.lower[a..b]
     }
 }
 
@@ -554,7 +993,13 @@ const QUOTES: [char; 4] = ['"', '\'', ')', ']'];
 /// `_OPENS.search(piece, max(0, at - 6), at)`: punctuation, closing quotes, then spaces up to `at`,
 /// all within the six characters before it.
 fn opens_before(piece: &str, at: usize) -> bool {
-    let before: Vec<char> = piece[..at].chars().rev().take(6).collect();
+    let mut window = ['\0'; 6];
+    let mut n = 0;
+    for c in piece[..at].chars().rev().take(6) {
+        window[n] = c;
+        n += 1;
+    }
+    let before = &window[..n];
     let spaces = before.iter().take_while(|&&c| py_isspace(c)).count();
     if spaces == 0 {
         return false;
@@ -576,29 +1021,33 @@ fn cased_word_byte(b: u8) -> bool {
 /// reference must run.
 pub fn latin_body_names(
     cased: &str, lower: &str, body: &str, stopwords: &HashSet<String>,
-) -> Option<HashSet<String>> {
-    let mut out = HashSet::new();
+) -> Option<FxHashSet<String>> {
+    let mut out = FxHashSet::default();
     if cased.is_empty() {
         return Some(out);
     }
-    let kept_lines: HashSet<&str> = body.split('\n').collect();
-    let mut kept: Option<HashSet<&str>> = None;
+    let mut kept_lines: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(64, Default::default());
+    kept_lines.extend(body.split('\n'));
+    let mut kept: Option<FxHashSet<&str>> = None;
     let mut opens = true;
+    let mut name = String::new();
     let mut lowered = lower.split('\n');
     for line in cased.split('\n') {
         let low = lowered.next()?;
         let whole = kept_lines.contains(low);
-        let (spans, lowering) = if whole {
-            (vec![(0, line.len())], None)
+        let (pieces_of_line, mut lowering) = if whole {
+            (Vec::new(), None)
         } else {
             (pieces(line), Some(Lowering::new(line, low)?))
         };
+        let whole_line = [(0, line.len())];
+        let spans: &[(usize, usize)] = if whole { &whole_line } else { &pieces_of_line };
         if !whole && kept.is_none() {
             kept = Some(kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect());
         }
         for (n, &(a, b)) in spans.iter().enumerate() {
             let first = n == 0 && !opens;
-            if let Some(l) = &lowering {
+            if let Some(l) = &mut lowering {
                 if !kept.as_ref().expect("kept sentences").contains(l.slice(a, b)) {
                     continue;
                 }
@@ -619,13 +1068,17 @@ pub fn latin_body_names(
                 if (at == 0 && !first) || opens_before(piece, at) {
                     continue;
                 }
-                let name = piece[at..i].trim_end_matches(['\'', '-']).to_ascii_lowercase();
-                if name.len() >= 2 && !stopwords.contains(&name) {
-                    out.insert(name);
+                let word = piece[at..i].trim_end_matches(['\'', '-']);
+                if word.len() >= 2 {
+                    name.clear();
+                    name.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+                    if !stopwords.contains(&name) && !out.contains(&name) {
+                        out.insert(name.clone());
+                    }
                 }
             }
         }
-        opens = !whole || closes(line) || line.chars().count() <= 40;
+        opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
     }
     if lowered.next().is_some() {
         return None;
@@ -664,7 +1117,7 @@ fn py_analyse(
 #[pyfunction(name = "latin_body_names")]
 fn py_latin_body_names(
     py: Python<'_>, cased: &str, lower: &str, body: &str, stopwords: HashSet<String>,
-) -> Option<HashSet<String>> {
+) -> Option<FxHashSet<String>> {
     py.detach(|| latin_body_names(cased, lower, body, &stopwords))
 }
 
@@ -679,6 +1132,23 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 mod tests {
     use super::*;
 
+    fn arabic(token: &str) -> String {
+        let mut out = String::new();
+        push_arabic(token, &mut out);
+        out
+    }
+
+    fn chinese_number(run: &str) -> Result<Option<String>, ()> {
+        let mut out = String::new();
+        Ok(push_chinese_number(run, &mut out)?.then_some(out))
+    }
+
+    fn facts_of(text: &str) -> Vec<String> {
+        let mut found = NumberFacts::default();
+        number_facts(text, &mut found).unwrap();
+        (0..found.found.len()).map(|k| found.fact(k).to_owned()).collect()
+    }
+
     #[test]
     fn figures() {
         assert_eq!(arabic("1,796,121"), "1796121");
@@ -687,21 +1157,55 @@ mod tests {
         assert_eq!(arabic("1,5"), "1,5");
         assert_eq!(arabic("1.2.3"), "1.2.3");
         assert_eq!(arabic("1,234.50"), "1234.5");
+        assert_eq!(arabic("0,000.00"), "0");
+        assert_eq!(arabic("12,34.5"), "12,34.5");
         assert_eq!(join_split_figures("82.\n7m, 3. 4"), "82.7m, 3.4");
+        assert_eq!(join_split_figures("a. 4, b"), "a. 4, b");
     }
 
     #[test]
     fn chinese() {
         assert_eq!(chinese_number("一百二十七"), Ok(Some("127".into())));
         assert_eq!(chinese_number("二〇二二"), Ok(Some("2022".into())));
+        assert_eq!(chinese_number("〇〇"), Ok(Some("0".into())));
         assert_eq!(chinese_number("万"), Ok(None));
+        assert_eq!(facts_of("第三十三次会议, 两国, 五个人 (二) 一人"), vec!["#第33次", "=5", "#第2"]);
     }
 
     #[test]
     fn dates() {
         let t = "on march 5 and 12 may, may 123";
-        let got: Vec<String> = number_facts(t).unwrap().into_iter().map(|(_, _, f)| f).collect();
-        assert_eq!(got, vec!["=5", "=12", "=123", "#march 5", "#may 12", "=march"]);
-        assert_eq!(skeleton("on march 5, 2 cats 一二"), "on##cats#");
+        // in order of their start; at one start, as the reference lists the patterns
+        assert_eq!(facts_of(t), vec!["#march 5", "=march", "=5", "=12", "#may 12", "=123"]);
+        let mut skeleton = String::new();
+        skeleton_into("on march 5, 2 cats 一二", &mut skeleton);
+        assert_eq!(skeleton, "on##cats#");
+    }
+
+    #[test]
+    fn words() {
+        assert!(WORDS.windows(2).all(|w| w[0].0 < w[1].0), "in byte order");
+        let numbers: Vec<u32> = WORDS.iter().filter_map(|&(_, w)| match w { Word::Number(v) => Some(v), _ => None }).collect();
+        assert_eq!(numbers.len(), 26);
+        assert_eq!(WORDS.iter().filter(|(_, w)| *w == Word::Month).count(), 12);
+        assert!(WORDS.iter().all(|(w, _)| WORD_LENGTHS.contains(&w.len())));
+        assert_eq!(word_of("seventeen"), Some(("seventeen", Word::Number(17))));
+        assert_eq!(month_at("marching may 5", 0), None);
+        assert_eq!(month_at("marching may 5", 9), Some("may"));
+    }
+
+    #[test]
+    fn no_digit_in_the_gap() {
+        assert!(crate::unicode::DECIMAL.iter().all(|&(a, b)| b < 0x2000 || a >= 0xa620));
+    }
+
+    #[test]
+    fn masked_names() {
+        let lf = ["北京人民大会堂", "北京", "大会"];
+        let nf = NameFacts::new(lf.iter().copied());
+        let (mut here, mut buffers) = (Vec::new(), Default::default());
+        let unit = mask_names("北京人民大会堂在北京", 0..3, &lf, &nf, &mut here, &mut buffers);
+        assert_eq!(unit, "@在@");
+        assert_eq!(here, vec!["@北京人民大会堂", "@北京"]);
     }
 }

@@ -32,6 +32,36 @@ const FINAL: [char; 5] = ['\u{3002}', '!', '?', ';', '\u{2026}'];
 const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', '\u{300d}', ')'];
 const DOT_CLOSERS: [char; 5] = ['"', '\'', '\u{201d}', '\u{2019}', ')'];
 
+/// Whether `b` may start a character that ends a sentence: `!?;.`, or the lead byte of `。` (0xe3) or
+/// `…` (0xe2).
+fn may_stop(b: u8) -> bool {
+    matches!(b, b'!' | b'?' | b';' | b'.' | 0xe2 | 0xe3)
+}
+
+/// The first byte from `from` on that [`may_stop`], or the end: eight bytes at a time while none of
+/// them is one.
+fn next_stop(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // whether a byte of `x` is `b` (the high bit of each byte where `x ^ b` is zero, and perhaps above)
+    let holds = |x: u64, b: u8| {
+        let y = x ^ (ONES * b as u64);
+        y.wrapping_sub(ONES) & !y & HIGHS != 0
+    };
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        if [b'!', b'?', b';', b'.', 0xe2, 0xe3].iter().any(|&b| holds(x, b)) {
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !may_stop(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
 /// The matches of `_SENTENCE` (`.+?(?:[。!?;…]+[closers]*|\.[closers]*(?=\s)|$)`, DOTALL) in `text`,
 /// as byte ranges, in order. `text` holds no line break (the callers replace them by spaces).
 pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
@@ -41,40 +71,48 @@ pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
 /// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
 /// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
 pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let n = chars.len();
-    let at = |i: usize| if i < n { chars[i].0 } else { text.len() };
+    let n = text.len();
+    // the character at byte `i` and where the next one starts
+    let at = |i: usize| -> (char, usize) {
+        let c = text[i..].chars().next().expect("a character");
+        (c, i + c.len_utf8())
+    };
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < n {
-        let mut e = pos + 1;
+        let mut e = at(pos).1; // `.+?` takes one character at least
         let end = loop {
             if e >= n {
                 break n;
             }
-            let c = chars[e].1;
+            e = next_stop(bytes, e);
+            if e >= n {
+                break n;
+            }
+            let (c, next) = at(e);
             if FINAL.contains(&c) {
                 let mut j = e;
-                while j < n && FINAL.contains(&chars[j].1) {
-                    j += 1;
+                while j < n && FINAL.contains(&at(j).0) {
+                    j = at(j).1;
                 }
-                while j < n && CLOSERS.contains(&chars[j].1) {
-                    j += 1;
+                while j < n && CLOSERS.contains(&at(j).0) {
+                    j = at(j).1;
                 }
                 break j;
             }
             if c == '.' {
-                let mut j = e + 1;
-                while j < n && DOT_CLOSERS.contains(&chars[j].1) {
-                    j += 1;
+                let mut j = next;
+                while j < n && DOT_CLOSERS.contains(&at(j).0) {
+                    j = at(j).1;
                 }
-                if (j < n && py_isspace(chars[j].1)) || (dot_at_end && j == n) {
+                if (j < n && py_isspace(at(j).0)) || (dot_at_end && j == n) {
                     break j;
                 }
             }
-            e += 1;
+            e = next;
         };
-        out.push((at(pos), at(end)));
+        out.push((pos, end));
         pos = end;
     }
     out
@@ -86,7 +124,7 @@ pub fn sentence_spans(text: &str, max_chars: usize) -> Option<Vec<(usize, usize)
     let mut spans = Vec::new();
     for (a, b) in sentence_matches(text) {
         let (s, e) = strip(text, a, b);
-        if text[s..e].chars().count() > max_chars {
+        if e - s > max_chars && text[s..e].chars().count() > max_chars {
             return None;
         }
         if e > s {
