@@ -18,14 +18,15 @@ use jieba_rs::Jieba;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::pass::{run, terms, Settings};
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.
-fn read_idf(path: &str) -> PyResult<(HashMap<String, f64>, f64)> {
+fn read_idf(path: &str) -> PyResult<(FxHashMap<String, f64>, f64)> {
     let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let mut idf = HashMap::new();
+    let mut idf = FxHashMap::with_capacity_and_hasher(raw.len() / 12, Default::default());
     for (n, line) in raw.lines().enumerate() {
         let line = line.trim_matches(text::py_isspace);
         if line.is_empty() || line.starts_with('#') {
@@ -42,13 +43,14 @@ fn read_idf(path: &str) -> PyResult<(HashMap<String, f64>, f64)> {
 }
 
 /// The words of jieba's dictionary that are not tagged as proper nouns (`facts._read_dictionary`).
-fn read_common(path: &str) -> PyResult<HashSet<String>> {
+fn read_common(path: &str) -> PyResult<FxHashSet<String>> {
     let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let mut proper: HashMap<&str, bool> = HashMap::new();
+    let mut proper: FxHashMap<&str, bool> = FxHashMap::with_capacity_and_hasher(raw.len() / 12, Default::default());
     for line in raw.split('\n') {
-        let parts: Vec<&str> = line.split(text::py_isspace).filter(|p| !p.is_empty()).collect();
-        if let Some(word) = parts.first() {
-            let name = parts.len() == 3 && matches!(parts[2], "nr" | "nrfg" | "nrt" | "ns" | "nt");
+        let mut parts = line.split(text::py_isspace).filter(|p| !p.is_empty());
+        if let Some(word) = parts.next() {
+            let rest: [Option<&str>; 3] = [parts.next(), parts.next(), parts.next()];
+            let name = matches!(rest, [Some(_), Some("nr" | "nrfg" | "nrt" | "ns" | "nt"), None]);
             let e = proper.entry(word).or_insert(false);
             *e = *e || name;
         }
@@ -77,12 +79,18 @@ impl Core {
         min_chunk_terms: usize, min_chunk_sentences: usize, max_sentence: usize,
     ) -> PyResult<Self> {
         py.detach(|| {
-            let mut jieba = Jieba::new();
-            for v in &variants {
-                jieba.add_word(v, Some(100000), None);
-            }
-            let (idf, idf_default) = read_idf(&idf_path)?;
-            let common = read_common(&dict_path)?;
+            // the segmenter's dictionary and the two tables are read at once: start-up counts
+            let (jieba, idf, common) = std::thread::scope(|scope| {
+                let idf = scope.spawn(|| read_idf(&idf_path));
+                let common = scope.spawn(|| read_common(&dict_path));
+                let mut jieba = Jieba::new();
+                for v in &variants {
+                    jieba.add_word(v, Some(100000), None);
+                }
+                (jieba, idf.join().expect("the IDF reader"), common.join().expect("the dictionary reader"))
+            });
+            let (idf, idf_default) = idf?;
+            let common = common?;
             Ok(Core {
                 jieba,
                 settings: Settings {

@@ -5,7 +5,7 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cmp::Reverse;
 
 use jieba_rs::Jieba;
@@ -21,10 +21,10 @@ pub struct Settings {
     pub stopwords: HashSet<String>,
     pub synonyms: HashMap<String, String>,
     pub min_len: usize,
-    pub idf: HashMap<String, f64>,
+    pub idf: FxHashMap<String, f64>,
     pub idf_default: f64,
     /// jieba's dictionary words not tagged as proper nouns (the other Han terms count as names)
-    pub common: HashSet<String>,
+    pub common: FxHashSet<String>,
     pub top_k: usize,
     pub tf_power: f64,
     pub max_share: f64,
