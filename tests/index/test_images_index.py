@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import io
 
-import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageOps
+from PIL import Image, ImageOps
+from support import pictures
 
 from fingerprint_indexer.fingerprint.image import ImageFingerprint, fingerprint_image, same_photo
 from fingerprint_indexer.index import images
@@ -15,17 +15,7 @@ from fingerprint_indexer.index.images import ImageIndex
 
 
 def scene(seed: int, size: tuple[int, int] = (480, 360)) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    w, h = size
-    base = np.linspace(0, 255, w)[None, :, None] * np.ones((h, 1, 3)) * rng.uniform(0.2, 1, 3)
-    im = Image.fromarray(base.astype(np.uint8), "RGB")
-    draw = ImageDraw.Draw(im)
-    for _ in range(12):
-        x0, y0 = int(rng.integers(0, w - 20)), int(rng.integers(0, h - 20))
-        x1, y1 = x0 + int(rng.integers(20, w // 2)), y0 + int(rng.integers(20, h // 2))
-        colour = tuple(int(c) for c in rng.integers(0, 256, 3))
-        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)((x0, y0, x1, y1), fill=colour)
-    return im
+    return pictures.scene(seed, size)
 
 
 def copies(im: Image.Image) -> dict[str, Image.Image]:
