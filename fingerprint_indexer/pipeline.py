@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fingerprint_indexer.copies.stored import settle_marks
 from fingerprint_indexer.documents import Document
@@ -27,6 +28,9 @@ from fingerprint_indexer.fingerprint.fingerprinter import (
 from fingerprint_indexer.store.db import CACHE_BYTES
 from fingerprint_indexer.store.embedded import EmbeddedStore, StoreBatch
 from fingerprint_indexer.verification import DEFAULT_POLICY
+
+if TYPE_CHECKING:
+    from fingerprint_indexer.store.images import ImageStore
 
 __all__ = ["KEEP_POLICIES", "MAX_HOPS", "Decision", "Keep", "Pipeline"]
 
@@ -55,6 +59,7 @@ class Pipeline:
         self.config.layout.check_k(k)
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.threads = threads
+        self._pictures: ImageStore | None = None  # opened when a first document carries pictures
         self.fingerprinter = Fingerprinter(self.config)
         self.store = EmbeddedStore(store_dir, self.config.layout, self.fingerprinter.version, cache_bytes)
         try:
@@ -92,11 +97,36 @@ class Pipeline:
 
     def decide(self, tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
         """Decide one document into ``tx`` (the engine's rules), then stage its copy marks beside the record
-        the engine wrote (when the store keeps marks); nothing is written for a repeated decision."""
+        the engine wrote (when the store keeps marks); nothing is written for a repeated decision. The
+        document's pictures are decided and kept beside it (:meth:`pictures`)."""
         decision, rec = self.engine.decide(tx, doc, res)
         if rec is not None and res.marks and self.marks_tag is not None:
             tx.put_marks(rec.id, res.marks, self.marks_tag, rec.cluster_id)
-        return decision
+        pictures = self.pictures(doc)
+        return replace(decision, pictures=pictures) if pictures else decision
+
+    def pictures(self, doc: Document) -> tuple[dict[str, Any], ...]:
+        """Each picture file of ``doc`` (``images``) decided against the store's pictures and kept there
+        under ``<document id>/<path>``: its decision, ``duplicate_of`` and distance, or the one-line error
+        that kept it out. Pictures are evidence beside the text; they never change its decision."""
+        if not doc.images:
+            return ()
+        # imported here: a job whose documents carry no pictures does not load Pillow
+        from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_file
+        from fingerprint_indexer.store.images import ImageStore
+
+        if self._pictures is None:
+            self._pictures = ImageStore(self.store)
+        out: list[dict[str, Any]] = []
+        for path in doc.images:
+            try:
+                fp = fingerprint_file(path)
+            except ImageError as exc:
+                out.append({"image": path, "error": str(exc)})
+                continue
+            got = self._pictures.decide(f"{doc.id}/{path}", fp, source=path).to_dict()
+            out.append({"image": path, **{k: v for k, v in got.items() if k != "id"}})
+        return tuple(out)
 
     def decide_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
         """Decide and store one batch atomically."""

@@ -217,3 +217,30 @@ def test_fingerprinting_threads_change_no_decision(tmp_path):
             outs.append([d.to_dict() for d in p.process_many(docs)])
     assert outs[0] == outs[1]
     assert [o["id"] for o in outs[0]] == [d.id for d in docs]
+
+
+def test_pictures_are_decided_beside_the_text_and_never_decide_it(tmp_path):
+    """Two different stories illustrated by one wire photo (the second a resized re-save) stay two
+    stories; the photo is found again, kept in the store, and a bad picture is an error, not a crash."""
+    from support.pictures import scene
+
+    from fingerprint_indexer.store.images import ImageStore
+
+    photo, copy, bad = tmp_path / "wire.jpg", tmp_path / "copy.jpg", tmp_path / "broken.jpg"
+    scene(7).save(photo, quality=90)
+    scene(7).resize((240, 180)).save(copy, quality=60)
+    bad.write_bytes(b"not a picture")
+    texts = [text * 4 for text, _ in EDITED_HEADLINES[:2]]
+    docs = [Document(id="a", content=texts[0], images=(str(photo),)),
+            Document(id="b", content=texts[1], images=(str(copy), str(bad)))]
+    with Pipeline(tmp_path / "store") as p:
+        out = [d.to_dict() for d in p.process_many(docs)]
+    assert [o["decision"] for o in out] == ["new", "new"]
+    assert out[0]["pictures"] == [{"image": str(photo), "decision": "new", "duplicate_of": None,
+                                   "distance": None, "mirrored": False}]
+    seen, broken = out[1]["pictures"]
+    assert seen["decision"] == "near_duplicate" and seen["duplicate_of"] == f"a/{photo}"
+    assert broken["image"] == str(bad) and "error" in broken
+    with Pipeline(tmp_path / "store") as p:  # kept: the store finds them after a restart
+        stored = ImageStore(p.store)
+        assert len(stored) == 2 and stored.record(f"b/{copy}")["duplicate_of"] == f"a/{photo}"

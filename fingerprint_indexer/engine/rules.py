@@ -64,6 +64,9 @@ class Decision:
     replaces: str | None = None
     degenerate: bool = False
     policy: str = DEFAULT_POLICY.tag  # the verification policy that made the decision
+    # the document's pictures, each decided against the stored ones: evidence kept with the article,
+    # never part of its decision (one wire photo illustrates many stories)
+    pictures: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -79,6 +82,8 @@ class Decision:
             out["replaces"] = self.replaces
         if self.degenerate:
             out["degenerate"] = True
+        if self.pictures:
+            out["pictures"] = list(self.pictures)
         return out
 
 
