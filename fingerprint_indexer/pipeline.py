@@ -124,7 +124,8 @@ class Pipeline:
             except ImageError as exc:
                 out.append({"image": path, "error": str(exc)})
                 continue
-            got = self._pictures.decide(f"{doc.id}/{path}", fp, source=path).to_dict()
+            # durable with the document's batch (its commit is a synced write), not one disk sync each
+            got = self._pictures.decide(f"{doc.id}/{path}", fp, source=path, sync=False).to_dict()
             out.append({"image": path, **{k: v for k, v in got.items() if k != "id"}})
         return tuple(out)
 

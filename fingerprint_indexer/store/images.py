@@ -74,9 +74,12 @@ class ImageStore:
         """Stored pictures the rule accepts for ``fp``, the same pixels first, then nearest first."""
         return self.index.query(fp)
 
-    def decide(self, image_id: str, fp: ImageFingerprint, source: str | None = None) -> ImageDecision:
-        """Decide a picture against the stored ones and keep it (committed before this returns). A picture
-        already stored under ``image_id`` is decided again without matching itself, and replaced."""
+    def decide(self, image_id: str, fp: ImageFingerprint, source: str | None = None,
+               sync: bool = True) -> ImageDecision:
+        """Decide a picture against the stored ones and keep it (committed before this returns; with
+        ``sync`` False, made durable by the next synced write, such as the batch of the document it
+        belongs to). A picture already stored under ``image_id`` is decided again without matching
+        itself, and replaced."""
         matches = [m for m in self.similar(fp) if m.image_id != image_id]
         if not matches:
             decision = ImageDecision(image_id, "new")
@@ -87,7 +90,7 @@ class ImageStore:
             decision = ImageDecision(image_id, "exact_duplicate" if best.exact else "near_duplicate",
                                      group, best.distance, best.mirrored)
         rec = {**decision.to_dict(), "fingerprint": fp.to_json(), "source": source}
-        self.store.db.put(image_key(image_id), json.dumps(rec, separators=(",", ":")).encode(), sync=True)
+        self.store.db.put(image_key(image_id), json.dumps(rec, separators=(",", ":")).encode(), sync=sync)
         self.index.add(image_id, fp)
         return decision
 
