@@ -72,6 +72,7 @@ GRID = {
     "stale_short_band_similarity": (0.65, 0.8, 0.95),
     "stale_short_similarity": (0.3, 0.6, 0.95),
     "stale_figures_for_correction": (3, 30),
+    "stale_new_fact_share": (0.05, 0.1, 0.2, 1.0),
 }
 #: When settings tie on recall to this many decimals, the stricter wins (higher bars, smaller allowance):
 #: where the data cannot tell, precision first.
@@ -192,6 +193,7 @@ def strictness(setting: dict[str, Any]) -> float:
     bars = setting["stale_short_band_similarity"] + setting["stale_short_similarity"]
     bars += setting["stale_band_similarity"]
     allowance = setting["stale_edit_share"] - setting["stale_figures_for_correction"] / 100
+    allowance += setting["stale_new_fact_share"]
     return bars - allowance - 0.5 * setting["edits_forgive_dates"]
 
 
@@ -365,7 +367,9 @@ def report(c: Corpus, command: str, with_peers: bool) -> str:
             stale_short_band_similarity=DEFAULT_POLICY.min_short_band_similarity,
             stale_short_similarity=DEFAULT_POLICY.min_similarity,
             stale_passage_similarity=DEFAULT_POLICY.min_passage_similarity,
-            stale_edit_share=DEFAULT_POLICY.max_edit_share),
+            stale_edit_share=DEFAULT_POLICY.max_edit_share, stale_new_fact_share=1.0),
+        "no new-facts rule": dataclasses.replace(DEFAULT_POLICY, name="no-new-facts",
+                                                 stale_new_fact_share=1.0),
         "no edit allowance": dataclasses.replace(DEFAULT_POLICY, name="no-edits", max_edit_share=0.0,
                                                  stale_edit_share=0.0),
     }  # fmt: skip

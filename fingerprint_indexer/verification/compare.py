@@ -100,12 +100,12 @@ class FactDiff:
         """``figures differ: 569, 34 vs 465, 56`` (what a user reads in ``--explain``)."""
         kinds = {f[0] for f in self.only_a + self.only_b if f}
         words = "/".join(KIND_WORDS[k] for k in (OCCURRENCE, FIGURE, NAME) if k in kinds) or "facts"
-        a = ", ".join(f[1:] for f in sorted(self.only_a, key=_natural)[:most])
-        b = ", ".join(f[1:] for f in sorted(self.only_b, key=_natural)[:most])
+        a = ", ".join(f[1:] for f in sorted(self.only_a, key=natural_order)[:most])
+        b = ", ".join(f[1:] for f in sorted(self.only_b, key=natural_order)[:most])
         return f"{words} differ: {a or '-'} vs {b or '-'}"
 
 
-def _natural(fact: str) -> tuple[str, int, float, str]:
+def natural_order(fact: str) -> tuple[str, int, float, str]:
     """Occurrences first, then figures, then names; numbers by value."""
     order = {OCCURRENCE: "0", FIGURE: "1", NAME: "2"}.get(fact[:1], "3")
     try:

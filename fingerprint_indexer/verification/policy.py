@@ -98,6 +98,16 @@ class VerifyPolicy:
     #: whether it also forgives dates (never ordinals) replaced among many standing facts.
     edits_forgive_dates: bool = True
 
+    # New facts (keys on the days between the two documents and on which one is later): a copy states
+    # what its original states, or less (an excerpt); a text published weeks later that states facts its
+    # look-alike does not is the next occurrence of a recurring item (this year's anniversary, another
+    # official expelled, another language edition), however many words the template shares. A re-send
+    # or an update of the next days may add facts freely; the share allowed falls with the logarithm of
+    # the days, as the other time thresholds do.
+    #: largest share of the later text's compared facts that it may state alone, from the horizon on
+    #: (within the grace period it may state any; 1.0 switches the rule off).
+    stale_new_fact_share: float = 0.1
+
     name: str = "default"
 
     def __post_init__(self) -> None:
@@ -146,7 +156,8 @@ class VerifyPolicy:
     def graded(self, base: float, stale: float, days: int | None) -> float:
         """``base`` within the grace period, ``stale`` from the horizon on, and in between moved from one
         toward the other by :meth:`staleness`: how every threshold that keys on time is graded."""
-        return base + self.staleness(days) * (stale - base)
+        stale_share = self.staleness(days)
+        return stale if stale_share >= 1.0 else base + stale_share * (stale - base)
 
     def edit_share(self, *, short: bool, days: int | None) -> float:
         """The share of replaced facts an edit may have (0 for a text of one passage)."""
@@ -154,6 +165,11 @@ class VerifyPolicy:
             return 0.0
         # an allowance never grows with time
         return min(self.max_edit_share, self.graded(self.max_edit_share, self.stale_edit_share, days))
+
+    def new_fact_share(self, days: int | None) -> float:
+        """The share of its compared facts the later of two texts may state alone, ``days`` apart (1.0,
+        any, within the grace period or without days)."""
+        return self.graded(1.0, self.stale_new_fact_share, days)
 
     def correction_needs(self, days: int | None) -> tuple[float, float]:
         """Shared figures, and shared facts, that a one-digit figure change, and a single changed date or

@@ -18,7 +18,10 @@ the sidecar) accepts a candidate only through :func:`check` / :func:`check_many`
    dates and ordinals, figures or names differ; a repost, an excerpt or a corrected figure keeps nearly
    all of them. Headlines that each name someone the other document never names, or give other
    ordinals or figures, are other stories; two different ordinals in the bodies (第2次 vs 第3次) are
-   enough; otherwise each kind has its own limit on the share of one-sided facts, and lines written from
+   enough; a text published weeks after the other that states facts the other does not is the next
+   occurrence of a recurring item (a copy states its original's facts or fewer; the share of new facts
+   allowed falls with the days apart); otherwise each kind has its own limit on the share of one-sided
+   facts, and lines written from
    one skeleton but filled with other facts ("frames") count too. Two texts whose fact-bearing lines
    mostly stand (same skeleton, same facts) are one text edited, whatever a few changed lines state.
 
@@ -52,8 +55,10 @@ from fingerprint_indexer.verification.compare import (
     FactDiff,
     compare_facts,
     compare_frames,
+    days_apart,
     days_of,
     is_ordinal,
+    natural_order,
     title_conflict,
 )
 from fingerprint_indexer.verification.policy import DEFAULT_POLICY, VerifyPolicy
@@ -150,6 +155,9 @@ def facts_conflict(
     if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there
         ordinals = FactDiff((), tuple(filter(is_ordinal, occ.only_a)), tuple(filter(is_ordinal, occ.only_b)))
         return "ordinals", ordinals.describe()
+    later = _new_in_later(a, b, diff, policy)
+    if later:
+        return "facts", later
     allowance = policy.edit_share(short=one_passage(a) or one_passage(b), days=days)
     replaced = min(len(diff.only_a), len(diff.only_b))
     edited = replaced <= allowance * (replaced + len(diff.shared))
@@ -169,20 +177,51 @@ def facts_conflict(
     return "", ""
 
 
+def _new_in_later(a: Evidence, b: Evidence, diff: FactDiff, policy: VerifyPolicy) -> str:
+    """Why the later of two texts is another occurrence ("" when it is not): published past the grace
+    period, it states more facts its look-alike does not than :meth:`VerifyPolicy.new_fact_share` allows
+    (a copy states its original's facts or fewer; this year's anniversary, another official, another
+    language edition are new facts)."""
+    apart = days_apart(a.facts, b.facts)
+    if apart is None or apart[1] == apart[2]:
+        return ""
+    days, day_a, day_b = apart
+    allowed = policy.new_fact_share(days)
+    if allowed >= 1.0:
+        return ""
+    a_later = day_a > day_b
+    names = _real_names(diff)  # every real name counts: one new name is another official, another edition
+    own = diff.only_a if a_later else diff.only_b
+    new = sorted([f for f in own if not f.startswith(NAME)] + list(names.only_a if a_later else names.only_b),
+                 key=natural_order)  # fmt: skip
+    if len(new) <= allowed * (len(new) + len(diff.shared)):
+        return ""
+    shown = ", ".join(f[1:] for f in new[:3])
+    return (f"new facts {days} days later: {shown} ({len(new)} of {len(new) + len(diff.shared)} facts, "
+            f"at most {allowed:.0%})")
+
+
+def _real_names(diff: FactDiff) -> FactDiff:
+    """The names of a comparison without segmentation artifacts: a one-sided name that holds, or is held
+    by, one of the other side (网售 / 揭网售; 江苏 / 江苏省) is the same name, counted as shared."""
+    part = diff.of_kind(NAME)
+    a = tuple(n for n in part.only_a if not any(n[1:] in m or m[1:] in n for m in part.only_b))
+    b = tuple(n for n in part.only_b if not any(n[1:] in m or m[1:] in n for m in part.only_a))
+    return FactDiff(part.shared + tuple(n for n in part.only_a if n not in a), a, b)
+
+
 def _names(diff: FactDiff, policy: VerifyPolicy) -> FactDiff:
     """The names of a comparison, as far as they can speak: a one-sided name that holds, or is held by,
     one of the other side (网售 / 揭网售, a segmentation artifact; 江苏 / 江苏省) is the same name; and a
     side whose one-sided names are under ``policy.min_one_sided_name_share`` of its names states no other
     party, only an edit (a corrected spelling, comments appended to the other copy)."""
-    part = diff.of_kind(NAME)
-    a = [n for n in part.only_a if not any(n[1:] in m or m[1:] in n for m in part.only_b)]
-    b = [n for n in part.only_b if not any(n[1:] in m or m[1:] in n for m in part.only_a)]
-    shared = len(part.shared) + (len(part.only_a) - len(a))
+    real = _real_names(diff)
+    a, b, shared = real.only_a, real.only_b, len(real.shared)
     if len(a) < policy.min_one_sided_name_share * (shared + len(a)):
-        a = []
+        a = ()
     if len(b) < policy.min_one_sided_name_share * (shared + len(b)):
-        b = []
-    return FactDiff(part.shared, tuple(a), tuple(b))
+        b = ()
+    return FactDiff(diff.of_kind(NAME).shared, a, b)
 
 
 def same_facts(a: Evidence, b: Evidence, policy: VerifyPolicy = DEFAULT_POLICY) -> bool:

@@ -343,3 +343,34 @@ def test_payout_notices_of_other_funds_with_other_figures_are_other_stories() ->
     again = _wire("ACME INCOME SETS PAYOUT", PAYOUT.format(div="7.1", fund="Acme Insured Tax-Free Income"),
                   "1-JUN-1987 11:02:10.00")
     assert check(a, again, 3).accepted
+
+
+def test_a_text_stating_new_facts_weeks_later_is_the_next_occurrence() -> None:
+    """New facts key on the days between two texts and on which is later: a copy states its original's
+    facts or fewer at any distance in time; the next morning's update may add some; a text published
+    weeks later that adds facts to the same words is this year's edition of a recurring item."""
+    p = DEFAULT_POLICY
+    assert p.new_fact_share(None) == p.new_fact_share(1) == 1.0
+    assert 1.0 > p.new_fact_share(5) > p.new_fact_share(30) == p.new_fact_share(400) == p.stale_new_fact_share
+    people = ["Anders", "Beaumont", "Castellano", "Dubois", "Eriksen", "Fontaine", "Gallagher", "Haverford",
+              "Olsen", "Petrov", "Quinlan", "Rasmussen"]
+    notice = [f"Minister {a} and Minister {b} will lay wreaths at the monument with delegates of the regions."
+              for a, b in itertools.pairwise(people)]
+    notice.append("The ceremony will be broadcast live on the national channels and the radio networks.")
+    original = " ".join(notice)
+    next_edition = ("This year marks the 75th anniversary of the Republic and 1,200 guests are invited. "
+                    + original)
+    excerpt = " ".join(notice[:8])
+    a = _wire("CEREMONY", original, "28-SEP-1986 10:00:00")
+    for date, accepted in (("29-SEP-1986 10:00:00", True), ("28-OCT-1986 10:00:00", False),
+                           ("28-SEP-1987 10:00:00", False)):  # fmt: skip
+        v = check(a, _wire("CEREMONY", next_edition, date), 3)
+        assert v.accepted is accepted, (date, v)
+        if not accepted:
+            assert v.step == "facts" and v.reason.startswith("new facts"), v
+        # the same in the other order: which text is later comes from the days, not the argument order
+        assert check(_wire("CEREMONY", next_edition, date), a, 3).accepted is accepted
+    # the earlier text may state more: a copy cut short a year later is still a copy
+    assert check(a, _wire("CEREMONY", excerpt, "28-SEP-1987 10:00:00"), 3).accepted
+    off = replace(p, stale_new_fact_share=1.0)
+    assert check(a, _wire("CEREMONY", next_edition, "28-SEP-1987"), 3, off).accepted
