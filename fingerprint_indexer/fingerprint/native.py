@@ -78,6 +78,24 @@ class Folded:
     frames: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class Whole:
+    """What one call gives ``Fingerprinter.fingerprint`` of raw text: the pass over the normalised,
+    lower-cased text, its facts and frames (empty unless asked for), the text without its whitespace
+    as UTF-8 (what the content digest hashes), and whether the title given equals the text."""
+
+    fingerprint: int
+    chunks: tuple[int, ...]
+    top_terms: list[tuple[str, float]]
+    n_tokens: int
+    n_terms: int
+    sketch: bytes
+    facts: tuple[str, ...]
+    frames: tuple[int, ...]
+    compact: bytes
+    title_is_text: bool
+
+
 class NativePass:
     """The compiled pass for one configuration and its tokenizer."""
 
@@ -110,6 +128,21 @@ class NativePass:
         body, fp, chunks, top, n_tokens, n_terms, sketch, names, analysed = got
         found, frames = (None, ()) if analysed is None else (tuple(analysed[0]), tuple(analysed[1]))
         return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names, found, frames)
+
+    def whole(self, raw: str, facts: bool = False, title: str = "") -> Whole | None:
+        """Normalising, lower-casing and the pass with its facts (``facts``) over ``raw`` in one call, each
+        step as the separate ones give it; None where one of them would not run compiled (the caller then
+        takes the separate steps) and for text that normalises to nothing. ``title``: a normalised title
+        to compare with the text."""
+        if facts and not FACTS:
+            return None
+        got = self._core.fingerprint(raw, self._strip, facts=facts, title=title, max_facts=MAX_FACTS,
+                                     max_frames=MAX_FRAMES)
+        if got is None:
+            return None
+        fp, chunks, top, n_tokens, n_terms, sketch, found, frames, compact, same = got
+        return Whole(fp, tuple(chunks), top, n_tokens, n_terms, sketch, tuple(found), tuple(frames), compact,
+                     same)
 
     @staticmethod
     def normalize(text: str, lower: bool = True) -> str | None:

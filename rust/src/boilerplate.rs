@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::text::{py_isspace, sentence_matches_with};
+use crate::text::{py_isspace, sentence_matches_with, CharSet};
 
 const RUNS_ON: &[&str] = &[
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "but", "that",
@@ -42,7 +42,7 @@ struct Patterns {
     digit: Regex,
     compares: Regex,
     word: Regex,
-    risky: Regex,
+    risky: CharSet,
 }
 
 fn patterns() -> &'static Patterns {
@@ -69,7 +69,7 @@ fn patterns() -> &'static Patterns {
             // where Python's \w, \b, \s, \d could answer otherwise than this crate's: combining marks,
             // connector punctuation but "_", other and letter numbers, joiners, the separators Python
             // counts as space, and characters newer than Python's Unicode tables (14.0)
-            risky: re(r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]"),
+            risky: CharSet::new(r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]"),
         }
     })
 }
@@ -77,7 +77,7 @@ fn patterns() -> &'static Patterns {
 /// Whether `text` holds a character on which the reference's regular expressions and this module's
 /// could disagree; such text is left to the reference.
 pub fn risky(text: &str) -> bool {
-    patterns().risky.is_match(text)
+    patterns().risky.any_in(text)
 }
 
 fn is_word(c: char) -> bool {
@@ -151,6 +151,10 @@ fn py_strip(s: &str) -> &str {
 
 /// The line without its short marker-carrying sentences (`_strip_sentences`).
 fn strip_sentences(line: &str, marker: &Regex) -> String {
+    // a stripped line is its sentences end to end, none of them blank: without a marker every one stays
+    if !marker.is_match(line) {
+        return line.to_owned();
+    }
     let mut kept = String::new();
     for (a, b) in sentence_matches_with(line, true) {
         let piece = &line[a..b];
@@ -227,7 +231,7 @@ pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
         if line_markers.iter().any(|m| line.starts_with(m.as_str())) || menu || byline {
             continue;
         }
-        let line = strip_sentences(line, marker);
+        let line = strip_sentences(line, marker); // `line` is stripped
         if !line.is_empty() {
             lines.push(line);
             goes_on.push(continued[i]);

@@ -12,7 +12,6 @@
 //! string replacements, without an allocation per fact.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::ops::Range;
 
@@ -1020,7 +1019,7 @@ fn cased_word_byte(b: u8) -> bool {
 /// `latin_body_names(cased, body, stopwords)`, given `lower` = `cased.lower()`; None where the
 /// reference must run.
 pub fn latin_body_names(
-    cased: &str, lower: &str, body: &str, stopwords: &HashSet<String>,
+    cased: &str, lower: &str, body: &str, stopwords: &FxHashSet<String>,
 ) -> Option<FxHashSet<String>> {
     let mut out = FxHashSet::default();
     if cased.is_empty() {
@@ -1090,13 +1089,12 @@ pub fn latin_body_names(
 /// Latin-script names when `cased` is given, then `analyse` with its `names`.
 #[allow(clippy::too_many_arguments)]
 pub fn body_facts(
-    body: &str, names: &[String], cased: &str, lower: &str, stopwords: &HashSet<String>,
+    body: &str, names: &[&str], cased: &str, lower: &str, stopwords: &FxHashSet<String>,
     max_facts: usize, max_frames: usize,
 ) -> Option<(Vec<String>, Vec<u64>)> {
     let latin = latin_body_names(cased, lower, body, stopwords)?;
     let latin: Vec<&str> = latin.iter().map(String::as_str).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    analyse(body, &names, &latin, max_facts, max_frames)
+    analyse(body, names, &latin, max_facts, max_frames)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`, or None where the
@@ -1116,7 +1114,7 @@ fn py_analyse(
 /// reference must run (for the equality checks).
 #[pyfunction(name = "latin_body_names")]
 fn py_latin_body_names(
-    py: Python<'_>, cased: &str, lower: &str, body: &str, stopwords: HashSet<String>,
+    py: Python<'_>, cased: &str, lower: &str, body: &str, stopwords: FxHashSet<String>,
 ) -> Option<FxHashSet<String>> {
     py.detach(|| latin_body_names(cased, lower, body, &stopwords))
 }

@@ -11,16 +11,15 @@ mod text;
 mod unicode;
 mod weights;
 
-use std::collections::{HashMap, HashSet};
 use std::fs;
 
 use jieba_rs::Jieba;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::pass::{run, terms, Settings};
+use crate::pass::{run, terms, Lexeme, Settings};
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.
@@ -73,7 +72,7 @@ impl Core {
         min_chunk_sentences, max_sentence))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>, variants: Vec<String>, stopwords: HashSet<String>, synonyms: HashMap<String, String>,
+        py: Python<'_>, variants: Vec<String>, stopwords: FxHashSet<String>, synonyms: FxHashMap<String, String>,
         min_len: usize, idf_path: String, dict_path: String, top_k: usize, tf_power: f64, max_share: f64,
         chunk_every: usize, max_chunks: usize, lead_sentences: usize, sketch_size: usize, min_features: usize,
         min_chunk_terms: usize, min_chunk_sentences: usize, max_sentence: usize,
@@ -91,10 +90,19 @@ impl Core {
             });
             let (idf, idf_default) = idf?;
             let common = common?;
+            let idf_len = idf.len();
+            let mut lexicon: FxHashMap<Box<str>, Lexeme> =
+                FxHashMap::with_capacity_and_hasher(idf.len() + common.len(), Default::default());
+            for (term, v) in idf {
+                lexicon.entry(term.into_boxed_str()).or_default().idf = Some(v);
+            }
+            for term in common {
+                lexicon.entry(term.into_boxed_str()).or_default().common = true;
+            }
             Ok(Core {
                 jieba,
                 settings: Settings {
-                    stopwords, synonyms, min_len, idf, idf_default, common, top_k, tf_power, max_share,
+                    stopwords, synonyms, min_len, lexicon, idf_len, idf_default, top_k, tf_power, max_share,
                     chunk_every, max_chunks, lead_sentences, sketch_size, min_features, min_chunk_terms,
                     min_chunk_sentences, max_sentence,
                 },
@@ -113,20 +121,62 @@ impl Core {
     fn fold<'py>(
         &self, py: Python<'py>, text: &str, cased: &str, strip: bool, facts: bool, lower: &str,
         max_facts: usize, max_frames: usize,
-    ) -> Option<(String, u64, Vec<u64>, Vec<(String, f64)>, i64, usize, Bound<'py, PyBytes>, Vec<String>,
-                 Option<(Vec<String>, Vec<u64>)>)> {
-        let (body, got, analysed) = py.detach(|| {
+    ) -> Option<Bound<'py, PyTuple>> {
+        let (body, flat) = py.detach(|| {
             let body = if strip { boilerplate::strip_boilerplate(text, cased)? } else { text.to_owned() };
-            let got = run(&self.jieba, &self.settings, &body)?;
+            let flat = pass::flatten(&body);
+            Some((body, flat))
+        })?;
+        let (got, analysed) = py.detach(|| {
+            let got = run(&self.jieba, &self.settings, &body, &flat)?;
             let analysed = if facts {
                 facts::body_facts(&body, &got.names, cased, lower, &self.settings.stopwords, max_facts, max_frames)
             } else {
                 None
             };
-            Some((body, got, analysed))
+            Some((got, analysed))
         })?;
-        Some((body, got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
-              PyBytes::new(py, &got.sketch), got.names, analysed))
+        // the names are read only where the reference's facts run
+        let names: &[&str] = if analysed.is_some() { &[] } else { &got.names };
+        (body, got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
+         PyBytes::new(py, &got.sketch), names, analysed).into_pyobject(py).ok()
+    }
+
+    /// `Fingerprinter.fingerprint` of `raw` text in one call, from normalising to facts:
+    /// `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, facts, frames, compact, title_is_text)`,
+    /// where `compact` is the normalised, lower-cased text without its whitespace as UTF-8 (what the
+    /// content digest hashes) and `title_is_text` tells whether `title` equals that text; None where
+    /// the reference or the separate steps must run (and for an empty text).
+    #[pyo3(signature = (raw, strip = true, *, facts = false, title = "", max_facts = 64, max_frames = 64))]
+    #[allow(clippy::too_many_arguments)]
+    fn fingerprint<'py>(
+        &self, py: Python<'py>, raw: &str, strip: bool, facts: bool, title: &str, max_facts: usize,
+        max_frames: usize,
+    ) -> Option<Bound<'py, PyTuple>> {
+        let (cased, lower, body, flat) = py.detach(|| {
+            let cased = text::normalize(raw, false)?;
+            if cased.is_empty() {
+                return None;
+            }
+            let lower = cased.to_lowercase();
+            let body = if strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
+            let flat = pass::flatten(&body);
+            Some((cased, lower, body, flat))
+        })?;
+        let (got, analysed, compact) = py.detach(|| {
+            let got = run(&self.jieba, &self.settings, &body, &flat)?;
+            let analysed = if facts {
+                Some(facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, max_facts,
+                                       max_frames)?)
+            } else {
+                None
+            };
+            let compact: String = lower.split(text::py_isspace).collect();
+            Some((got, analysed, compact))
+        })?;
+        let (found, frames) = analysed.unwrap_or_default();
+        (got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms, PyBytes::new(py, &got.sketch),
+         found, frames, PyBytes::new(py, compact.as_bytes()), title == lower).into_pyobject(py).ok()
     }
 
     /// `Tokenizer.terms(text)`: the content terms of a short text (a title).
@@ -148,7 +198,7 @@ impl Core {
 
     /// The IDF table's size and default, for the equality checks.
     fn idf_summary(&self) -> (usize, f64) {
-        (self.settings.idf.len(), self.settings.idf_default)
+        (self.settings.idf_len, self.settings.idf_default)
     }
 }
 

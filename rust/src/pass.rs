@@ -3,7 +3,7 @@
 //! modules it ports are the reference: `Fingerprinter._count` / `fingerprint_text`,
 //! `TermTable.text_ids` / `sentence_ids`, `Tokenizer.keep`, `_chunks`.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cmp::Reverse;
@@ -14,17 +14,18 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::simhash::fold;
 use crate::sketch::sketch;
 use crate::text::{all_cjk, has_cjk, latin_words, sentence_spans};
-use crate::weights::weigh_row;
+use crate::weights::{tf_pow, Weighing};
 
 /// Everything that decides a pass (a `FingerprintConfig` and its tokenizer's lists).
 pub struct Settings {
-    pub stopwords: HashSet<String>,
-    pub synonyms: HashMap<String, String>,
+    pub stopwords: FxHashSet<String>,
+    pub synonyms: FxHashMap<String, String>,
     pub min_len: usize,
-    pub idf: FxHashMap<String, f64>,
+    /// the IDF table and jieba's dictionary in one table: a term is looked up once
+    pub lexicon: FxHashMap<Box<str>, Lexeme>,
+    /// the entries of the IDF table
+    pub idf_len: usize,
     pub idf_default: f64,
-    /// jieba's dictionary words not tagged as proper nouns (the other Han terms count as names)
-    pub common: FxHashSet<String>,
     pub top_k: usize,
     pub tf_power: f64,
     pub max_share: f64,
@@ -38,21 +39,30 @@ pub struct Settings {
     pub max_sentence: usize,
 }
 
+/// What the tables know of a term: its IDF (None: the default applies) and whether it is one of
+/// jieba's dictionary words not tagged as proper nouns (the other Han terms count as names).
+#[derive(Clone, Copy, Default)]
+pub struct Lexeme {
+    pub idf: Option<f64>,
+    pub common: bool,
+}
+
 /// What the pass gives a `FingerprintResult` (facts aside).
-pub struct Folded {
+pub struct Folded<'s> {
     pub fingerprint: u64,
     pub chunks: Vec<u64>,
-    pub top_terms: Vec<(String, f64)>,
+    pub top_terms: Vec<(&'s str, f64)>,
     pub n_tokens: i64,
     pub n_terms: usize,
     pub sketch: Vec<u8>,
-    pub names: Vec<String>,
+    pub names: Vec<&'s str>,
 }
 
-/// A document's kept tokens as ids into its own distinct terms.
+/// A document's kept tokens as ids into its own distinct terms (slices of the text or of the
+/// synonym table: no copy per term).
 struct Tokens<'s> {
-    terms: Vec<String>,
-    ids: FxHashMap<String, u32>,
+    terms: Vec<&'s str>,
+    ids: FxHashMap<&'s str, u32>,
     segmented: FxHashMap<&'s str, Option<u32>>,
     latin: FxHashMap<&'s str, Option<u32>>,
 }
@@ -64,8 +74,8 @@ impl<'s> Tokens<'s> {
     }
 
     /// `Tokenizer.keep` then the term's id: None when the token does not count.
-    fn id(&mut self, s: &Settings, token: &'s str, segmented: bool) -> Option<u32> {
-        let table = if segmented { &self.segmented } else { &self.latin };
+    fn id(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
+        let table = if segmented { &mut self.segmented } else { &mut self.latin };
         if let Some(&got) = table.get(token) {
             return got;
         }
@@ -76,16 +86,15 @@ impl<'s> Tokens<'s> {
         } else {
             Some(s.synonyms.get(token).map_or(token, String::as_str))
         };
-        let got = kept.map(|term| match self.ids.get(term) {
-            Some(&i) => i,
-            None => {
-                let i = self.terms.len() as u32;
-                self.terms.push(term.to_owned());
-                self.ids.insert(term.to_owned(), i);
-                i
+        let got = kept.map(|term| {
+            let next = self.terms.len() as u32;
+            let id = *self.ids.entry(term).or_insert(next);
+            if id == next {
+                self.terms.push(term);
             }
+            id
         });
-        if segmented { self.segmented.insert(token, got) } else { self.latin.insert(token, got) };
+        table.insert(token, got);
         got
     }
 }
@@ -97,7 +106,7 @@ pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
     if has_cjk(text) {
         for t in jieba.cut(text, true) {
             if let Some(i) = toks.id(s, t.word, true) {
-                out.push(toks.terms[i as usize].clone());
+                out.push(toks.terms[i as usize].to_owned());
             }
         }
     }
@@ -105,7 +114,7 @@ pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
     latin_words(text, 0, text.len(), &mut words);
     for &(a, b) in &words {
         if let Some(i) = toks.id(s, &text[a..b], false) {
-            out.push(toks.terms[i as usize].clone());
+            out.push(toks.terms[i as usize].to_owned());
         }
     }
     out
@@ -115,7 +124,7 @@ pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
 /// segmentation of the whole text when no kept token straddles a sentence's edge (`text_ids`), else
 /// one per sentence (`sentence_ids`).
 fn sentence_ids<'s>(
-    jieba: &Jieba, s: &Settings, text: &'s str, spans: &[(usize, usize)], toks: &mut Tokens<'s>,
+    jieba: &Jieba, s: &'s Settings, text: &'s str, spans: &[(usize, usize)], toks: &mut Tokens<'s>,
 ) -> (Vec<u32>, Vec<usize>) {
     if let Some(got) = whole_text_ids(jieba, s, text, spans, toks) {
         return got;
@@ -141,7 +150,7 @@ fn sentence_ids<'s>(
 }
 
 fn whole_text_ids<'s>(
-    jieba: &Jieba, s: &Settings, text: &'s str, spans: &[(usize, usize)], toks: &mut Tokens<'s>,
+    jieba: &Jieba, s: &'s Settings, text: &'s str, spans: &[(usize, usize)], toks: &mut Tokens<'s>,
 ) -> Option<(Vec<u32>, Vec<usize>)> {
     let mut per: Vec<Vec<u32>> = vec![Vec::new(); spans.len()];
     if has_cjk(text) {
@@ -208,19 +217,24 @@ fn select_chunks(folded: &[Option<u64>], lead: Option<u64>, max_chunks: usize) -
     }
 }
 
-/// The pass over `body` (normalised, stripped text); None where the reference takes a path this does
+/// `body` with its line breaks as spaces, as the sentences are read (`iter_sentences`).
+pub fn flatten(body: &str) -> String {
+    body.replace('\n', " ")
+}
+
+/// The pass over `body` (normalised, stripped text) and `flat_body`, the same with its line breaks as
+/// spaces (the sentences' reading; the terms are slices of it); None where the reference takes a path this does
 /// not (no sentence, or a sentence longer than `max_sentence`): the caller runs the reference then.
-pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
+pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -> Option<Folded<'s>> {
     if s.chunk_every == 0 && s.lead_sentences == 0 {
         return None;
     }
-    let flat_body = body.replace('\n', " ");
-    let spans = sentence_spans(&flat_body, s.max_sentence)?;
+    let spans = sentence_spans(flat_body, s.max_sentence)?;
     if spans.is_empty() {
         return None;
     }
     let mut toks = Tokens::new();
-    let (flat, ends) = sentence_ids(jieba, s, &flat_body, &spans, &mut toks);
+    let (flat, ends) = sentence_ids(jieba, s, flat_body, &spans, &mut toks);
 
     // columns: the document's distinct terms in the order of their strings
     let prefix = |t: &str| {
@@ -234,7 +248,7 @@ pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
     // byte order is code-point order (Python's); the first eight bytes decide most comparisons
     by_term.sort_unstable_by(|&a, &b| {
         let (a, b) = (a as usize, b as usize);
-        prefixes[a].cmp(&prefixes[b]).then_with(|| toks.terms[a].cmp(&toks.terms[b]))
+        prefixes[a].cmp(&prefixes[b]).then_with(|| toks.terms[a].cmp(toks.terms[b]))
     });
     let width = by_term.len();
     let mut column = vec![0usize; width];
@@ -242,8 +256,9 @@ pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
         column[id as usize] = col;
     }
     let cols: Vec<usize> = flat.iter().map(|&id| column[id as usize]).collect();
-    let terms: Vec<&str> = by_term.iter().map(|&id| toks.terms[id as usize].as_str()).collect();
-    let idf: Vec<f64> = terms.iter().map(|t| *s.idf.get(*t).unwrap_or(&s.idf_default)).collect();
+    let terms: Vec<&'s str> = by_term.iter().map(|&id| toks.terms[id as usize]).collect();
+    let lexemes: Vec<Lexeme> = terms.iter().map(|t| s.lexicon.get(*t).copied().unwrap_or_default()).collect();
+    let idf: Vec<f64> = lexemes.iter().map(|l| l.idf.unwrap_or(s.idf_default)).collect();
     let hashes: Vec<u64> = terms.iter().map(|t| xxh3_64(t.as_bytes())).collect();
 
     // rows: the document, then the lead and each chunk as token ranges
@@ -273,22 +288,41 @@ pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
     for &c in &cols {
         doc_counts[c] += 1;
     }
-    let fold_row = |counts: &[i64]| -> (Vec<usize>, Vec<f64>, u64) {
-        let (order, weights) = weigh_row(counts, &idf, s.top_k, s.tf_power, s.max_share);
-        let hs: Vec<u64> = order.iter().map(|&j| hashes[j]).collect();
-        let fp = fold(&hs, &weights);
-        (order, weights, fp)
+    // `tf ** tf_power` of every count the rows hold (no row counts a term more often than the document)
+    let most = doc_counts.iter().copied().max().unwrap_or(0);
+    let pows: Vec<f64> = (0..=most).map(|c| tf_pow(c, s.tf_power)).collect();
+    let mut weigh = Weighing::default();
+    let mut hs: Vec<u64> = Vec::new();
+    let mut fold_row = |weigh: &mut Weighing, counts: &[i64], present: &[usize]| -> u64 {
+        weigh.row(counts, present, &idf, &pows, s.top_k, s.tf_power, s.max_share);
+        hs.clear();
+        hs.extend(weigh.order.iter().map(|&j| hashes[j]));
+        fold(&hs, &weigh.weights)
     };
-    let (order, weights, fingerprint) = fold_row(&doc_counts);
+    let all: Vec<usize> = (0..width).collect();
+    let fingerprint = fold_row(&mut weigh, &doc_counts, &all);
+    let top_terms: Vec<(&'s str, f64)> =
+        weigh.order.iter().zip(&weigh.weights).map(|(&j, &w)| (terms[j], w)).collect();
     let mut folded: Vec<Option<u64>> = Vec::with_capacity(ranges.len());
     let mut row = vec![0i64; width];
+    let mut present: Vec<usize> = Vec::new();
     for &(a, b) in &ranges {
-        row.iter_mut().for_each(|x| *x = 0);
+        present.clear();
         for &c in &cols[a..b] {
+            if row[c] == 0 {
+                present.push(c);
+            }
             row[c] += 1;
         }
-        let distinct = row.iter().filter(|&&x| x != 0).count();
-        folded.push(if distinct >= s.min_chunk_terms { Some(fold_row(&row).2) } else { None });
+        if present.len() >= s.min_chunk_terms {
+            present.sort_unstable();
+            folded.push(Some(fold_row(&mut weigh, &row, &present)));
+        } else {
+            folded.push(None);
+        }
+        for &c in &present {
+            row[c] = 0;
+        }
     }
     let chunks = if has_lead {
         select_chunks(&folded[1..], folded[0], s.max_chunks)
@@ -298,16 +332,18 @@ pub fn run(jieba: &Jieba, s: &Settings, body: &str) -> Option<Folded> {
     let degenerate = width < s.min_features;
     let names = terms
         .iter()
-        .filter(|t| t.chars().count() >= 2 && all_cjk(t) && !s.common.contains(**t))
-        .map(|t| (*t).to_owned())
+        .zip(&lexemes)
+        .filter(|(t, l)| !l.common && t.len() >= 6 && all_cjk(t))
+        .map(|(t, _)| *t)
         .collect();
     Some(Folded {
         fingerprint,
         chunks: if degenerate { Vec::new() } else { chunks.into_iter().filter(|&c| c != fingerprint).collect() },
-        top_terms: order.iter().zip(&weights).map(|(&j, &w)| (terms[j].to_owned(), w)).collect(),
+        top_terms,
         n_tokens: doc_counts.iter().sum(),
         n_terms: width,
         sketch: sketch(body, s.sketch_size),
         names,
     })
 }
+

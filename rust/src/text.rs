@@ -173,6 +173,34 @@ mod tests {
     }
 
     #[test]
+    fn nfkc_by_stretches() {
+        use unicode_normalization::UnicodeNormalization;
+        let whole = |t: &str| t.nfkc().collect::<String>();
+        for t in ["e\u{301}x", "\u{301}abc", "x\u{323}\u{301}y", "\u{1100}\u{1161}\u{11a8}", "ﬁ①Ａ\u{301}", "가\u{11a8}"] {
+            assert_eq!(nfkc(t), whole(t), "{t:?}");
+        }
+        // every character of the first planes after a letter, and before and after combining marks
+        for c in (0..0x3_0000).filter_map(char::from_u32) {
+            for t in [format!("a{c}\u{301}\u{323}"), format!("{c}\u{315}b"), format!("\u{1100}{c}")] {
+                assert_eq!(nfkc(&t), whole(&t), "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn char_sets_answer_as_their_patterns() {
+        for p in [r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]",
+                  r"[\p{Age=V16_0}--\p{Age=V14_0}]"] {
+            let (set, re) = (CharSet::new(p), regex::Regex::new(p).unwrap());
+            for c in (0..0x11_0000).filter_map(char::from_u32) {
+                let t = format!("a{c}b");
+                assert_eq!(set.any_in(&t), re.is_match(&t), "{c:?}");
+                assert_eq!(set.any_in(&t), re.is_match(&t), "{c:?} again");
+            }
+        }
+    }
+
+    #[test]
     fn words() {
         let t = "u.s covid-19 abc--def x.";
         let mut out = Vec::new();
@@ -182,26 +210,117 @@ mod tests {
     }
 }
 
+/// A set of characters given by a pattern of one character class, asked of many texts: each character
+/// of the first plane is tried against the pattern once, then read from a table.
+pub struct CharSet {
+    pattern: regex::Regex,
+    ascii: [bool; 128],
+    /// per character below U+10000: 0 not yet tried, 1 outside the set, 2 in it
+    known: Vec<std::sync::atomic::AtomicU8>,
+}
+
+impl CharSet {
+    pub fn new(pattern: &str) -> Self {
+        let pattern = regex::Regex::new(pattern).expect("a valid pattern");
+        let ascii = std::array::from_fn(|b| pattern.is_match(&(b as u8 as char).to_string()));
+        let known = (0..0x10000).map(|_| std::sync::atomic::AtomicU8::new(0)).collect();
+        CharSet { pattern, ascii, known }
+    }
+
+    fn holds(&self, c: char) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let tried = |c: char| self.pattern.is_match(c.encode_utf8(&mut [0; 4]));
+        let Some(slot) = self.known.get(c as usize) else { return tried(c) };
+        match slot.load(Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let inside = tried(c);
+                slot.store(1 + inside as u8, Relaxed);
+                inside
+            }
+        }
+    }
+
+    /// Whether a character of `text` is in the set (whether the pattern matches in `text`).
+    pub fn any_in(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b < 0x80 {
+                if self.ascii[b as usize] {
+                    return true;
+                }
+                i += 1;
+                continue;
+            }
+            let c = text[i..].chars().next().expect("a character");
+            if self.holds(c) {
+                return true;
+            }
+            i += c.len_utf8();
+        }
+        false
+    }
+}
+
 /// Whether `text` holds a character assigned after Unicode 14.0 (the tables of Python 3.11's
 /// `unicodedata`): normalisation and case mapping of such text are left to the reference.
 pub fn newer_than_reference(text: &str) -> bool {
     use std::sync::OnceLock;
-    static NEW: OnceLock<regex::Regex> = OnceLock::new();
-    !text.is_ascii()
-        && NEW
-            .get_or_init(|| regex::Regex::new(r"[\p{Age=V16_0}--\p{Age=V14_0}]").expect("a valid pattern"))
-            .is_match(text)
+    static NEW: OnceLock<CharSet> = OnceLock::new();
+    !text.is_ascii() && NEW.get_or_init(|| CharSet::new(r"[\p{Age=V16_0}--\p{Age=V14_0}]")).any_in(text)
+}
+
+/// Whether NFKC leaves `c` alone and nothing before it composes or reorders with it (NFKC_QC=Yes and
+/// canonical combining class 0): NFKC of a text is that of the stretches starting at such characters,
+/// one after the other.
+fn starts_stretch(c: char) -> bool {
+    use unicode_normalization::char::canonical_combining_class;
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+    c.is_ascii()
+        || ('\u{4e00}'..='\u{9fff}').contains(&c)
+        || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
+}
+
+/// NFKC of `text`: the stretches of one character NFKC leaves alone are copied, the others normalised
+/// (the normaliser's own result, piece by piece).
+fn nfkc(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut copied = 0; // text[..copied] is in `out`
+    let mut stretch = 0; // where the current stretch starts
+    let mut pending = false; // whether the current stretch is to be normalised
+    for (p, c) in text.char_indices() {
+        if starts_stretch(c) {
+            if pending {
+                out.extend(text[stretch..p].nfkc());
+                copied = p;
+                pending = false;
+            }
+            stretch = p;
+        } else if !pending {
+            out.push_str(&text[copied..stretch]);
+            pending = true;
+        }
+    }
+    if pending {
+        out.extend(text[stretch..].nfkc());
+    } else {
+        out.push_str(&text[copied..]);
+    }
+    out
 }
 
 /// `normalize` of `text/clean.py`: NFKC, lower case (when `lower`), `\r` as a line break, runs of other
 /// space as one space, blank lines dropped, each line and the whole stripped. None for text that
 /// [`newer_than_reference`] leaves to the reference.
 pub fn normalize(text: &str, lower: bool) -> Option<String> {
-    use unicode_normalization::UnicodeNormalization;
     if newer_than_reference(text) {
         return None;
     }
-    let nfkc: String = if text.is_ascii() { text.to_owned() } else { text.nfkc().collect() };
+    let nfkc: String = if text.is_ascii() { text.to_owned() } else { nfkc(text) };
     let cased = if lower { nfkc.to_lowercase() } else { nfkc };
     // line breaks: \r\n and \r become \n; any other run of space becomes one space
     let mut flat = String::with_capacity(cased.len());
