@@ -384,9 +384,13 @@ class Fingerprinter:
     def _with_marks(self, res: FingerprintResult, raw: Callable[[], str]) -> FingerprintResult:
         """Add the winnowed copy marks of the text ``raw`` gives (offsets refer to it); it is read only
         when marks are on."""
-        if self.config.winnow is None:
+        params = self.config.winnow
+        if params is None:
             return res
-        return replace(res, marks=marked(raw(), self.tokenizer, self.config.winnow).to_bytes())
+        text = raw()
+        compiled = self._native_pass()
+        got = compiled.marked(text, params) if compiled is not None else None
+        return replace(res, marks=marked(text, self.tokenizer, params).to_bytes() if got is None else got)
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication

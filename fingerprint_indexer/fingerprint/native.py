@@ -12,7 +12,9 @@ segmenter is rjieba's ("auto" or "rjieba", not pure jieba, whose tokens differ o
 
 The pass also gives a document's facts and frames (``facts.analyse`` and ``facts.latin_body_names``)
 when its character tables (Python's ``\\w`` and ``\\d``) are of this Python's Unicode version; a
-document whose facts take a path not ported gets them from the reference.
+document whose facts take a path not ported gets them from the reference. With copy marks on it gives a
+text's marks (``winnow.marked``) too; text holding characters newer than this Python's Unicode tables
+gets them from the reference.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from fingerprint_indexer.fingerprint.chunks import MAX_SENTENCE, MIN_CHUNK_SENTENCES, MIN_CHUNK_TERMS
 from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES
+from fingerprint_indexer.fingerprint.winnow import MAX_STORED_BLOCKS
 from fingerprint_indexer.text.boilerplate import LINE_MARKERS, MARKERS
-from fingerprint_indexer.text.tokenize import has_cjk
+from fingerprint_indexer.text.tokenize import CHUNK_CHARS, has_cjk
 from fingerprint_indexer.text.weights import jieba_file
 
 if TYPE_CHECKING:
     from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig
+    from fingerprint_indexer.fingerprint.winnow import WinnowParams
     from fingerprint_indexer.text.tokenize import Tokenizer
 
 _core: ModuleType | None
@@ -162,6 +166,12 @@ class NativePass:
         """:func:`fingerprint_indexer.fingerprint.chunks.sentence_spans`, compiled."""
         got = self._core.sentence_spans(text)
         return None if got is None else [tuple(s) for s in got]
+
+    def marked(self, text: str, params: WinnowParams) -> bytes | None:
+        """``marked(text, tokenizer, params).to_bytes()`` of :mod:`fingerprint_indexer.fingerprint.winnow`
+        (the copy marks of ``text`` as given), compiled; None where the reference must run."""
+        got = self._core.marks(text, params.k, params.g, MAX_STORED_BLOCKS, CHUNK_CHARS)
+        return None if got is None else bytes(got)
 
     def idf_summary(self) -> tuple[int, float]:
         """(entries, default) of the IDF table the pass read."""

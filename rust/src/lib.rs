@@ -10,6 +10,7 @@ mod sketch;
 mod text;
 mod unicode;
 mod weights;
+mod winnow;
 
 use std::fs;
 
@@ -199,6 +200,17 @@ impl Core {
     /// The IDF table's size and default, for the equality checks.
     fn idf_summary(&self) -> (usize, f64) {
         (self.settings.idf_len, self.settings.idf_default)
+    }
+
+    /// `marked(text, tokenizer, WinnowParams(k, g)).to_bytes()` of `fingerprint/winnow.py` (copy marks
+    /// of the text as given; `max_stored`: `MAX_STORED_BLOCKS`, `slice_chars`: `CHUNK_CHARS`), or None
+    /// where the reference must run.
+    fn marks<'py>(
+        &self, py: Python<'py>, text: &str, k: usize, g: usize, max_stored: usize, slice_chars: usize,
+    ) -> Option<Bound<'py, PyBytes>> {
+        let params = winnow::Params { k, g, max_stored, slice_chars };
+        let got = py.detach(|| winnow::marked(&self.jieba, &self.settings, text, &params))?;
+        Some(PyBytes::new(py, &got))
     }
 }
 
