@@ -63,7 +63,8 @@ class Pair:
 #: What each round of ``scripts/build_template_pairs.py`` drew.
 ROUNDS = {1: "flagged by our distance path, MinHash or PyPI simhash", 2: "our band candidates",
           3: "our near-duplicate decisions (fingerprint v4)",
-          4: "decisions changed by dropping the date veto, and samples of v7 decisions"}  # fmt: skip
+          4: "decisions changed by dropping the date veto, and samples of v7 decisions",
+          5: "zh_xwlb near duplicates of v7, every one read"}  # fmt: skip
 
 
 def load_labels(lang: str) -> list[Pair]:
