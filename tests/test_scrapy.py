@@ -220,3 +220,29 @@ def test_tags_and_drops_against_an_embedded_store(tmp_path: Path, en_articles: l
     finally:
         pipe.close_spider()
     assert pipe.stats.get_stats()["fingerprint_indexer/dropped"] == 1
+
+
+def test_tags_and_drops_against_a_sidecar_without_elasticsearch(tmp_path: Path) -> None:
+    """FPI_SIDECAR_URL pointed at ``serve`` with no --es: the sidecar decides on its embedded store."""
+    from support.synthetic_news import documents
+
+    docs = documents(n_stories=8)
+    with ServiceProcess(None, tmp_path / "sidecar") as sidecar:
+        pipe = _pipeline(FPI_SIDECAR_URL=sidecar.url, FPI_DROP_DUPLICATES=True, FPI_ID_FIELD="id",
+                         FPI_TEXT_FIELD="content")
+        pipe.open_spider()
+        try:
+            def through(item: dict[str, Any]) -> Any:  # what process_item does, off the reactor
+                doc = pipe.document(item)
+                assert doc is not None
+                return pipe.apply(pipe.decide_or_none(doc), item)
+
+            first = dict(docs[0])
+            assert through(first) is first and first["decision"] == "new"
+            copy = next(d for d in docs if d["id"].startswith("repost site/0/"))
+            with pytest.raises(DropItem, match=re.escape(f"duplicate of {docs[0]['id']}")):
+                through(dict(copy))
+        finally:
+            pipe.close_spider()
+    stats = pipe.stats.get_stats()
+    assert stats["fingerprint_indexer/new"] == 1 and stats["fingerprint_indexer/dropped"] == 1

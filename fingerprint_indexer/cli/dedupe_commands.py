@@ -85,6 +85,8 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
         founded = 0  # clusters this run founded (a set of every cluster id would grow with the input)
         with Pipeline(store, config, k=k, keep=keep, processes=processes,  # type: ignore[arg-type]
                       batch_size=batch_size, copy_marks=copy_marks, threads=threads) as pipe:
+            # the store keeps no texts: `explore` reads them from the inputs recorded here
+            pipe.store.note_sources(str(Path(i).resolve()) for i in inputs if i != "-")
             out: IO[str] = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
             try:
                 docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)

@@ -33,6 +33,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                  "Hamming distance of two fingerprints (16 hex digits), files, or texts."),
     "es": ("es_commands", "es_group",
            "Elasticsearch: set up the index, near-duplicates, related articles, batch dedupe, reconcile."),
+    "explore": ("serve_commands", "explore_cmd",
+                "Explore what dedupe wrote: serve the duplicates explorer page (/ui) and the HTTP API on one "
+                "store,\nread-only, with no Elasticsearch: the largest clusters, the latest near-duplicates "
+                "with their\nreason, counts by decision, search by id or pasted text, two articles side by "
+                "side."),
     "fingerprint": ("fingerprint_commands", "fingerprint_cmd",
                     "Fingerprint documents: JSONL files (.gz too), .txt/.html files, folders, or stdin."),
     "idf": ("fingerprint_commands", "idf_group", "IDF tables fitted on your own corpus."),
@@ -54,7 +59,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, "
               "/v1/related,\nan Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds "
               "fingerprints, /healthz, /readyz\nand /metrics. Writes that Elasticsearch cannot take now "
-              "are spooled on disk and replayed."),
+              "are spooled on disk and replayed. Without\n--es (and ES_URL) it runs on the embedded store "
+              "alone, and the Elasticsearch routes answer 501."),
     "similar": ("dedupe_commands", "similar_cmd",
                 "List stored near-duplicates (id, distance, cluster_id, duplicate_of), nearest first."),
     "store": ("store_commands", "store_group",

@@ -46,16 +46,23 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
         raise click.UsageError(str(exc)) from None
 
 
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is one embedded store (as ``dedupe --store`` writes it) rather than a data folder."""
+    return (path / "leveldb").is_dir()
+
+
 @click.command("serve")
-@click.option("--es", "es_url", default=read_es_url, required=True,
+@click.option("--es", "es_url", default=read_es_url,
               help="Elasticsearch URL, http:// or https:// (default: ES_URL). Credentials and TLS come from "
-                   "the environment only (listed above).")
+                   "the environment only (listed above). Without one the service runs on its embedded "
+                   "store alone, and its Elasticsearch routes answer 501.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs an API key.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9280, show_default=True)
 @click.option("--store", "data_dir", type=click.Path(file_okay=False), default=None,
               help=f"Data directory: embedded stores (one per index) and the spool "
-                   f"(default: {default_data_dir()}).")
+                   f"(default: {default_data_dir()}); or one store as 'dedupe --store' writes it, which "
+                   f"is then the default index's (without --es).")
 @click.option("--index", "default_index", default="news", show_default=True,
               help="Index used by /v1 requests that name none.")
 @on_duplicate_option
@@ -91,15 +98,16 @@ def es_settings(es_url: str, timeout_s: float) -> EsSettings:
                    "/v1/copies/search); recorded in indexes and stores this service creates, which must "
                    "agree with it.")
 @config_options
-def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_index: str, on_duplicate: str,
-              keep: str, state: str, k: int, processes: int, api_key_file: str | None, max_body_mb: int,
-              max_batch: int,
+def serve_cmd(es_url: str | None, host: str, port: int, data_dir: str | None, default_index: str,
+              on_duplicate: str, keep: str, state: str, k: int, processes: int, api_key_file: str | None,
+              max_body_mb: int, max_batch: int,
               spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
               body_timeout: float, log_level: str, no_access_log: bool, copy_marks: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Serve the HTTP API beside Elasticsearch: /v1/fingerprint, /v1/ingest, /v1/similar, /v1/related,
     an Elasticsearch-compatible /_bulk and /{index}/_doc proxy that adds fingerprints, /healthz, /readyz
-    and /metrics. Writes that Elasticsearch cannot take now are spooled on disk and replayed.
+    and /metrics. Writes that Elasticsearch cannot take now are spooled on disk and replayed. Without
+    --es (and ES_URL) it runs on the embedded store alone, and the Elasticsearch routes answer 501.
 
     \b
     Environment (Elasticsearch credentials and TLS, never on the command line):
@@ -112,6 +120,41 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
       FPI_API_KEY      key callers of this service present (or --api-key-file)
       FPI_COPY_MARKS   default for --copy-marks (1/0)
     """
+    es = es_settings(es_url, es_timeout) if es_url else None
+    if es is None and state == "elasticsearch":
+        raise click.UsageError("--state elasticsearch decides against the cluster: give --es URL (or ES_URL)")
+    data = Path(data_dir or default_data_dir())
+    store_path = data.resolve() if is_store(data) else None
+    if store_path is not None and es is not None:
+        raise click.UsageError(f"{data} is one embedded store; with --es, --store takes a data folder (a "
+                               "store per index and the spool); serve the store without --es")
+    api_key = _api_key(api_key_file, host)
+    config = build_config(top_k, idf_path, synonyms, n_blocks)
+    if copy_marks:
+        config = replace(config, winnow=WinnowParams())
+    settings = ServiceSettings(
+        es=es, data_dir=data, store_path=store_path,
+        host=host, port=port, api_key=api_key, default_index=default_index,
+        on_duplicate=on_duplicate, keep=keep, state=state,  # type: ignore[arg-type]
+        k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
+        spool_limit_bytes=spool_limit_mb << 20, replay_max_tries=replay_tries,
+        header_timeout_s=header_timeout, body_idle_timeout_s=body_timeout, body_timeout_s=10 * body_timeout,
+    )
+    run_service(settings, log_level, no_access_log)
+
+
+def _api_key(api_key_file: str | None, host: str) -> str | None:
+    try:
+        api_key = load_api_key(api_key_file)
+        check_bind(host, api_key)
+    except (AuthConfigError, OSError) as exc:
+        fail(str(exc))
+    return api_key
+
+
+def run_service(settings: ServiceSettings, log_level: str, no_access_log: bool, banner: str = "") -> None:
+    """Open the service's stores (a locked or damaged one is one line and exit code 1, before a port is
+    bound) and serve it under uvicorn."""
     import uvicorn
 
     from fingerprint_indexer.es.errors import EsUnavailable
@@ -119,34 +162,60 @@ def serve_cmd(es_url: str, host: str, port: int, data_dir: str | None, default_i
     from fingerprint_indexer.sidecar.protocol import GuardedH11Protocol
     from fingerprint_indexer.sidecar.state import ServiceState
 
-    es = es_settings(es_url, es_timeout)
-    try:
-        api_key = load_api_key(api_key_file)
-        check_bind(host, api_key)
-    except (AuthConfigError, OSError) as exc:
-        fail(str(exc))
-        return
-    config = build_config(top_k, idf_path, synonyms, n_blocks)
-    if copy_marks:
-        config = replace(config, winnow=WinnowParams())
-    settings = ServiceSettings(
-        es=es, data_dir=Path(data_dir or default_data_dir()),
-        host=host, port=port, api_key=api_key, default_index=default_index,
-        on_duplicate=on_duplicate, keep=keep, state=state,  # type: ignore[arg-type]
-        k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
-        spool_limit_bytes=spool_limit_mb << 20, replay_max_tries=replay_tries,
-        header_timeout_s=header_timeout, body_idle_timeout_s=body_timeout, body_timeout_s=10 * body_timeout,
-    )
     try:
         service = ServiceState.open(settings)
     except (StoreError, SpoolLocked, EsUnavailable, ValueError) as exc:
         fail(str(exc))
         return
     app = create_app(settings, service)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=not no_access_log,
-                timeout_graceful_shutdown=30, server_header=False,
-                http=GuardedH11Protocol.with_timeout(header_timeout))
+    if banner:
+        click.echo(banner, err=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level,
+                access_log=not no_access_log, timeout_graceful_shutdown=30, server_header=False,
+                http=GuardedH11Protocol.with_timeout(settings.header_timeout_s))
+
+
+@click.command("explore")
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--docs", "docs", multiple=True, type=click.Path(exists=True),
+              help="Input files holding the stored documents' texts (default: the inputs 'dedupe' "
+                   "recorded in the store); repeat for several.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback needs an API key.")
+@click.option("--port", type=click.IntRange(0, 65535), default=9280, show_default=True)
+@click.option("--index", "default_index", default="news", show_default=True,
+              help="The name the store answers to in /v1 requests.")
+@click.option("--write", is_flag=True,
+              help="Also decide and add documents sent to /v1/ingest (takes the store's lock; default: "
+                   "read-only, beside a running dedupe).")
+@k_option
+@processes_option(default=1)
+@click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False),
+              help="File whose first line is the API key (default: FPI_API_KEY).")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              default="warning", show_default=True)
+@config_options
+def explore_cmd(store: str, docs: tuple[str, ...], host: str, port: int, default_index: str, write: bool,
+                k: int, processes: int, api_key_file: str | None, log_level: str, top_k: int,
+                idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
+    """Explore what dedupe wrote: serve the duplicates explorer page (/ui) and the HTTP API on one store,
+    read-only, with no Elasticsearch: the largest clusters, the latest near-duplicates with their
+    reason, counts by decision, search by id or pasted text, two articles side by side."""
+    path = Path(store)
+    if not is_store(path):
+        fail(f"no store at {path} (create one with 'fingerprint-indexer dedupe INPUT --store {path}')")
+    api_key = _api_key(api_key_file, host)
+    config = build_config(top_k, idf_path, synonyms, n_blocks)
+    settings = ServiceSettings(
+        es=None, data_dir=path.resolve(), store_path=path.resolve(), readonly=not write,
+        sources=tuple(str(Path(d).resolve()) for d in docs) if docs else None,
+        host=host, port=port, api_key=api_key, default_index=default_index, k=k, processes=processes,
+        fingerprint=config,
+    )
+    run_service(settings, log_level, no_access_log=True,
+                banner=f"exploring {path}{'' if write else ' (read-only)'}: open http://{host}:{port}/ui/")
 
 
 def register(cli: click.Group) -> None:
     cli.add_command(serve_cmd)
+    cli.add_command(explore_cmd)

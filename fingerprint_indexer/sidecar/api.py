@@ -26,7 +26,7 @@ from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.fingerprint.image import ImageError
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.delivery import BulkOp, is_queued
-from fingerprint_indexer.sidecar.errors import ApiError, es_answers
+from fingerprint_indexer.sidecar.errors import ApiError, es_answers, needs_elasticsearch
 from fingerprint_indexer.sidecar.ingest import decide, es_fields, picture_fields, picture_of_base64, relink_op
 from fingerprint_indexer.sidecar.models import (
     FingerprintRequest,
@@ -39,6 +39,7 @@ from fingerprint_indexer.sidecar.models import (
     SimilarResponse,
 )
 from fingerprint_indexer.sidecar.state import ServiceState
+from fingerprint_indexer.sidecar.worker import StoreOwner
 
 router = APIRouter()
 
@@ -72,7 +73,9 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     becomes its group's canonical is reported with ``replaces``; with ``index: true`` the replaced
     document's ``duplicate_of`` and ``distance`` are updated in Elasticsearch as well."""
     state = svc(request)
-    assert state.pool is not None and state.delivery is not None
+    assert state.pool is not None
+    if body.index and state.delivery is None:
+        raise needs_elasticsearch("writing documents into an index (\"index\": true)")
     started = time.perf_counter()
     docs = body.docs()
     if len(docs) > state.settings.max_batch:
@@ -110,6 +113,7 @@ async def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
     if unwritten:
         await state.stores.call(state.stores.discard, index, unwritten)
     if ops:
+        assert state.delivery is not None
         items = await state.delivery.submit(ops, {})
         await state.stores.call(state.stores.settle, index, [str(op.id) for op in ops])
         for i, j in op_of.items():
@@ -163,7 +167,8 @@ async def similar_by_text(body: SimilarRequest, request: Request) -> dict[str, A
             _, fp, _ = await asyncio.to_thread(picture_of_base64, body.image, "image")
         except ImageError as exc:
             raise ApiError(400, "image_error", str(exc)) from None
-        assert state.es is not None
+        if state.es is None:
+            raise needs_elasticsearch("looking up pictures")
         with es_answers(f"pictures like the one given, in {name!r}"):
             r = await state.es.http.post(f"/{name}/_search", json=picture_query(fp))
             if r.status_code != 404:  # 404: no index yet, so no document has a picture
@@ -202,14 +207,18 @@ async def _related_entries(http: httpx.AsyncClient, index: str, doc_id: str, siz
 async def related(doc_id: str, request: Request, index: str | None = None,
                   size: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
     """Related articles: topical neighbours from Elasticsearch (more_like_this) with near-duplicates of
-    one story folded into one entry, and this document's own near-duplicates listed separately."""
+    one story folded into one entry, and this document's own near-duplicates listed separately. Without
+    Elasticsearch, the near-duplicates alone (``related`` is empty: topics are the cluster's to find)."""
     state = svc(request)
-    assert state.es is not None
     name = index_name(state, index)
     rec = await state.stores.call(state.stores.record, name, doc_id)
     dups: list[dict[str, Any]] = []
     if rec is not None:
         dups = await _similar(state, name, rec.evidence, rec.content_digest, state.settings.k, doc_id)
+    if state.es is None:
+        if rec is None:
+            raise ApiError(404, "document_missing_exception", f"no document {doc_id!r} in index {name!r}")
+        return {"index": name, "id": doc_id, "related": [], "duplicates": dups}
     with es_answers(f"related articles of {doc_id!r}"):
         entries = await _related_entries(state.es.http, name, doc_id, size, exclude={d["id"] for d in dups})
     if entries is None:
@@ -229,8 +238,16 @@ async def healthz() -> dict[str, Any]:
 async def readyz(request: Request) -> Response:
     """Ready: store open, worker pool started, Elasticsearch reachable; also reports the spool depth."""
     state = svc(request)
-    assert state.es is not None
-    store_ok = await state.stores.call(state.stores.pipeline, state.settings.default_index) is not None
+    if isinstance(state.stores, StoreOwner):
+        store_ok = await state.stores.call(state.stores.store, state.settings.default_index) is not None
+    else:
+        store_ok = await state.stores.call(state.stores.pipeline, state.settings.default_index) is not None
+    if state.es is None or state.spool is None:  # the embedded store alone
+        ok = store_ok and state.pool is not None
+        alone = {"store": store_ok, "workers": state.pool is not None, "elasticsearch": "not configured",
+                 "read_only": state.settings.readonly}
+        return JSONResponse({"status": "ready" if ok else "not_ready", "checks": alone},
+                            status_code=200 if ok else 503)
     es_ok = await state.es.ping()
     checks: dict[str, Any] = {"store": store_ok, "workers": state.pool is not None, "elasticsearch": es_ok,
                               "spool_depth": state.spool.depth}

@@ -14,18 +14,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from fingerprint_indexer import __version__
-from fingerprint_indexer.sidecar import api, copies_api, proxy
+from fingerprint_indexer.sidecar import api, browse, copies_api, offline, proxy
 from fingerprint_indexer.sidecar.errors import install_handlers
 from fingerprint_indexer.sidecar.metrics import Metrics
 from fingerprint_indexer.sidecar.middleware import ApiKeyMiddleware, BodyLimitMiddleware, MetricsMiddleware
 from fingerprint_indexer.sidecar.settings import ServiceSettings
 from fingerprint_indexer.sidecar.state import ServiceState
 
-DESCRIPTION = """Near-duplicate detection beside Elasticsearch.
+DESCRIPTION = """Near-duplicate detection beside Elasticsearch, or on the embedded store alone.
 
 * `/v1/*`: fingerprint, ingest hook, similar and related look-ups.
 * `/_bulk`, `/{index}/_bulk`, `/{index}/_doc/{id}`, `/{index}/_create/{id}`: an Elasticsearch-compatible
   proxy that adds fingerprint fields; every other path is passed through to Elasticsearch unchanged.
+  Without Elasticsearch, these answer 501.
 
 Send the API key as `Authorization: ApiKey <key>` or `X-API-Key: <key>` when the service has one."""
 
@@ -45,8 +46,10 @@ def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> 
                   lifespan=lifespan, redoc_url=None)
     install_handlers(app, settings.retry_after_s)
     app.include_router(api.router)
+    app.include_router(browse.router)
     app.include_router(copies_api.router)  # before the proxy: its catch-all would take /ui
-    app.include_router(proxy.router)
+    # without Elasticsearch, its paths answer 501 naming --es rather than being passed on
+    app.include_router(proxy.router if settings.es is not None else offline.router)
     metrics = state.metrics if state is not None else Metrics()
     # the last added middleware runs first: metrics, then the key check, then the body limit
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes,

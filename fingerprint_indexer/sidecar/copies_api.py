@@ -1,7 +1,8 @@
 """Copied passages, partial-copy search, documents and clusters for the API and the explorer page (/ui).
 
-Texts come from Elasticsearch (the index keeps them; the embedded store does not). Segmenting runs in
-the fingerprint worker processes, so the event loop never waits on it.
+Texts come from Elasticsearch (the index keeps them); without Elasticsearch, from the inputs the embedded
+store recorded (:mod:`fingerprint_indexer.sidecar.browse`), and partial-copy search reads the store's
+copy marks. Segmenting runs in the fingerprint worker processes, so the event loop never waits on it.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from fingerprint_indexer.copies import CopyFinder
 from fingerprint_indexer.copies.search import DEFAULT_MIN_CHARS, MAX_STORIES, query_marks
+from fingerprint_indexer.copies.stored import require_marks, search_store
 from fingerprint_indexer.elastic.copies import TEXT_FIELDS, EsCopySearch, rank, source_text
 from fingerprint_indexer.elastic.es_setup import ES_ENABLE_HINT
 from fingerprint_indexer.es.mapping import META_KEY
-from fingerprint_indexer.fingerprint.winnow import WinnowParams
+from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, marked
 from fingerprint_indexer.sidecar import worker
+from fingerprint_indexer.sidecar.browse import embedded, store_cluster, store_document, store_text
 from fingerprint_indexer.sidecar.context import ERRORS, index_name, svc
 from fingerprint_indexer.sidecar.errors import ApiError, es_answers
 from fingerprint_indexer.sidecar.models import DocId, IndexName, Text
+from fingerprint_indexer.sidecar.state import ServiceState
+from fingerprint_indexer.store.errors import StoreMismatchError
 from fingerprint_indexer.text.clean import html_to_text
 
 
@@ -62,6 +67,12 @@ def _passages(a: str, b: str) -> list[dict[str, Any]]:
 
 def _looked(text: str) -> list[int]:
     return query_marks(_finder().marks(text))
+
+
+def _store_marks(text: str, tag: str) -> bytes:
+    fpr = worker._FPR
+    assert fpr is not None
+    return marked(text, fpr.tokenizer, WinnowParams.from_tag(tag)).to_bytes()
 
 
 def _rank(text: str, found: list[tuple[str, str]], seeds: dict[str, list[int]],
@@ -122,6 +133,8 @@ async def _doc(request: Request, index: str, doc_id: str, fields: list[str]) -> 
 
 
 async def _text(request: Request, index: str, ref: TextRef) -> str:
+    if ref.id is not None and svc(request).es is None:
+        return await store_text(svc(request), index, str(ref.id))
     if ref.id is not None:
         return source_text(str(ref.id), await _doc(request, index, str(ref.id), list(TEXT_FIELDS)))
     return html_to_text(ref.html) if ref.html is not None else ref.text or ""
@@ -166,6 +179,8 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
     state = svc(request)
     assert state.pool is not None
     index = index_name(state, body.index_name)
+    if state.es is None:
+        return await _store_copy_search(state, index, body, await _text(request, index, body))
     await _require_marks(request, index)
     text = await _text(request, index, body)
     search = EsCopySearch(await state.pool.run(_looked, text), body.min_chars, body.max_df,
@@ -186,6 +201,29 @@ async def copy_search(body: CopySearchRequest, request: Request) -> dict[str, An
             for h in hits:
                 h["title"] = titles.get(h["id"], "")
     return {"index": index, "stock_marks": len(search.stock), "hits": hits}
+
+
+async def _store_copy_search(state: ServiceState, index: str, body: CopySearchRequest,
+                             text: str) -> dict[str, Any]:
+    """Partial-copy search on the embedded store (its copy marks), titles from its inputs."""
+    assert state.pool is not None
+    stores = embedded(state)
+    store = await stores.call(stores.store, index)
+    if store is None:
+        raise ApiError(404, "index_not_found_exception", f"no store for index {index!r}")
+    try:
+        params = await stores.call(require_marks, store)
+    except StoreMismatchError as exc:
+        raise ApiError(400, "copy_marks_missing", str(exc)) from None
+    query = Marks.from_bytes(await state.pool.run(_store_marks, text, params.tag))
+    exclude = str(body.id) if body.id is not None else None
+    found, stock = await stores.call(lambda: search_store(store, query, params, body.min_chars, body.max_df,
+                                                          exclude, body.max_stories))
+    hits = [h.to_dict() for h in found]
+    titles = await stores.call(stores.titles, index, [h["id"] for h in hits])
+    for h in hits:
+        h["title"] = titles.get(h["id"], "")
+    return {"index": index, "stock_marks": stock, "hits": hits}
 
 
 async def _require_marks(request: Request, index: str) -> None:
@@ -215,7 +253,10 @@ async def _titles(request: Request, index: str, ids: list[str]) -> list[tuple[st
 async def document(doc_id: str, request: Request, index: str | None = None) -> dict[str, Any]:
     """An indexed document's text and its decision fields (``cluster_id``, ``decision``,
     ``duplicate_of``, ``distance``)."""
-    name = index_name(svc(request), index)
+    state = svc(request)
+    name = index_name(state, index)
+    if state.es is None:
+        return await store_document(state, name, doc_id)
     src = await _doc(request, name, doc_id, DOC_FIELDS)
     return {"index": name, "id": doc_id, "text": source_text(doc_id, src),
             **{k: src.get(k) for k in DOC_FIELDS if k != "content"}}
@@ -224,8 +265,12 @@ async def document(doc_id: str, request: Request, index: str | None = None) -> d
 @router.get("/v1/clusters/{cluster_id:anypath}", responses=ERRORS, tags=["v1"])
 async def cluster(cluster_id: str, request: Request, index: str | None = None,
                   size: int = Query(50, ge=1, le=MAX_CLUSTER_MEMBERS)) -> dict[str, Any]:
-    """The members of a cluster (from the index), its canonical documents first."""
-    name = index_name(svc(request), index)
+    """The members of a cluster (from the index; without Elasticsearch, from the embedded store), its
+    canonical documents first."""
+    state = svc(request)
+    name = index_name(state, index)
+    if state.es is None:
+        return await store_cluster(state, name, cluster_id, size)
     body = {"size": size, "track_total_hits": True, "query": {"term": {"cluster_id": cluster_id}},
             "_source": ["title", "decision", "duplicate_of", "distance", "published_at"]}
     r = await _post(request, f"/{name}/_search", json=body)

@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.errors import SERVICE_RETRY_STATUSES, EsError, EsUnavailable, es_errors
 from fingerprint_indexer.sidecar.spool import SpoolFull, SpoolUnavailable
-from fingerprint_indexer.sidecar.worker import WorkerUnavailable
+from fingerprint_indexer.sidecar.worker import NoSuchIndex, WorkerUnavailable
+from fingerprint_indexer.store.errors import StoreReadOnlyError
 
 log = logging.getLogger("fingerprint_indexer.sidecar")
 
@@ -30,6 +31,17 @@ class ApiError(FingerprintIndexerError):
         super().__init__(reason)
         self.status, self.type, self.reason = status, type_, reason
         self.headers, self.details = headers or {}, details
+
+
+#: The flag that gives the service a cluster, named by every answer of a route that needs one.
+ES_FLAG = "--es URL (or ES_URL)"
+
+
+def needs_elasticsearch(what: str) -> ApiError:
+    """The answer of a route that needs Elasticsearch, in a service running on its embedded store alone."""
+    return ApiError(501, "elasticsearch_not_configured",
+                    f"{what} needs Elasticsearch, and this service runs on its embedded store alone; "
+                    f"start it with {ES_FLAG}")
 
 
 def es_refusal(err: EsError) -> ApiError:
@@ -120,6 +132,14 @@ def install_handlers(app: FastAPI, retry_after_s: int) -> None:
     async def _undecided(_: Request, exc: EsUnavailable) -> JSONResponse:
         return error_response(503, "decision_unavailable", f"nothing was decided or written: {exc}",
                               {"Retry-After": "1"})
+
+    @app.exception_handler(NoSuchIndex)
+    async def _no_index(_: Request, exc: NoSuchIndex) -> JSONResponse:
+        return error_response(404, "index_not_found_exception", str(exc))
+
+    @app.exception_handler(StoreReadOnlyError)
+    async def _read_only(_: Request, exc: StoreReadOnlyError) -> JSONResponse:
+        return error_response(403, "read_only", f"nothing was decided or written: {exc}")
 
     @app.exception_handler(WorkerUnavailable)
     async def _worker(_: Request, exc: WorkerUnavailable) -> JSONResponse:

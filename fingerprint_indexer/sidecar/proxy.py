@@ -223,7 +223,8 @@ async def delete_doc(index: str, doc_id: str, request: Request) -> Response:
 def spooling(state: ServiceState) -> bool:
     """Writes are being queued (Elasticsearch down, or the spool not drained yet): a write passed
     through now could overtake them, so writes go through the delivery (and the spool) instead."""
-    return state.spool.depth > 0 or (state.delivery is not None and state.delivery.es_down)
+    return (state.spool is not None and state.spool.depth > 0) or (
+        state.delivery is not None and state.delivery.es_down)
 
 
 async def write_through(request: Request, index: str | None) -> Response:

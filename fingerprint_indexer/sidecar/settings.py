@@ -25,7 +25,9 @@ STATES: tuple[State, ...] = ("embedded", "elasticsearch")
 class ServiceSettings:
     """Everything the service needs; defaults are safe for a loopback sidecar."""
 
-    es: EsSettings
+    #: None: no Elasticsearch; the service runs on its embedded stores alone (its routes that need a
+    #: cluster answer 501, naming --es)
+    es: EsSettings | None
     data_dir: Path
     host: str = "127.0.0.1"
     port: int = 9280
@@ -53,6 +55,12 @@ class ServiceSettings:
     #: seconds a request body may pause between two chunks, and take in all
     body_idle_timeout_s: float = 30.0
     body_timeout_s: float = 300.0
+    #: one store (as ``dedupe`` writes it) serving the default index, in place of a store per index
+    store_path: Path | None = None
+    #: serve the stores read-only: look-ups only, nothing decided or written (``explore``)
+    readonly: bool = False
+    #: input files to read stored documents' texts from (default: those the store recorded)
+    sources: tuple[str, ...] | None = None
 
     @property
     def store_root(self) -> Path:

@@ -18,15 +18,17 @@ from fingerprint_indexer.sidecar.metrics import Metrics
 from fingerprint_indexer.sidecar.settings import ServiceSettings
 from fingerprint_indexer.sidecar.spool import Spool
 from fingerprint_indexer.sidecar.worker import FingerprintPool, StoreOwner
+from fingerprint_indexer.store.errors import StoreError
 
 log = logging.getLogger("fingerprint_indexer.sidecar")
 
 
 class ServiceState:
     """Stores (embedded, or the cluster's with ``state=elasticsearch``), spool, worker pool, Elasticsearch
-    connection, delivery and metrics of one service."""
+    connection, delivery and metrics of one service. Without Elasticsearch (``settings.es`` None) there
+    is no spool, connection or delivery: the embedded stores alone decide and answer."""
 
-    def __init__(self, settings: ServiceSettings, stores: Stores, spool: Spool,
+    def __init__(self, settings: ServiceSettings, stores: Stores, spool: Spool | None,
                  metrics: Metrics | None = None) -> None:
         self.settings, self.stores, self.spool = settings, stores, spool
         self.layout: BlockLayout = settings.fingerprint.layout  # the embedded stores'
@@ -39,27 +41,41 @@ class ServiceState:
 
     @classmethod
     def open(cls, settings: ServiceSettings, metrics: Metrics | None = None) -> ServiceState:
-        """Lock the spool and open the default index's store (raises SpoolLocked / StoreError)."""
+        """Lock the spool (kept only for Elasticsearch writes) and open the default index's store (raises
+        SpoolLocked / StoreError)."""
         settings.fingerprint.layout.check_k(settings.k)
-        spool = Spool(settings.spool_dir, settings.spool_limit_bytes, settings.spool_segment_bytes)
+        if settings.es is None and settings.state == "elasticsearch":
+            raise ValueError("--state elasticsearch decides against the cluster: give --es URL (or ES_URL)")
+        spool = None
+        if settings.es is not None:
+            spool = Spool(settings.spool_dir, settings.spool_limit_bytes, settings.spool_segment_bytes)
         stores: Stores
         try:
-            if settings.state == "elasticsearch":  # nothing to open: the cluster is asked per request
+            if settings.es is not None and settings.state == "elasticsearch":  # the cluster, per request
                 stores = EsStateOwner(settings.es, settings.fingerprint, settings.k, settings.keep,
                                       settings.on_duplicate)
             else:
                 stores = StoreOwner(settings.store_root, settings.fingerprint, settings.k,
-                                    settings.max_open_indices, settings.keep)
+                                    settings.max_open_indices, settings.keep, single=settings.store_path,
+                                    default_index=settings.default_index, readonly=settings.readonly,
+                                    sources=settings.sources)
         except BaseException:
-            spool.close()
+            if spool is not None:
+                spool.close()
             raise
         try:
             if isinstance(stores, StoreOwner):
-                stores.call_sync(stores.pipeline, settings.default_index)
+                opened = stores.call_sync(stores.store if settings.readonly else stores.pipeline,
+                                          settings.default_index)
+                if opened is None:
+                    raise StoreError(f"no store at {stores.path(settings.default_index)}")
         except BaseException:
             stores.close()
-            spool.close()
+            if spool is not None:
+                spool.close()
             raise
+        if spool is None:
+            return cls(settings, stores, spool, metrics)
         if spool.dropped_torn:
             log.warning("spool: cut off %d torn tail frame(s) of unacknowledged writes", spool.dropped_torn)
         if spool.depth:
@@ -70,15 +86,20 @@ class ServiceState:
         s = self.settings
         self.pool = FingerprintPool(s.fingerprint, s.processes)
         self.version = await self.pool.start()
+        m = self.metrics
+        if s.es is None or self.spool is None:  # the embedded stores alone: nothing to deliver
+            m.bind(spool_depth=lambda: 0.0, spool_bytes=lambda: 0.0,
+                   largest_bucket=lambda: self.stores.largest_bucket, es_up=lambda: 0.0)
+            return
         self.es = EsClient(s.es)
         self.es.copy_marks = s.fingerprint.winnow.tag if s.fingerprint.winnow is not None else None
-        m = self.metrics
         self.delivery = Delivery(self.es, self.spool, on_spooled=m.spooled.inc)
         self.replayer = Replayer(self.delivery, s.replay_backoff_max_s, on_replayed=m.replayed.inc,
                                  on_rejected=m.rejected.inc, on_parked=m.parked.inc,
                                  max_tries=s.replay_max_tries)
         delivery = self.delivery
-        m.bind(spool_depth=lambda: self.spool.depth, spool_bytes=lambda: self.spool.pending_bytes,
+        spool = self.spool
+        m.bind(spool_depth=lambda: spool.depth, spool_bytes=lambda: spool.pending_bytes,
                largest_bucket=lambda: self.stores.largest_bucket,
                es_up=lambda: 0.0 if delivery.es_down else 1.0)
         self.replayer.start()
@@ -100,4 +121,5 @@ class ServiceState:
         if self.pool is not None:
             self.pool.close()
         self.stores.close()
-        self.spool.close()
+        if self.spool is not None:
+            self.spool.close()

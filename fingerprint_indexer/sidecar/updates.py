@@ -90,7 +90,7 @@ async def current_sources(state: ServiceState, ops: list[BulkOp],
     """The text fields of every document an update in ``ops`` needs, and whether the ``creates`` ids
     exist, as they are before the request (one ``_mget``); with the reason why they are Unknown when they
     cannot be read."""
-    assert state.es is not None and state.delivery is not None
+    assert state.es is not None and state.delivery is not None and state.spool is not None
     specs: dict[tuple[str, str], dict[str, Any]] = {}
     for op in ops:
         if update_wants_source(op) or (op.action == "create" and (op.index, str(op.id)) in creates):

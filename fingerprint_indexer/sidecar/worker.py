@@ -28,9 +28,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, FingerprintResult
+from fingerprint_indexer.io.texts import SourceTexts
 from fingerprint_indexer.pipeline import KEEP_POLICIES, Decision, Keep, Pipeline
 from fingerprint_indexer.records.neighbour import Neighbours
+from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.store.embedded import EmbeddedStore
+from fingerprint_indexer.store.errors import StoreReadOnlyError
+from fingerprint_indexer.store.overview import Overview, OverviewCache
 
 T = TypeVar("T")
 
@@ -41,6 +45,10 @@ CHUNK_DOCS = 8
 
 class WorkerUnavailable(FingerprintIndexerError, RuntimeError):
     """The fingerprint pool broke (a worker died) and was restarted; the request may be retried."""
+
+
+class NoSuchIndex(FingerprintIndexerError, LookupError):
+    """A request named an index this service keeps no store for (it serves one store only)."""
 
 
 def valid_index_name(name: str) -> bool:
@@ -143,31 +151,56 @@ class OneThread:
 
 
 class StoreOwner(OneThread):
-    """The one thread that opens, reads and writes the embedded stores."""
+    """The one thread that opens, reads and writes the embedded stores.
+
+    Stores live one per index under ``root``, or, given ``single``, that one store (as ``dedupe`` writes
+    it) is the default index's and there is no other. ``readonly`` opens them for look-ups only, through
+    a private copy (:class:`EmbeddedStore`), so a running writer keeps its lock; deciding is refused.
+    ``sources`` names the inputs texts are read from (default: those each store recorded)."""
 
     def __init__(self, root: Path, config: FingerprintConfig, k: int, max_open: int = 64,
-                 keep: Keep = "first") -> None:
+                 keep: Keep = "first", single: Path | None = None, default_index: str = "news",
+                 readonly: bool = False, sources: Sequence[str] | None = None) -> None:
         if keep not in KEEP_POLICIES:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
         super().__init__("store")
         self.root, self.config, self.k, self.max_open, self.keep = root, config, k, max_open, keep
+        self.single, self.default_index, self.readonly = single, default_index, readonly
+        self.sources = sources
         self._pipelines: OrderedDict[str, Pipeline] = OrderedDict()
+        self._readers: dict[str, EmbeddedStore] = {}
+        self._overviews: dict[str, OverviewCache] = {}
+        self._texts: dict[str, SourceTexts] = {}
         self.largest_bucket = 0
+
+    def path(self, index: str) -> Path | None:
+        """The folder of ``index``'s store (None: this service has none for it)."""
+        if not valid_index_name(index):
+            raise ValueError(f"invalid index name {index!r}")
+        if self.single is not None:
+            return self.single if index == self.default_index else None
+        return self.root / index
 
     # -- everything below runs on the store thread
     def pipeline(self, index: str, create: bool = True) -> Pipeline | None:
         """The open pipeline of ``index`` (opened, and its directory created, on first use)."""
-        if not valid_index_name(index):
-            raise ValueError(f"invalid index name {index!r}")
+        path = self.path(index)
+        if self.readonly:
+            raise StoreReadOnlyError(f"store {path or index} is served read-only (explore): look-ups only; "
+                                     "'fingerprint-indexer serve --store DIR' decides and adds documents")
         pipe = self._pipelines.get(index)
         if pipe is not None:
             self._pipelines.move_to_end(index)
             return pipe
-        path = self.root / index
+        if path is None:
+            raise NoSuchIndex(f"no index {index!r}: this service serves one store, as index "
+                              f"{self.default_index!r}")
         if not create and not (path / "leveldb").is_dir():
             return None
         pipe = Pipeline(path, self.config, k=self.k, keep=self.keep, processes=1,
-                        cache_bytes=STORE_CACHE_BYTES, copy_marks=self.config.winnow is not None)
+                        cache_bytes=STORE_CACHE_BYTES,
+                        # one given store keeps marks as it was made; stores this service makes follow it
+                        copy_marks=None if self.single else self.config.winnow is not None)
         self._pipelines[index] = pipe
         while len(self._pipelines) > self.max_open:
             _, old = self._pipelines.popitem(last=False)
@@ -189,15 +222,60 @@ class StoreOwner(OneThread):
             sizes = store.index.bucket_sizes(fp, limit=store.index.bucket_budget)
             self.largest_bucket = max(self.largest_bucket, *sizes)
 
+    def store(self, index: str) -> EmbeddedStore | None:
+        """The store of ``index`` for reading (None when there is none)."""
+        if not self.readonly:
+            path = self.path(index)
+            if path is None:
+                return None
+            pipe = self.pipeline(index, create=False)
+            return None if pipe is None else pipe.store
+        got = self._readers.get(index)
+        if got is None:
+            path = self.path(index)
+            if path is None or not (path / "leveldb").is_dir():
+                return None
+            got = self._readers[index] = EmbeddedStore(path, self.config.layout,
+                                                      Fingerprinter(self.config).version, readonly=True)
+        return got
+
+    def overview(self, index: str) -> Overview | None:
+        """Clusters, counts and recent duplicates of ``index``'s store (None when there is none)."""
+        store = self.store(index)
+        if store is None:
+            return None
+        cache = self._overviews.get(index)
+        if cache is None or cache.store is not store:
+            cache = self._overviews[index] = OverviewCache(store)
+        return cache.get()
+
+    def texts(self, index: str) -> SourceTexts:
+        """Where the texts of ``index``'s documents are read from (the inputs its store recorded)."""
+        got = self._texts.get(index)
+        if got is None:
+            store = self.store(index)
+            paths = self.sources if self.sources is not None else store.sources if store else []
+            got = self._texts[index] = SourceTexts(list(paths))
+        return got
+
+    def document(self, index: str, doc_id: str) -> tuple[DocRecord | None, Document | None]:
+        """A stored document's record and, when its input can be read, the document itself."""
+        store = self.store(index)
+        rec = None if store is None else store.record(doc_id)
+        return rec, (self.texts(index).get(doc_id) if rec is not None else None)
+
+    def titles(self, index: str, ids: Sequence[str]) -> dict[str, str]:
+        return self.texts(index).titles(ids)
+
     def neighbours(
         self, index: str, ev: Evidence, digest: str, k: int, exclude: str | None
     ) -> Neighbours:
         """Stored near-duplicates (plus exact copies, which may be degenerate), nearest first, and the
         candidates the verification rule rejected, each with its reason."""
-        pipe = self.pipeline(index, create=False)
-        if pipe is None:
+        store = self.store(index)
+        if store is None:
             return Neighbours([], [])
-        return pipe.store.neighbours(ev, digest, k, exclude)
+        return store.neighbours(ev, digest, k, exclude)
 
     def settle(self, index: str, ids: Sequence[str]) -> None:
         """Writes answered: nothing to do here (the store committed the decision already)."""
@@ -211,13 +289,17 @@ class StoreOwner(OneThread):
         return pipe is not None and pipe.store.delete(doc_id)
 
     def record(self, index: str, doc_id: str) -> Any:
-        pipe = self.pipeline(index, create=False)
-        return None if pipe is None else pipe.store.record(doc_id)
+        store = self.store(index)
+        return None if store is None else store.record(doc_id)
 
     def _close_all(self) -> None:
+        self._overviews.clear()
         while self._pipelines:
             _, pipe = self._pipelines.popitem()
             pipe.close()
+        while self._readers:
+            _, store = self._readers.popitem()
+            store.close()
 
     def close(self) -> None:
         self._executor.submit(self._close_all).result()

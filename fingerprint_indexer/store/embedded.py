@@ -8,7 +8,8 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/c/<content digest>                -> doc id (first document with that content; :func:`digest_key`)
     s/b/<band: 9 bytes><doc id>         -> b""    (sketch band -> doc ids; :func:`band_key`)
     s/k/<cluster id>          -> cluster record (Cluster.to_bytes: centre fingerprint, size, founder)
-    s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off")
+    s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off"),
+                                 the inputs whose documents were decided into it (sources: JSON paths)
     x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
                                  chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
                                  (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
@@ -337,6 +338,20 @@ class EmbeddedStore:
         if tag not in self.policies and not self.readonly:
             self.policies.append(tag)
             self.db.put(b"s/meta/policies", json.dumps(self.policies).encode(), sync=True)
+
+    @property
+    def sources(self) -> list[str]:
+        """The input files whose documents were decided into this store (absolute paths, oldest first):
+        a store keeps no texts, so a reader that shows them (``explore``) reads them from there."""
+        raw = self.db.get(b"s/meta/sources")
+        return list(json.loads(raw)) if raw else []
+
+    def note_sources(self, paths: Iterable[str]) -> None:
+        """Record input files (absolute paths) whose documents are being decided into this store."""
+        known = self.sources
+        added = [p for p in paths if p not in known]
+        if added and not self.readonly:
+            self.db.put(b"s/meta/sources", json.dumps(known + added, ensure_ascii=False).encode(), sync=True)
 
     def batch(self) -> StoreBatch:
         return StoreBatch(self)

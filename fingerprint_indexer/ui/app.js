@@ -1,7 +1,8 @@
 // Duplicates explorer: plain JavaScript over the service's /v1 API (no libraries, works offline).
 "use strict";
 const $ = (sel, root = document) => root.querySelector(sel);
-const state = { query: null };
+const PAGE = 20;
+const state = { query: null, clusters: 0, recent: 0 };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -51,11 +52,13 @@ function queryRef() {
   return state.query.id !== undefined ? { id: state.query.id } : { text: state.query.text };
 }
 
-async function compare(otherId) {
+// two documents side by side, the passages B copies of A highlighted (A: the query unless given)
+async function compare(otherId, aId) {
   status("comparing…");
-  const r = await api("POST", "/v1/copies", { a: queryRef(), b: { id: otherId }, with_text: true });
+  const aRef = aId !== undefined ? { id: aId } : queryRef();
+  const r = await api("POST", "/v1/copies", { a: aRef, b: { id: otherId }, with_text: true });
   const a = $("#side-a"), b = $("#side-b");
-  $("h3", a).textContent = state.query.id !== undefined ? state.query.id : "pasted text";
+  $("h3", a).textContent = aRef.id !== undefined ? aRef.id : "pasted text";
   $("h3", b).textContent = otherId;
   $(".text", a).replaceChildren(highlighted(r.a_text, r.passages.map(p => [p.a_start, p.a_end])));
   $(".text", b).replaceChildren(highlighted(r.b_text, r.passages.map(p => [p.b_start, p.b_end])));
@@ -66,20 +69,93 @@ async function compare(otherId) {
   $("#compare").scrollIntoView({ behavior: "instant", block: "start" });
 }
 
-async function showCluster(cid) {
+// a cluster's members; each can be compared with the cluster's canonical (or with the query, if any)
+async function showCluster(cid, fromHome) {
   const r = await api("GET", "/v1/clusters/" + encodeURIComponent(cid));
   $("#cluster .cid").textContent = `${cid} (${r.size} documents)`;
   clear("cluster");
+  const canonical = r.members.length ? r.members[0].id : undefined;
+  const against = id => fromHome || !state.query ? (id === canonical ? undefined : canonical) : null;
   for (const m of r.members) {
-    const link = el("a", { onclick: () => compare(m.id).catch(e => status(e.message)) }, m.id);
-    $("#cluster tbody").append(el("tr", {}, el("td", {}, link), el("td", {}, m.title || ""), el("td", {}, m.decision || ""),
-      el("td", {}, m.duplicate_of || ""), el("td", {}, m.distance ?? "")));
+    const other = against(m.id);
+    const pick = () => (other === null ? compare(m.id) : compare(m.id, other)).catch(e => status(e.message));
+    const link = el("a", { onclick: pick }, m.id);
+    const button = other === undefined ? "" : compareButton(m.id, other === null ? undefined : other);
+    $("#cluster tbody").append(el("tr", {}, el("td", { className: "id" }, link), el("td", { lang: "zh" }, m.title || ""),
+      el("td", {}, m.decision || ""), el("td", { className: "id" }, m.duplicate_of || ""), el("td", {}, m.distance ?? ""), el("td", {}, button)));
   }
   show("cluster");
+  if (fromHome) $("#cluster").scrollIntoView({ behavior: "instant", block: "start" });
 }
 
-function compareButton(id) {
-  return el("button", { type: "button", className: "compare", onclick: () => compare(id).catch(e => status(e.message)) }, "compare");
+function compareButton(id, aId) {
+  return el("button", { type: "button", className: "compare", onclick: () => compare(id, aId).catch(e => status(e.message)) }, "compare");
+}
+
+// what the verification rule said of a duplicate and its canonical (the "why" of /v1/overview)
+function reasonOf(row) {
+  if (row.decision === "exact_duplicate") return "the same text";
+  const why = row.why;
+  if (!why) return `fingerprints ${row.distance} bits apart (through its cluster)`;
+  const where = why.matched === "document" ? "whole article" : why.matched === "sketch band" ? "shared passage (sketch band)" : why.matched;
+  let text = `${where}: fingerprints ${why.distance} bits apart, text overlap ≈ ${Math.round(why.similarity * 100)}%`;
+  if (!why.accepted) text += ` (direct check: ${why.rejected_because}; joined through its cluster)`;
+  return text;
+}
+
+function label(id, title) {
+  return el("span", {}, el("span", { className: "title", lang: "zh" }, title || id), title ? el("span", { className: "muted id" }, " " + id) : "");
+}
+
+function pager(id, offset, total, go) {
+  const box = $("#" + id);
+  $(".where", box).textContent = total ? `${offset + 1}–${Math.min(offset + PAGE, total)} of ${total.toLocaleString("en")}` : "none";
+  $(".prev", box).disabled = offset === 0;
+  $(".next", box).disabled = offset + PAGE >= total;
+  $(".prev", box).onclick = () => go(Math.max(0, offset - PAGE)).catch(e => status(e.message));
+  $(".next", box).onclick = () => go(offset + PAGE).catch(e => status(e.message));
+}
+
+async function homeClusters(offset) {
+  const minSize = $("#all-clusters").checked ? 1 : 2;
+  const r = await api("GET", `/v1/clusters?offset=${offset}&limit=${PAGE}&min_size=${minSize}`);
+  state.clusters = offset;
+  clear("clusters");
+  for (const c of r.clusters) {
+    const open = el("button", { type: "button", className: "open", onclick: () => showCluster(c.id, true).catch(e => status(e.message)) }, "open");
+    $("#clusters tbody").append(el("tr", {}, el("td", {}, c.size), el("td", {}, label(c.canonical, c.title)), el("td", {}, open)));
+  }
+  if (!r.clusters.length) $("#clusters tbody").append(el("tr", {}, el("td", { colSpan: 3, className: "muted" }, "no cluster holds more than one document")));
+  pager("clusters-pager", offset, r.total, homeClusters);
+}
+
+async function homeRecent(offset) {
+  const r = await api("GET", `/v1/overview?offset=${offset}&limit=${PAGE}`);
+  state.recent = offset;
+  clear("recent");
+  for (const d of r.recent) {
+    $("#recent tbody").append(el("tr", {}, el("td", {}, label(d.id, d.title)), el("td", {}, label(d.duplicate_of, d.duplicate_title)),
+      el("td", {}, reasonOf(d)), el("td", {}, compareButton(d.id, d.duplicate_of))));
+  }
+  if (!r.recent.length) $("#recent tbody").append(el("tr", {}, el("td", { colSpan: 4, className: "muted" }, "no duplicates yet")));
+  pager("recent-pager", offset, r.recent_total, homeRecent);
+  return r;
+}
+
+// the first view: counts by decision, the largest clusters and the latest near-duplicates
+async function home() {
+  for (const s of ["photos", "doc", "dups", "copies", "related", "cluster", "compare"]) show(s, false);
+  status("reading the store…");
+  const r = await homeRecent(0);
+  const n = k => (r.counts[k] || 0).toLocaleString("en");
+  $("#counts").textContent = `${r.documents.toLocaleString("en")} documents: ${n("new")} new, ${n("exact_duplicate")} exact duplicates, ` +
+    `${n("near_duplicate")} near duplicates · ${r.clusters.toLocaleString("en")} clusters`;
+  $("#where").textContent = r.read_only ? "read-only" : "";
+  $("#texts-note").hidden = !r.texts;
+  $("#texts-note").textContent = r.texts ? "Texts cannot be shown: " + r.texts : "";
+  await homeClusters(0);
+  show("home");
+  status("");
 }
 
 // a chosen file as base64 (what /v1/similar takes as "image")
@@ -117,7 +193,7 @@ async function search(ev) {
   const q = $("#q").value.trim();
   const file = $("#photo").files[0];
   if (!q && !file) { status("enter a document id or text, or choose a photo"); return; }
-  for (const s of ["photos", "doc", "dups", "copies", "related", "cluster", "compare"]) show(s, false);
+  for (const s of ["home", "photos", "doc", "dups", "copies", "related", "cluster", "compare"]) show(s, false);
   if (file) {
     const n = await searchPhoto(file);
     status(`${n} document picture(s) of the same photo`);
@@ -131,16 +207,19 @@ async function search(ev) {
   state.query = doc ? { id: doc.id } : { text: q };
   if (doc) {
     const cl = el("a", { onclick: () => showCluster(doc.cluster_id).catch(e => status(e.message)) }, doc.cluster_id || "");
-    $("#doc .body").replaceChildren(el("h3", {}, doc.title || doc.id),
+    const text = doc.text || "";
+    $("#doc .body").replaceChildren(el("h3", { lang: "zh" }, doc.title || doc.id),
       el("p", { className: "muted" }, `${doc.id} · ${doc.decision || "not decided"}`, doc.duplicate_of ? ` of ${doc.duplicate_of}` : "",
         doc.distance != null ? ` at distance ${doc.distance}` : "", " · cluster ", cl),
-      el("div", { className: "text" }, doc.text.slice(0, 600) + (doc.text.length > 600 ? "…" : "")));
+      el("div", { className: "text", lang: "zh" }, doc.text_missing ? `(${doc.text_missing})` : text.slice(0, 600) + (text.length > 600 ? "…" : "")));
     show("doc");
   }
+  let copyError = null;
   const [sim, cop] = await Promise.all([
-    // by text (the indexed text for an id): ids may hold a "/", which a path segment cannot
-    api("POST", "/v1/similar", { text: doc ? doc.text : q }),
-    api("POST", "/v1/copies/search", { ...queryRef(), min_chars: 100 }),
+    // by id (the stored record: a store may keep no text) or by text
+    doc ? api("GET", "/v1/similar/" + encodeURIComponent(doc.id)) : api("POST", "/v1/similar", { text: q }),
+    // partial-copy search needs copy marks: without them the rest of the page still answers
+    api("POST", "/v1/copies/search", { ...queryRef(), min_chars: 100 }).catch(e => { copyError = e.message; return { hits: [] }; }),
   ]);
   const copied = Object.fromEntries(cop.hits.map(h => [h.id, h.copied]));
   if (doc) sim.matches = sim.matches.filter(m => m.id !== doc.id);
@@ -158,7 +237,8 @@ async function search(ev) {
     $("#copies tbody").append(el("tr", {}, el("td", {}, h.id), el("td", {}, h.title || ""), el("td", {}, `${h.copied} characters`),
       el("td", {}, h.passages.length), el("td", {}, compareButton(h.id))));
   }
-  if (!cop.hits.length) $("#copies tbody").append(el("tr", {}, el("td", { colSpan: 5, className: "muted" }, "no document copies 100 characters or more")));
+  if (!cop.hits.length) $("#copies tbody").append(el("tr", {}, el("td", { colSpan: 5, className: "muted" },
+    copyError ? "partial-copy search unavailable: " + copyError : "no document copies 100 characters or more")));
   show("copies");
   if (doc) {
     clear("related");
@@ -178,5 +258,7 @@ async function search(ev) {
 }
 
 $("#search").addEventListener("submit", e => search(e).catch(err => status(err.message)));
+$("#all-clusters").addEventListener("change", () => homeClusters(0).catch(err => status(err.message)));
 const initial = new URLSearchParams(location.search).get("q");
 if (initial) { $("#q").value = initial; search().catch(err => status(err.message)); }
+else home().catch(err => status("overview unavailable: " + err.message));

@@ -1,5 +1,6 @@
 """Headless Chromium from Debian's packages, driven by selenium with the Debian chromedriver given
-explicitly (nothing is downloaded at run time). Installed once when missing and running as root.
+explicitly (nothing is downloaded at run time), and a CJK font (Noto Sans CJK, the page's first CJK face)
+so Chinese pages render as a reader sees them. Installed once when missing and running as root.
 
 Tests get it through the ``browser`` fixture, which marks them ``browser`` (support.tiers)."""
 
@@ -18,19 +19,35 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
+def has_cjk_font() -> bool:
+    """Whether fontconfig knows a font covering Chinese."""
+    if shutil.which("fc-list") is None:
+        return False
+    out = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=60)
+    return bool(out.stdout.strip())
+
+
+#: What the browser tests install with apt-get when missing.
+PACKAGES = ("chromium", "chromium-driver", "fonts-noto-cjk")
+
+
 def ensure_chromium() -> None:
-    """Install chromium and chromium-driver with apt-get when missing (idempotent)."""
-    if os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER):
+    """Install chromium, chromium-driver and a CJK font with apt-get when missing (idempotent). Without
+    root, a browser with no CJK font still runs the tests (Chinese then shows as boxes on screenshots)."""
+    have_browser = os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)
+    if have_browser and has_cjk_font():
         return
-    reason = "headless Chromium is missing (apt-get install chromium chromium-driver)"
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        if have_browser:
+            return
+        reason = f"headless Chromium is missing (apt-get install {' '.join(PACKAGES)})"
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env, capture_output=True, timeout=900)
-    subprocess.run(["apt-get", "install", "-y", "-q", "chromium", "chromium-driver"], check=True, env=env,
-                   capture_output=True, timeout=1800)
+    subprocess.run(["apt-get", "install", "-y", "-q", *PACKAGES], check=True, env=env, capture_output=True,
+                   timeout=1800)
 
 
 def chromium_session() -> Iterator[object]:

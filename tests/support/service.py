@@ -26,9 +26,12 @@ def free_port() -> int:
 class ServiceProcess:
     """One service process; ``start`` waits until it answers /healthz."""
 
-    def __init__(self, es_url: str, data_dir: Path, *extra: str, api_key: str | None = None,
-                 port: int | None = None, processes: int = 1, log: Path | None = None) -> None:
-        self.es_url, self.data_dir, self.extra = es_url, data_dir, list(extra)
+    def __init__(self, es_url: str | None, data_dir: Path, *extra: str, api_key: str | None = None,
+                 port: int | None = None, processes: int = 1, log: Path | None = None,
+                 command: str = "serve") -> None:
+        """``es_url`` None: no Elasticsearch (the embedded store alone); ``command`` ``explore`` serves the
+        store ``data_dir`` read-only."""
+        self.es_url, self.data_dir, self.extra, self.command = es_url, data_dir, list(extra), command
         self.api_key, self.processes = api_key, processes
         self.port = port or free_port()
         self.log = log or data_dir.parent / f"service-{self.port}.log"
@@ -45,9 +48,14 @@ class ServiceProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("FPI_API_KEY", "ES_URL")}
         if self.api_key:
             env["FPI_API_KEY"] = self.api_key
-        cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--es", self.es_url,
-               "--port", str(self.port), "--store", str(self.data_dir), "--processes", str(self.processes),
-               "--no-access-log", "--log-level", "warning", *self.extra]
+        cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", self.command]
+        if self.command == "explore":
+            cmd += [str(self.data_dir)]
+        else:
+            cmd += ["--store", str(self.data_dir), "--no-access-log"]
+            cmd += ["--es", self.es_url] if self.es_url else []
+        cmd += ["--port", str(self.port), "--processes", str(self.processes), "--log-level", "warning",
+                *self.extra]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL)
