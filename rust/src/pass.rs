@@ -63,39 +63,75 @@ pub struct Folded<'s> {
 struct Tokens<'s> {
     terms: Vec<&'s str>,
     ids: FxHashMap<&'s str, u32>,
+    /// what each token seen so far gave, by [`short_key`] (most tokens are short)
+    short: FxHashMap<u128, Option<u32>>,
     segmented: FxHashMap<&'s str, Option<u32>>,
     latin: FxHashMap<&'s str, Option<u32>>,
 }
 
+/// A token of at most 15 bytes and whether it came from the segmenter, as one integer: its bytes,
+/// then its length and the flag in the last byte (distinct tokens, distinct keys). Hashing and
+/// comparing it is cheaper than hashing and comparing the string.
+#[inline(always)]
+fn short_key(token: &str, segmented: bool) -> Option<u128> {
+    let b = token.as_bytes();
+    if b.len() > 15 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    buf[15] = b.len() as u8 | (segmented as u8) << 7;
+    Some(u128::from_le_bytes(buf))
+}
+
 impl<'s> Tokens<'s> {
     fn new() -> Self {
-        Tokens { terms: Vec::new(), ids: FxHashMap::default(), segmented: FxHashMap::default(),
-                 latin: FxHashMap::default() }
+        Tokens { terms: Vec::new(), ids: FxHashMap::default(), short: FxHashMap::default(),
+                 segmented: FxHashMap::default(), latin: FxHashMap::default() }
     }
 
     /// `Tokenizer.keep` then the term's id: None when the token does not count.
+    #[inline]
     fn id(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
-        let table = if segmented { &mut self.segmented } else { &mut self.latin };
+        // a segmenter's token is kept only when all Han: those characters are three bytes, led by
+        // 0xe3 to 0xef (punctuation, spaces and digits are turned away here, without a look-up)
+        if segmented && token.as_bytes().first().is_none_or(|&b| b < 0xe3) {
+            return None;
+        }
+        if let Some(key) = short_key(token, segmented) {
+            if let Some(&got) = self.short.get(&key) {
+                return got;
+            }
+            let got = self.keep(s, token, segmented);
+            self.short.insert(key, got);
+            return got;
+        }
+        let table = if segmented { &self.segmented } else { &self.latin };
         if let Some(&got) = table.get(token) {
             return got;
         }
-        let kept = if segmented && !all_cjk(token) {
-            None
-        } else if token.chars().count() < s.min_len || s.stopwords.contains(token) {
+        let got = self.keep(s, token, segmented);
+        let table = if segmented { &mut self.segmented } else { &mut self.latin };
+        table.insert(token, got);
+        got
+    }
+
+    /// [`Tokens::id`] of a token not seen before.
+    fn keep(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
+        let dropped = (segmented && !all_cjk(token)) || token.chars().count() < s.min_len || s.stopwords.contains(token);
+        let kept = if dropped {
             None
         } else {
             Some(s.synonyms.get(token).map_or(token, String::as_str))
         };
-        let got = kept.map(|term| {
+        kept.map(|term| {
             let next = self.terms.len() as u32;
             let id = *self.ids.entry(term).or_insert(next);
             if id == next {
                 self.terms.push(term);
             }
             id
-        });
-        table.insert(token, got);
-        got
+        })
     }
 }
 
@@ -152,7 +188,9 @@ fn sentence_ids<'s>(
 fn whole_text_ids<'s>(
     jieba: &Jieba, s: &'s Settings, text: &'s str, spans: &[(usize, usize)], toks: &mut Tokens<'s>,
 ) -> Option<(Vec<u32>, Vec<usize>)> {
-    let mut per: Vec<Vec<u32>> = vec![Vec::new(); spans.len()];
+    // the segmenter's kept ids in text order, and where each sentence's ids end in them
+    let mut seg: Vec<u32> = Vec::new();
+    let mut seg_ends: Vec<usize> = Vec::with_capacity(spans.len());
     if has_cjk(text) {
         let cut = jieba.cut(text, true);
         let mut at = 0;
@@ -165,20 +203,28 @@ fn whole_text_ids<'s>(
         if at != text.len() {
             return None;
         }
+        // `i`: the sentences that start at or before the token (tokens come in text order)
+        let mut i = 0;
         for t in cut {
             let Some(id) = toks.id(s, t.word, true) else { continue };
-            let i = spans.partition_point(|&(a, _)| a <= t.byte_start);
+            while i < spans.len() && spans[i].0 <= t.byte_start {
+                i += 1;
+            }
             if i == 0 || t.byte_end > spans[i - 1].1 {
                 return None;
             }
-            per[i - 1].push(id);
+            seg_ends.resize(i - 1, seg.len());
+            seg.push(id);
         }
     }
+    seg_ends.resize(spans.len(), seg.len());
     let mut words = Vec::new();
-    let mut flat = Vec::new();
+    let mut flat = Vec::with_capacity(seg.len() + seg.len() / 4);
     let mut ends = Vec::with_capacity(spans.len());
-    for (&(a, b), ids) in spans.iter().zip(per) {
-        flat.extend(ids);
+    let mut from = 0;
+    for (&(a, b), &to) in spans.iter().zip(&seg_ends) {
+        flat.extend_from_slice(&seg[from..to]);
+        from = to;
         words.clear();
         latin_words(text, a, b, &mut words);
         for &(x, y) in &words {

@@ -13,22 +13,32 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// `size` minima as little-endian uint32 bytes (all 0xFFFFFFFF for a text without shingles).
+/// `size` minima as little-endian uint32 bytes (all 0xFFFFFFFF for a text without shingles). Repeated
+/// shingles cannot change a minimum, so the hashes go to the minima as they come (no sort, no dedup).
 pub fn sketch(text: &str, size: usize) -> Vec<u8> {
     let codes: Vec<u64> = text.chars().filter(|&c| !py_isspace(c)).map(|c| c as u64).collect();
     let mut mins = vec![u64::MAX; size];
     if !codes.is_empty() {
-        let n = SHINGLE.min(codes.len());
-        let mut hashes: Vec<u64> = codes
-            .windows(n)
-            .map(|w| mix(w.iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c))))
-            .collect();
-        hashes.sort_unstable();
-        hashes.dedup();
+        let hashes = shingle_hashes(&codes);
         let seeds: Vec<u64> = (1..=size as u64).map(|i| GOLDEN.wrapping_mul(i)).collect();
         minima(&hashes, &seeds, &mut mins);
     }
     mins.iter().flat_map(|m| ((m >> 32) as u32).to_le_bytes()).collect()
+}
+
+/// The mixed polynomial hash of every window of `min(SHINGLE, codes.len())` codes, rolled from one
+/// window to the next (wrapping arithmetic: removing the oldest code's term is exact).
+fn shingle_hashes(codes: &[u64]) -> Vec<u64> {
+    let n = SHINGLE.min(codes.len());
+    let top = (1..n).fold(1u64, |p, _| p.wrapping_mul(P)); // P ** (n - 1)
+    let mut h = codes[..n].iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c));
+    let mut out = Vec::with_capacity(codes.len() - n + 1);
+    out.push(mix(h));
+    for (&old, &new) in codes.iter().zip(&codes[n..]) {
+        h = h.wrapping_sub(old.wrapping_mul(top)).wrapping_mul(P).wrapping_add(new);
+        out.push(mix(h));
+    }
+    out
 }
 
 /// Per seed, the smallest mix of a shingle hash with it: every hash against every seed.
@@ -58,6 +68,17 @@ fn minima_portable(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
 unsafe fn minima_avx512(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
+    // the default size as fixed arrays: the minima and seeds stay in registers across the hashes
+    if let (Ok(seeds), Ok(mins)) = (<&[u64; 64]>::try_from(seeds), <&mut [u64; 64]>::try_from(&mut *mins)) {
+        let mut m = *mins;
+        for &h in hashes {
+            for (m, s) in m.iter_mut().zip(seeds) {
+                *m = (*m).min(mix(h ^ s));
+            }
+        }
+        *mins = m;
+        return;
+    }
     for &h in hashes {
         for (m, s) in mins.iter_mut().zip(seeds) {
             *m = (*m).min(mix(h ^ s));

@@ -215,28 +215,33 @@ mod tests {
 pub struct CharSet {
     pattern: regex::Regex,
     ascii: [bool; 128],
-    /// per character below U+10000: 0 not yet tried, 1 outside the set, 2 in it
-    known: Vec<std::sync::atomic::AtomicU8>,
+    /// two bits per character below U+10000 (32 to a word): 0 not yet tried, 1 outside the set, 2 in it
+    known: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl CharSet {
     pub fn new(pattern: &str) -> Self {
         let pattern = regex::Regex::new(pattern).expect("a valid pattern");
         let ascii = std::array::from_fn(|b| pattern.is_match(&(b as u8 as char).to_string()));
-        let known = (0..0x10000).map(|_| std::sync::atomic::AtomicU8::new(0)).collect();
+        let known = (0..0x10000 / 32).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
         CharSet { pattern, ascii, known }
     }
 
-    fn holds(&self, c: char) -> bool {
+    #[inline]
+    fn holds(&self, c: u32) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
-        let tried = |c: char| self.pattern.is_match(c.encode_utf8(&mut [0; 4]));
-        let Some(slot) = self.known.get(c as usize) else { return tried(c) };
-        match slot.load(Relaxed) {
+        let Some(word) = self.known.get(c as usize >> 5) else {
+            let c = char::from_u32(c).expect("a character");
+            return self.pattern.is_match(c.encode_utf8(&mut [0; 4]));
+        };
+        let shift = (c & 31) * 2;
+        match (word.load(Relaxed) >> shift) & 3 {
             1 => false,
             2 => true,
             _ => {
-                let inside = tried(c);
-                slot.store(1 + inside as u8, Relaxed);
+                let ch = char::from_u32(c).expect("a character");
+                let inside = self.pattern.is_match(ch.encode_utf8(&mut [0; 4]));
+                word.fetch_or((1 + inside as u64) << shift, Relaxed);
                 inside
             }
         }
@@ -248,18 +253,25 @@ impl CharSet {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
-            if b < 0x80 {
+            // the code point decoded here (the text is valid UTF-8)
+            let (c, len) = if b < 0x80 {
                 if self.ascii[b as usize] {
                     return true;
                 }
                 i += 1;
                 continue;
-            }
-            let c = text[i..].chars().next().expect("a character");
+            } else if b < 0xe0 {
+                ((b as u32 & 0x1f) << 6 | (bytes[i + 1] as u32 & 0x3f), 2)
+            } else if b < 0xf0 {
+                ((b as u32 & 0x0f) << 12 | (bytes[i + 1] as u32 & 0x3f) << 6 | (bytes[i + 2] as u32 & 0x3f), 3)
+            } else {
+                let c = text[i..].chars().next().expect("a character");
+                (c as u32, 4)
+            };
             if self.holds(c) {
                 return true;
             }
-            i += c.len_utf8();
+            i += len;
         }
         false
     }
@@ -289,7 +301,6 @@ fn starts_stretch(c: char) -> bool {
 /// NFKC of `text`: the stretches of one character NFKC leaves alone are copied, the others normalised
 /// (the normaliser's own result, piece by piece).
 fn nfkc(text: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut copied = 0; // text[..copied] is in `out`
     let mut stretch = 0; // where the current stretch starts
@@ -297,7 +308,7 @@ fn nfkc(text: &str) -> String {
     for (p, c) in text.char_indices() {
         if starts_stretch(c) {
             if pending {
-                out.extend(text[stretch..p].nfkc());
+                push_nfkc(&text[stretch..p], &mut out);
                 copied = p;
                 pending = false;
             }
@@ -308,11 +319,30 @@ fn nfkc(text: &str) -> String {
         }
     }
     if pending {
-        out.extend(text[stretch..].nfkc());
+        push_nfkc(&text[stretch..], &mut out);
     } else {
         out.push_str(&text[copied..]);
     }
     out
+}
+
+/// NFKC of one stretch into `out`. A stretch of one full-width ASCII form or the ideographic space
+/// (Chinese punctuation: most stretches) is its narrow form, without the normaliser.
+fn push_nfkc(stretch: &str, out: &mut String) {
+    use unicode_normalization::UnicodeNormalization;
+    let mut it = stretch.chars();
+    if let (Some(c), None) = (it.next(), it.next()) {
+        let narrow = match c {
+            '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0),
+            '\u{3000}' => Some(' '),
+            _ => None,
+        };
+        if let Some(n) = narrow {
+            out.push(n);
+            return;
+        }
+    }
+    out.extend(stretch.nfkc());
 }
 
 /// `normalize` of `text/clean.py`: NFKC, lower case (when `lower`), `\r` as a line break, runs of other
@@ -324,51 +354,54 @@ pub fn normalize(text: &str, lower: bool) -> Option<String> {
     }
     let nfkc: String = if text.is_ascii() { text.to_owned() } else { nfkc(text) };
     let cased = if lower { nfkc.to_lowercase() } else { nfkc };
-    // line breaks: \r\n and \r become \n; any other run of space becomes one space
-    let mut flat = String::with_capacity(cased.len());
-    let mut chars = cased.chars().peekable();
-    let mut in_space = false;
-    while let Some(c) = chars.next() {
-        let c = if c == '\r' {
-            if chars.peek() == Some(&'\n') {
-                chars.next();
-            }
-            '\n'
-        } else {
-            c
-        };
-        if c != '\n' && py_isspace(c) {
-            if !in_space {
-                flat.push(' ');
-                in_space = true;
-            }
-            continue;
-        }
-        in_space = false;
-        flat.push(c);
-    }
-    // `\n\s*\n+` -> `\n`: from a line break to the last line break of the space run that follows it
-    let b = flat.as_bytes();
-    let mut joined = String::with_capacity(flat.len());
+    Some(fold_space(&cased))
+}
+
+/// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
+/// folded, `"\n".join(line.strip() ...).strip()` after `\n\s*\n+` became `\n` is the non-blank lines,
+/// each with its inner space runs as one space, joined by line breaks.
+fn fold_space(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut in_line = false; // the current line has had a character that is not space
+    let mut space = false; // a space run since that line's last such character
+    let mut run = 0; // text[run..i] is the current stretch of such characters, not yet copied
     let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\n' {
-            let mut j = i + 1;
-            let mut last_nl = None;
-            while j < b.len() && (b[j] == b' ' || b[j] == b'\n') {
-                if b[j] == b'\n' {
-                    last_nl = Some(j);
+    while i < bytes.len() {
+        let b = bytes[i];
+        // whether the character at i is space (and its length): only these lead bytes can start one
+        let (is_space, len) = if b < 0x80 {
+            (matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' '), 1)
+        } else if matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) {
+            let c = text[i..].chars().next().expect("a character");
+            (py_isspace(c), c.len_utf8())
+        } else {
+            (false, if b >= 0xf0 { 4 } else if b >= 0xe0 { 3 } else { 2 })
+        };
+        if !is_space {
+            if run == i {
+                // a stretch starts: what separates it from the text before
+                if !in_line {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    in_line = true;
+                } else if space {
+                    out.push(' ');
                 }
-                j += 1;
+                space = false;
             }
-            joined.push('\n');
-            i = last_nl.map_or(i + 1, |k| k + 1);
+            i += len;
             continue;
         }
-        let ch_len = flat[i..].chars().next().map_or(1, char::len_utf8);
-        joined.push_str(&flat[i..i + ch_len]);
-        i += ch_len;
+        out.push_str(&text[run..i]);
+        if b == b'\n' || b == b'\r' {
+            in_line = false;
+        }
+        space = in_line;
+        i += len;
+        run = i;
     }
-    let lines: Vec<&str> = joined.split('\n').map(|l| l.trim_matches(py_isspace)).collect();
-    Some(lines.join("\n").trim_matches(py_isspace).to_owned())
+    out.push_str(&text[run..]);
+    out
 }

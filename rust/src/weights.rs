@@ -20,6 +20,16 @@ pub struct Weighing {
     /// Their weights.
     pub weights: Vec<f64>,
     rest: Vec<f64>,
+    keys: Vec<u128>,
+}
+
+/// An integer in the order of the number `x` (not NaN) as `partial_cmp` orders numbers: -0.0 and 0.0
+/// give one key.
+#[inline(always)]
+fn order_key(x: f64) -> u64 {
+    debug_assert!(!x.is_nan(), "weights are numbers");
+    let bits = (x + 0.0).to_bits(); // -0.0 + 0.0 is 0.0
+    if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
 }
 
 impl Weighing {
@@ -35,12 +45,21 @@ impl Weighing {
         let norm = if tf_power == 1.0 { total as f64 } else { (total as f64).powf(tf_power) };
         let score = |j: usize| -pows[counts[j] as usize] * idf[j];
         // the reference sorts every column, the row's absent terms (score +inf) last, stably; sorting the
-        // present ones alone gives the same order of those, and only they are folded
+        // present ones alone gives the same order of those, and only they are folded. `present` is
+        // ascending, so ties broken by column are the stable order: one integer per column, its score's
+        // order in the high half and the column in the low, sorted, gives it
+        self.keys.clear();
+        self.keys.extend(present.iter().map(|&j| (order_key(score(j)) as u128) << 64 | j as u128));
+        let n = if k > 0 { self.keys.len().min(k) } else { self.keys.len() };
+        if n < self.keys.len() {
+            if n > 0 {
+                self.keys.select_nth_unstable(n - 1);
+            }
+            self.keys.truncate(n);
+        }
+        self.keys.sort_unstable();
         self.order.clear();
-        self.order.extend_from_slice(present);
-        self.order.sort_by(|&a, &b| score(a).partial_cmp(&score(b)).expect("weights are numbers"));
-        let n = if k > 0 { self.order.len().min(k) } else { self.order.len() };
-        self.order.truncate(n);
+        self.order.extend(self.keys.iter().map(|&key| key as u64 as usize));
         self.weights.clear();
         self.weights.extend(self.order.iter().map(|&j| score(j)));
         if max_share < 1.0 && n > 1 {
