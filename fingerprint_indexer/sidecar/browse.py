@@ -81,7 +81,7 @@ async def overview(request: Request, index: str | None = None, offset: int = Que
     return {"index": name, "documents": ov.documents, "clusters": len(ov.clusters), "counts": ov.counts,
             "read_only": state.settings.readonly, "elasticsearch": state.es is not None,
             "texts": None if texts.available else texts.why_missing(),
-            "recent_total": len(ov.recent), "offset": offset, "recent": rows}
+            "recent_total": len(ov.recent), "duplicates": ov.duplicates, "offset": offset, "recent": rows}
 
 
 @router.get("/v1/clusters", responses=ERRORS, tags=["browse"])

@@ -40,6 +40,7 @@ class Overview:
     counts: dict[str, int]
     clusters: list[ClusterSummary]
     recent: list[DocRecord] = field(default_factory=list)  # duplicates, most recent first
+    duplicates: int = 0  # every duplicate the store holds (``recent`` keeps the latest of them)
     _by_id: dict[str, ClusterSummary] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -50,25 +51,34 @@ class Overview:
 
     @classmethod
     def of(cls, records: Iterable[DocRecord], generation: int = 0) -> Overview:
-        """The overview of these records (each document's current record)."""
-        members: dict[str, list[DocRecord]] = defaultdict(list)
+        """The overview of these records (each document's current record). Only a few fields of each
+        record are kept, and whole records only for the latest duplicates, so a store of millions of
+        documents is scanned in the memory of its ids."""
+        members: dict[str, list[tuple[bool, float, str, str]]] = defaultdict(list)
         counts: Counter[str] = Counter()
         dups: list[DocRecord] = []
-        n = 0
+        n = n_dups = 0
+
+        def latest(recs: list[DocRecord]) -> list[DocRecord]:
+            recs.sort(key=lambda r: (-r.time, r.id))
+            return recs[:RECENT_KEPT]
+
         for rec in records:
             n += 1
             counts[rec.decision] += 1
-            members[rec.cluster_id].append(rec)
+            members[rec.cluster_id].append((rec.duplicate_of is not None, rec.time, rec.id, rec.root))
             if rec.duplicate_of is not None and rec.decision != "new":
+                n_dups += 1
                 dups.append(rec)
+                if len(dups) >= 2 * RECENT_KEPT:
+                    dups = latest(dups)
         clusters = []
         for cid, recs in members.items():
-            recs.sort(key=lambda r: (r.duplicate_of is not None, r.time, r.id))
-            clusters.append(ClusterSummary(cid, len(recs), recs[0].root, max(r.time for r in recs),
-                                           tuple(r.id for r in recs)))
+            recs.sort(key=lambda r: (r[0], r[1], r[2]))
+            clusters.append(ClusterSummary(cid, len(recs), recs[0][3], max(r[1] for r in recs),
+                                           tuple(r[2] for r in recs)))
         clusters.sort(key=lambda c: (-c.size, -c.latest, c.id))
-        dups.sort(key=lambda r: (-r.time, r.id))
-        return cls(generation, n, dict(counts), clusters, dups[:RECENT_KEPT])
+        return cls(generation, n, dict(counts), clusters, latest(dups), n_dups)
 
 
 def store_records(store: EmbeddedStore) -> Iterable[DocRecord]:

@@ -139,6 +139,7 @@ async function homeRecent(offset) {
   }
   if (!r.recent.length) $("#recent tbody").append(el("tr", {}, el("td", { colSpan: 4, className: "muted" }, "no duplicates yet")));
   pager("recent-pager", offset, r.recent_total, homeRecent);
+  if (r.duplicates > r.recent_total) $("#recent-pager .where").textContent += ` (the latest of ${r.duplicates.toLocaleString("en")} duplicates)`;
   return r;
 }
 
