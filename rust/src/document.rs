@@ -3,7 +3,9 @@
 //! digests of `fingerprint/digest.py`, from a plan made once per configuration.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
 
 use crate::blake2b::{hex_digest, Blake2b};
 
@@ -92,4 +94,18 @@ impl Plan {
 /// `content_digest` of a text given as its compact form (`compact_digest`).
 pub fn content_digest(compact: &str) -> String {
     hex_digest(compact.as_bytes(), 16)
+}
+
+/// `top_terms` as the list of `(term, weight)` tuples a `FingerprintResult` holds. Each tuple holds only
+/// a string and a float, which no reference cycle can pass through: it is taken off the garbage
+/// collector's list at once (as the collector itself would on its next pass), so that collections
+/// triggered while threads fingerprint do not walk a document's terms.
+pub fn top_terms_list<'py>(py: Python<'py>, top_terms: &[(&str, f64)]) -> PyResult<Bound<'py, PyList>> {
+    let items = top_terms.iter().map(|&(t, w)| {
+        let pair = PyTuple::new(py, [PyString::new(py, t).into_any(), PyFloat::new(py, w).into_any()])?;
+        // SAFETY: a tracked tuple, untracked once; its items are a str and a float (no references out)
+        unsafe { ffi::PyObject_GC_UnTrack(pair.as_ptr().cast()) };
+        Ok(pair)
+    });
+    PyList::new(py, items.collect::<PyResult<Vec<_>>>()?)
 }

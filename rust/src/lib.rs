@@ -244,7 +244,8 @@ impl Core {
             Some((got, found, frames, digests, blocks))
         })?;
         // the tuples a `FingerprintResult` holds, made here rather than copied from lists
-        (got.fingerprint, blocks, digests.0, digests.1, got.top_terms, got.n_terms < plan.min_features,
+        let top_terms = document::top_terms_list(py, &got.top_terms).ok()?;
+        (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
          got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
          PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, day_read).into_pyobject(py).ok()
     }
