@@ -16,7 +16,8 @@ Contenders, on the same texts:
   baseline        with ``--baseline DIR``: ours from another source tree (say an export of the main
                   line: ``git archive main fingerprint_indexer | tar -x -C DIR``), in a child process on
                   the same texts, zh and English, timed between two timings of ours
-Then ``fingerprint_many`` with 1 and 2 processes, and with 1 and 2 threads (wall clock). The load
+Then ``fingerprint_many`` over the corpus's documents (titles and publication times with the texts) with
+1 and 2 processes, and with 1 and 2 threads (wall clock). The load
 average is printed before and after: the ratios come from CPU time in one run, but a loaded machine
 still shifts them (caches, frequency).
 
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,20 @@ def load(path: Path, n: int, min_chars: int) -> list[str]:
             text = json.loads(line).get("content") or ""
             if len(text) >= min_chars:
                 out.append(text)
+                if len(out) >= n:
+                    break
+    return out
+
+
+def load_documents(path: Path, n: int, min_chars: int) -> list[Document]:
+    """The documents whose texts :func:`load` gives, with their titles and publication times: what
+    ``fingerprint_many`` reads of a corpus."""
+    out: list[Document] = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if len(row.get("content") or "") >= min_chars:
+                out.append(Document.from_mapping(row))
                 if len(out) >= n:
                     break
     return out
@@ -199,7 +215,9 @@ def main() -> None:
 
     # Scaling (wall clock): dictionaries are already loaded, so forked workers start warm; the pool
     # start-up is included in the 2-process time.
-    docs = [Document(id=str(i), content=t) for i, t in enumerate(texts * args.scale_repeat)]
+    # whole documents (titles, publication times), as a batch job reads them
+    docs = [replace(d, id=f"{k}/{d.id}") for k in range(args.scale_repeat)
+            for d in load_documents(args.corpus, args.docs, args.min_chars)]
     mb_docs = mb * args.scale_repeat
     for kind, chunksize in (("processes", 64), ("threads", 16)):
         rate = {}

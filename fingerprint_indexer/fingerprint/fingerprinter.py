@@ -44,7 +44,7 @@ from fingerprint_indexer.fingerprint.facts import (
     title_facts,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.fingerprint.native import Folded, NativePass, Whole, native_pass
+from fingerprint_indexer.fingerprint.native import Documented, Folded, NativePass, Whole, native_pass
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
@@ -373,6 +373,10 @@ class Fingerprinter:
     ) -> FingerprintResult:
         """Fingerprint raw text or HTML."""
         raw = html_to_text(html) if html else text or ""  # what clean() reads, parsed once
+        compiled = self._native_pass()
+        got = compiled.document(raw) if compiled is not None else None
+        if got is not None:
+            return self._result(doc_id, got, got.facts, lambda: raw)
         whole = self._whole(raw, doc_id)
         if whole is not None:
             res = whole[0]
@@ -382,21 +386,59 @@ class Fingerprinter:
         return self._with_marks(res, lambda: raw)
 
     def _with_marks(self, res: FingerprintResult, raw: Callable[[], str]) -> FingerprintResult:
-        """Add the winnowed copy marks of the text ``raw`` gives (offsets refer to it); it is read only
-        when marks are on."""
+        """``res`` with the copy marks of the text ``raw`` gives (see :meth:`_marks`)."""
+        return res if self.config.winnow is None else replace(res, marks=self._marks(raw))
+
+    def _marks(self, raw: Callable[[], str]) -> bytes:
+        """The winnowed copy marks of the text ``raw`` gives (offsets refer to it), empty when marks are
+        off; the text is read only when they are on."""
         params = self.config.winnow
         if params is None:
-            return res
+            return b""
         text = raw()
         compiled = self._native_pass()
         got = compiled.marked(text, params) if compiled is not None else None
-        return replace(res, marks=marked(text, self.tokenizer, params).to_bytes() if got is None else got)
+        return marked(text, self.tokenizer, params).to_bytes() if got is None else got
 
     def fingerprint_document(self, doc: Document) -> FingerprintResult:
         """Fingerprint a document's body; the title stands in only when the body is empty. The publication
         day, when ``published_at`` reads as a date, joins the facts (verification compares it)."""
         # clean(doc.content, doc.html), with the HTML parsed and the text normalised once for both cases
         raw = (html_to_text(doc.html) if doc.html else doc.content) or ""
+        compiled = self._native_pass()
+        # one compiled call for the body, the title's facts and the day: the GIL is held for little else
+        got = compiled.document(raw, doc.title, doc.published_at) if compiled is not None else None
+        if got is None:
+            return self._document(doc, raw)
+        facts = got.facts
+        if not got.day_read:
+            day = publication_day(doc.published_at)
+            facts = (*facts, day) if day else facts
+        return self._result(doc.id, got, facts, lambda: document_text(doc))
+
+    def _result(self, doc_id: str, got: Documented, facts: tuple[str, ...], raw: Callable[[], str]
+                ) -> FingerprintResult:
+        """The result of one compiled call with ``facts``, and copy marks of the text ``raw`` gives."""
+        return FingerprintResult(
+            id=doc_id,
+            fingerprint=got.fingerprint,
+            blocks=got.blocks,
+            content_digest=got.content_digest,
+            keyword_digest=got.keyword_digest,
+            top_terms=got.top_terms,
+            degenerate=got.degenerate,
+            n_tokens=got.n_tokens,
+            version=self.version,
+            chunks=got.chunks,
+            sketch=got.sketch,
+            facts=facts,
+            frames=got.frames,
+            marks=self._marks(raw),
+        )
+
+    def _document(self, doc: Document, raw: str) -> FingerprintResult:
+        """:meth:`fingerprint_document` step by step (``raw``: the document's text), where the one
+        compiled call does not run: the reference, or the compiled steps that do."""
         title = self._normalize(doc.title) if doc.title and self.config.facts else ""  # clean(doc.title)
         whole = self._whole(raw, doc.id, title)
         if whole is not None:

@@ -15,6 +15,12 @@ when its character tables (Python's ``\\w`` and ``\\d``) are of this Python's Un
 document whose facts take a path not ported gets them from the reference. With copy marks on it gives a
 text's marks (``winnow.marked``) too; text holding characters newer than this Python's Unicode tables
 gets them from the reference.
+
+A document is fingerprinted in one call (:meth:`NativePass.document`), which also gives what
+``Fingerprinter.fingerprint_document`` adds to the body's fingerprint: the block keys, both digests, the
+title's facts (``facts.title_facts``) and the publication day (``facts.publication_day``, for its
+common forms), so that threads hold the GIL for little but making the result. A title whose facts take
+a path not ported sends the document the step-by-step way.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fingerprint_indexer.fingerprint.chunks import MAX_SENTENCE, MIN_CHUNK_SENTENCES, MIN_CHUNK_TERMS
 from fingerprint_indexer.fingerprint.facts import MAX_FACTS, MAX_FRAMES
@@ -100,6 +106,26 @@ class Whole:
     title_is_text: bool
 
 
+class Documented(NamedTuple):
+    """What one call gives ``Fingerprinter.fingerprint_document``: the fields of its
+    ``FingerprintResult`` but the id, version and copy marks, with the title's facts and the publication
+    day after the body's in ``facts``; ``day_read`` is false when the day is left to
+    ``facts.publication_day``. A named tuple: it is made once per document, cheaply."""
+
+    fingerprint: int
+    blocks: list[str]
+    content_digest: str
+    keyword_digest: str
+    top_terms: list[tuple[str, float]]
+    degenerate: bool
+    n_tokens: int
+    chunks: tuple[int, ...]
+    sketch: bytes
+    facts: tuple[str, ...]
+    frames: tuple[int, ...]
+    day_read: bool
+
+
 class NativePass:
     """The compiled pass for one configuration and its tokenizer."""
 
@@ -117,6 +143,14 @@ class NativePass:
             min_chunk_terms=MIN_CHUNK_TERMS,
             min_chunk_sentences=MIN_CHUNK_SENTENCES, max_sentence=MAX_SENTENCE,
         )  # fmt: skip
+        layout = config.layout
+        # what Core.document reads besides the pass: given once, not with every document
+        self._plan: Any = _core.Plan(
+            strip=config.strip_boilerplate, facts=config.facts, max_facts=MAX_FACTS,
+            max_frames=MAX_FRAMES, keyword_n=config.keyword_digest_n, min_features=config.min_features,
+            widths=list(layout.widths), tables=[list(t) for t in layout.tables],
+        )  # fmt: skip
+        self._facts = config.facts
 
     def fold(self, text: str, cased: str = "", facts: bool = False) -> Folded | None:
         """The pass over normalised ``text`` (``cased``: the same before lower-casing, ``""`` when
@@ -148,11 +182,30 @@ class NativePass:
         return Whole(fp, tuple(chunks), top, n_tokens, n_terms, sketch, tuple(found), tuple(frames), compact,
                      same)
 
+    def document(self, raw: str, title: str | None = "", published_at: str | None = None
+                 ) -> Documented | None:
+        """``Fingerprinter.fingerprint_document`` of a document's text (``raw``, its HTML made text),
+        title and publication time in one call: :meth:`whole`, the block keys and digests, and what the
+        configuration's facts add: the title's (``facts.title_facts`` of the normalised ``title`` with
+        its ``latin_names``, unless it equals the text) and the publication day (``facts.publication_day``
+        of ``published_at``, where the compiled reading covers its form). None where :meth:`whole` gives
+        None or the title's facts must come from the reference."""
+        if self._facts and not FACTS:
+            return None
+        got = self._core.document(raw, title, published_at, self._plan)
+        return None if got is None else Documented(*got)
+
     @staticmethod
     def normalize(text: str, lower: bool = True) -> str | None:
         """:func:`fingerprint_indexer.text.clean.normalize`, compiled; None where the reference must run."""
         assert _core is not None
         return _core.normalize(text, lower)
+
+    def title_facts(self, raw: str) -> tuple[str, ...] | None:
+        """``facts.title_facts`` of the title ``raw`` (normalised, its terms, its ``latin_names``),
+        compiled; None where the reference must run."""
+        got = self._core.title_facts(raw)
+        return None if got is None else tuple(got)
 
     def terms(self, text: str) -> list[str]:
         """:meth:`Tokenizer.terms <fingerprint_indexer.text.tokenize.Tokenizer.terms>`, compiled."""
@@ -201,6 +254,14 @@ def analyse(
     assert _core is not None
     got = _core.analyse(text, list(names), list(latin), max_facts, max_frames)
     return None if got is None else (tuple(got[0]), tuple(got[1]))
+
+
+def publication_day(value: str) -> tuple[bool, str | None]:
+    """``(True, facts.publication_day(value))``, compiled, or ``(False, None)`` where the reference must
+    read ``value``."""
+    assert _core is not None
+    read, day = _core.publication_day(value)
+    return bool(read), day
 
 
 def latin_body_names(cased: str, body: str, stopwords: Iterable[str] = ()) -> set[str] | None:

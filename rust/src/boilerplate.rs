@@ -43,6 +43,7 @@ struct Patterns {
     compares: Regex,
     word: Regex,
     risky: CharSet,
+    marks: CharSet,
 }
 
 fn patterns() -> &'static Patterns {
@@ -66,10 +67,15 @@ fn patterns() -> &'static Patterns {
             digit: re(r"\d"),
             compares: re(r"^[ -~]*\S \s*vs\.? +\S[ -~]*$"),
             word: re(r"^\w$"),
-            // where Python's \w, \b, \s, \d could answer otherwise than this crate's: combining marks,
-            // connector punctuation but "_", other and letter numbers, joiners, the separators Python
-            // counts as space, and characters newer than Python's Unicode tables (14.0)
-            risky: CharSet::new(r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]"),
+            // where Python's \w, \b, \s, \d could answer otherwise than this crate's: connector
+            // punctuation but "_", other numbers, the separators Python counts as space, and characters
+            // newer than Python's Unicode tables (14.0). Letter numbers (〇 of 二〇二二, Ⅻ) are word
+            // characters to both.
+            risky: CharSet::new(r"[\p{Pc}\p{No}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]"),
+            // combining marks and joiners (an emoji's variation selector, ZWJ): word characters to this
+            // crate, never to Python; `is_word` says so, and a line `code_bounded` may read is left to
+            // the reference
+            marks: CharSet::new(r"[\p{M}\p{Join_Control}]"),
         }
     })
 }
@@ -81,7 +87,17 @@ pub fn risky(text: &str) -> bool {
 }
 
 fn is_word(c: char) -> bool {
-    c == '_' || c.is_ascii_alphanumeric() || (!c.is_ascii() && patterns().word.is_match(c.encode_utf8(&mut [0; 4])))
+    c == '_' || c.is_ascii_alphanumeric() || (!c.is_ascii() && {
+        let mut buf = [0; 4];
+        let c = c.encode_utf8(&mut buf);
+        !patterns().marks.any_in(c) && patterns().word.is_match(c)
+    })
+}
+
+/// Whether a line that `code_bounded` may read (its `\w` and `\b`) holds a combining mark or joiner.
+fn marks_in_bounded_code(text: &str) -> bool {
+    let marks = &patterns().marks;
+    marks.any_in(text) && text.split('\n').any(|l| marks.any_in(l) && may_be_bounded_code(py_strip(l)))
 }
 
 fn chars(s: &str) -> usize {
@@ -196,11 +212,11 @@ fn opening_table(rows: &[String]) -> Option<usize> {
     }
 }
 
-/// `strip_boilerplate(text, cased)`; None when `text` or `cased` is [`risky`], or before the markers
-/// were set.
+/// `strip_boilerplate(text, cased)`; None when `text` or `cased` is [`risky`] or a line of `text` that
+/// may be code holds a combining mark or joiner, or before the markers were set.
 pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
     let (marker, line_markers) = MARKERS.get()?;
-    if risky(text) || risky(cased) {
+    if risky(text) || risky(cased) || marks_in_bounded_code(text) {
         return None;
     }
     let p = patterns();

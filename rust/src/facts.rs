@@ -435,6 +435,15 @@ fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
     Ok(())
 }
 
+/// `_numbers(text)`: the number, date and ordinal facts of `text` (figures split by a break are not
+/// joined here), in order of their start, repeats kept; None where a numeral leaves 128 bits (not
+/// ported).
+pub fn numbers(text: &str) -> Option<Vec<String>> {
+    let mut out = NumberFacts::default();
+    number_facts(text, &mut out).ok()?;
+    Some((0..out.found.len()).map(|k| out.fact(k).to_owned()).collect())
+}
+
 /// `_ARABIC` (`(第)?(\d+(?:[.,]\d+)*)([occurrence units])?`) at `p` (character `c`): its end.
 fn arabic_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Option<usize> {
     let d = if c == '第' { p + c.len_utf8() } else { p };

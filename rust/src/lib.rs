@@ -2,12 +2,15 @@
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
+mod blake2b;
 mod boilerplate;
+mod document;
 mod facts;
 mod pass;
 mod simhash;
 mod sketch;
 mod text;
+mod title;
 mod unicode;
 mod weights;
 mod winnow;
@@ -20,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::document::Plan;
 use crate::pass::{run, terms, Lexeme, Settings};
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
@@ -63,6 +67,8 @@ fn read_common(path: &str) -> PyResult<FxHashSet<String>> {
 struct Core {
     jieba: Jieba,
     settings: Settings,
+    /// the words jieba's dictionary tags as proper nouns (what a title's names are)
+    proper: FxHashSet<Box<str>>,
 }
 
 #[pymethods]
@@ -79,6 +85,11 @@ impl Core {
         min_chunk_terms: usize, min_chunk_sentences: usize, max_sentence: usize,
     ) -> PyResult<Self> {
         py.detach(|| {
+            // the dictionary's proper nouns (a title's names), read alongside the rest
+            let proper = {
+                let path = dict_path.clone();
+                std::thread::spawn(move || title::read_proper(&path))
+            };
             // the segmenter's dictionary and the two tables are read at once: start-up counts
             let (jieba, idf, common) = std::thread::scope(|scope| {
                 let idf = scope.spawn(|| read_idf(&idf_path));
@@ -91,6 +102,7 @@ impl Core {
             });
             let (idf, idf_default) = idf?;
             let common = common?;
+            let proper = proper.join().expect("the proper-noun reader")?;
             let idf_len = idf.len();
             let mut lexicon: FxHashMap<Box<str>, Lexeme> =
                 FxHashMap::with_capacity_and_hasher(idf.len() + common.len(), Default::default());
@@ -102,6 +114,7 @@ impl Core {
             }
             Ok(Core {
                 jieba,
+                proper,
                 settings: Settings {
                     stopwords, synonyms, min_len, lexicon, idf_len, idf_default, top_k, tf_power, max_share,
                     chunk_every, max_chunks, lead_sentences, sketch_size, min_features, min_chunk_terms,
@@ -180,6 +193,74 @@ impl Core {
          found, frames, PyBytes::new(py, compact.as_bytes()), title == lower).into_pyobject(py).ok()
     }
 
+    /// `Fingerprinter.fingerprint_document` of a document's `raw` text (its HTML already made text), its
+    /// `title` and `published_at`, in one call, under the configuration's `plan`: `(fingerprint, blocks,
+    /// content_digest, keyword_digest, top_terms, degenerate, n_tokens, chunks, sketch, facts, frames,
+    /// day_read)`, the fields of a `FingerprintResult` (`chunks`, `facts` and `frames` as tuples).
+    /// When the plan takes facts, `facts` holds the body's, then the title's (`title_facts`, unless
+    /// the title is the text) and the publication day when `day_read` (else the caller reads
+    /// `published_at`). None where the reference or the separate steps must run (and for an empty text).
+    #[pyo3(signature = (raw, title, published_at, plan))]
+    fn document<'py>(
+        &self, py: Python<'py>, raw: &str, title: Option<&str>, published_at: Option<&str>, plan: &Bound<'py, Plan>,
+    ) -> Option<Bound<'py, PyTuple>> {
+        let plan = plan.get();
+        let title = title.unwrap_or("");
+        let facts = plan.facts;
+        let (cased, lower, body, flat, extra, day_read) = py.detach(|| {
+            let cased = text::normalize(raw, false)?;
+            if cased.is_empty() {
+                return None;
+            }
+            let lower = cased.to_lowercase();
+            // the title's facts first: where they must come from the reference, no pass is wasted
+            let mut extra: Vec<String> = Vec::new();
+            if facts && !title.is_empty() {
+                let normal = text::normalize(title, true)?;
+                if !normal.is_empty() && normal != lower {
+                    let names = terms(&self.jieba, &self.settings, &normal);
+                    extra = title::title_facts(&normal, &names, &title::latin_names(title), &self.proper)?;
+                }
+            }
+            let day = if facts { published_at.map(title::publication_day) } else { None };
+            let day_read = day.is_none() || matches!(day, Some(Some(_)));
+            extra.extend(day.flatten().flatten());
+            let body = if plan.strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
+            let flat = pass::flatten(&body);
+            Some((cased, lower, body, flat, extra, day_read))
+        })?;
+        let (got, found, frames, digests, blocks) = py.detach(|| {
+            let got = run(&self.jieba, &self.settings, &body, &flat)?;
+            let (mut found, frames) = if facts {
+                facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, plan.max_facts,
+                                  plan.max_frames)?
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            found.extend(extra);
+            let compact: String = lower.split(text::py_isspace).collect();
+            let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
+            let blocks = plan.keys(got.fingerprint);
+            Some((got, found, frames, digests, blocks))
+        })?;
+        // the tuples a `FingerprintResult` holds, made here rather than copied from lists
+        let top_terms = document::top_terms_list(py, &got.top_terms).ok()?;
+        (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
+         got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
+         PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, day_read).into_pyobject(py).ok()
+    }
+
+    /// `title_facts(title, terms(title), latin_names(raw))` of `fingerprint/facts.py`, where `title` is
+    /// `raw` normalised (the facts `fingerprint_document` gives a title that is not its text), or None
+    /// where the reference must run (for the equality checks).
+    fn title_facts(&self, py: Python<'_>, raw: &str) -> Option<Vec<String>> {
+        py.detach(|| {
+            let normal = text::normalize(raw, true)?;
+            let names = terms(&self.jieba, &self.settings, &normal);
+            title::title_facts(&normal, &names, &title::latin_names(raw), &self.proper)
+        })
+    }
+
     /// `Tokenizer.terms(text)`: the content terms of a short text (a title).
     fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
         py.detach(|| terms(&self.jieba, &self.settings, text))
@@ -245,10 +326,12 @@ fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyB
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
+    m.add_class::<Plan>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     facts::register(m)?;
+    title::register(m)?;
     Ok(())
 }
