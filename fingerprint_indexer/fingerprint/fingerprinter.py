@@ -32,7 +32,7 @@ from fingerprint_indexer.fingerprint.chunks import (
     iter_sentences,
     sentence_spans,
 )
-from fingerprint_indexer.fingerprint.digest import compact_digest, content_digest, keyword_digest
+from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
@@ -44,7 +44,7 @@ from fingerprint_indexer.fingerprint.facts import (
     title_facts,
 )
 from fingerprint_indexer.fingerprint.hamming import to_hex
-from fingerprint_indexer.fingerprint.native import Documented, Folded, NativePass, Whole, native_pass
+from fingerprint_indexer.fingerprint.native import Documented, Folded, NativePass, native_pass
 from fingerprint_indexer.fingerprint.simhash import simhash_from_hashes, term_hashes
 from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
@@ -342,32 +342,6 @@ class Fingerprinter:
         got = compiled.normalize(text, lower) if compiled is not None else None
         return normalize(text, lower) if got is None else got
 
-    def _whole(self, raw: str, doc_id: str, title: str = "") -> tuple[FingerprintResult, bool] | None:
-        """``fingerprint_text`` of ``raw`` normalised, in one compiled call, and whether ``title``
-        (normalised) equals the normalised text; None where the separate steps must run."""
-        compiled = self._native_pass()
-        got: Whole | None = compiled.whole(raw, self.config.facts, title) if compiled is not None else None
-        if got is None:
-            return None
-        cfg = self.config
-        names = [t for t, _ in got.top_terms[: cfg.keyword_digest_n]]
-        res = FingerprintResult(
-            id=doc_id,
-            fingerprint=got.fingerprint,
-            blocks=cfg.layout.keys(got.fingerprint),
-            content_digest=compact_digest(got.compact),
-            keyword_digest=keyword_digest(names),
-            top_terms=got.top_terms,
-            degenerate=got.n_terms < cfg.min_features,
-            n_tokens=got.n_tokens,
-            version=self.version,
-            chunks=got.chunks,
-            sketch=got.sketch,
-            facts=got.facts,
-            frames=got.frames,
-        )
-        return res, got.title_is_text
-
     def fingerprint(
         self, text: str | None = None, html: str | None = None, doc_id: str = ""
     ) -> FingerprintResult:
@@ -377,13 +351,8 @@ class Fingerprinter:
         got = compiled.document(raw) if compiled is not None else None
         if got is not None:
             return self._result(doc_id, got, got.facts, lambda: raw)
-        whole = self._whole(raw, doc_id)
-        if whole is not None:
-            res = whole[0]
-        else:
-            cased = self._normalize(raw, lower=False)
-            res = self.fingerprint_text(cased.lower(), doc_id, cased)
-        return self._with_marks(res, lambda: raw)
+        cased = self._normalize(raw, lower=False)
+        return self._with_marks(self.fingerprint_text(cased.lower(), doc_id, cased), lambda: raw)
 
     def _with_marks(self, res: FingerprintResult, raw: Callable[[], str]) -> FingerprintResult:
         """``res`` with the copy marks of the text ``raw`` gives (see :meth:`_marks`)."""
@@ -440,20 +409,14 @@ class Fingerprinter:
         """:meth:`fingerprint_document` step by step (``raw``: the document's text), where the one
         compiled call does not run: the reference, or the compiled steps that do."""
         title = self._normalize(doc.title) if doc.title and self.config.facts else ""  # clean(doc.title)
-        whole = self._whole(raw, doc.id, title)
-        if whole is not None:
-            res, title_is_text = whole
-        else:
-            cased = self._normalize(raw, lower=False)
-            if not cased and doc.title:
-                cased = self._normalize(doc.title, lower=False)
-            text = cased.lower()
-            res = self.fingerprint_text(text, doc.id, cased)
-            title_is_text = title == text
-        res = self._with_marks(res, lambda: document_text(doc))
+        cased = self._normalize(raw, lower=False)
+        if not cased and doc.title:
+            cased = self._normalize(doc.title, lower=False)
+        text = cased.lower()
+        res = self._with_marks(self.fingerprint_text(text, doc.id, cased), lambda: document_text(doc))
         if not self.config.facts:
             return res
-        title = "" if title_is_text else title  # a headline-only document: its title is its body
+        title = "" if title == text else title  # a headline-only document: its title is its body
         latin = latin_names(doc.title) if title else set()
         compiled = self._native_pass()
         terms = self.tokenizer.terms if compiled is None else compiled.terms

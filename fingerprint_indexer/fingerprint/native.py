@@ -88,24 +88,6 @@ class Folded:
     frames: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Whole:
-    """What one call gives ``Fingerprinter.fingerprint`` of raw text: the pass over the normalised,
-    lower-cased text, its facts and frames (empty unless asked for), the text without its whitespace
-    as UTF-8 (what the content digest hashes), and whether the title given equals the text."""
-
-    fingerprint: int
-    chunks: tuple[int, ...]
-    top_terms: list[tuple[str, float]]
-    n_tokens: int
-    n_terms: int
-    sketch: bytes
-    facts: tuple[str, ...]
-    frames: tuple[int, ...]
-    compact: bytes
-    title_is_text: bool
-
-
 class Documented(NamedTuple):
     """What one call gives ``Fingerprinter.fingerprint_document``: the fields of its
     ``FingerprintResult`` but the id, version and copy marks, with the title's facts and the publication
@@ -167,29 +149,16 @@ class NativePass:
         found, frames = (None, ()) if analysed is None else (tuple(analysed[0]), tuple(analysed[1]))
         return Folded(body, fp, tuple(chunks), top, n_tokens, n_terms, sketch, names, found, frames)
 
-    def whole(self, raw: str, facts: bool = False, title: str = "") -> Whole | None:
-        """Normalising, lower-casing and the pass with its facts (``facts``) over ``raw`` in one call, each
-        step as the separate ones give it; None where one of them would not run compiled (the caller then
-        takes the separate steps) and for text that normalises to nothing. ``title``: a normalised title
-        to compare with the text."""
-        if facts and not FACTS:
-            return None
-        got = self._core.fingerprint(raw, self._strip, facts=facts, title=title, max_facts=MAX_FACTS,
-                                     max_frames=MAX_FRAMES)
-        if got is None:
-            return None
-        fp, chunks, top, n_tokens, n_terms, sketch, found, frames, compact, same = got
-        return Whole(fp, tuple(chunks), top, n_tokens, n_terms, sketch, tuple(found), tuple(frames), compact,
-                     same)
-
     def document(self, raw: str, title: str | None = "", published_at: str | None = None
                  ) -> Documented | None:
         """``Fingerprinter.fingerprint_document`` of a document's text (``raw``, its HTML made text),
-        title and publication time in one call: :meth:`whole`, the block keys and digests, and what the
-        configuration's facts add: the title's (``facts.title_facts`` of the normalised ``title`` with
-        its ``latin_names``, unless it equals the text) and the publication day (``facts.publication_day``
-        of ``published_at``, where the compiled reading covers its form). None where :meth:`whole` gives
-        None or the title's facts must come from the reference."""
+        title and publication time in one call: normalising, lower-casing, the pass with its facts, the
+        block keys and digests, and what the configuration's facts add: the title's
+        (``facts.title_facts`` of the normalised ``title`` with its ``latin_names``, unless it equals the
+        text) and the publication day (``facts.publication_day`` of ``published_at``, where the compiled
+        reading covers its form). None where a step would not run
+        compiled (the caller then takes the separate steps), for text that normalises to nothing, and
+        where the title's facts must come from the reference."""
         if self._facts and not FACTS:
             return None
         got = self._core.document(raw, title, published_at, self._plan)

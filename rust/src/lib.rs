@@ -156,43 +156,6 @@ impl Core {
          PyBytes::new(py, &got.sketch), names, analysed).into_pyobject(py).ok()
     }
 
-    /// `Fingerprinter.fingerprint` of `raw` text in one call, from normalising to facts:
-    /// `(fingerprint, chunks, top_terms, n_tokens, n_terms, sketch, facts, frames, compact, title_is_text)`,
-    /// where `compact` is the normalised, lower-cased text without its whitespace as UTF-8 (what the
-    /// content digest hashes) and `title_is_text` tells whether `title` equals that text; None where
-    /// the reference or the separate steps must run (and for an empty text).
-    #[pyo3(signature = (raw, strip = true, *, facts = false, title = "", max_facts = 64, max_frames = 64))]
-    #[allow(clippy::too_many_arguments)]
-    fn fingerprint<'py>(
-        &self, py: Python<'py>, raw: &str, strip: bool, facts: bool, title: &str, max_facts: usize,
-        max_frames: usize,
-    ) -> Option<Bound<'py, PyTuple>> {
-        let (cased, lower, body, flat) = py.detach(|| {
-            let cased = text::normalize(raw, false)?;
-            if cased.is_empty() {
-                return None;
-            }
-            let lower = cased.to_lowercase();
-            let body = if strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
-            let flat = pass::flatten(&body);
-            Some((cased, lower, body, flat))
-        })?;
-        let (got, analysed, compact) = py.detach(|| {
-            let got = run(&self.jieba, &self.settings, &body, &flat)?;
-            let analysed = if facts {
-                Some(facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, max_facts,
-                                       max_frames)?)
-            } else {
-                None
-            };
-            let compact: String = lower.split(text::py_isspace).collect();
-            Some((got, analysed, compact))
-        })?;
-        let (found, frames) = analysed.unwrap_or_default();
-        (got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms, PyBytes::new(py, &got.sketch),
-         found, frames, PyBytes::new(py, compact.as_bytes()), title == lower).into_pyobject(py).ok()
-    }
-
     /// `Fingerprinter.fingerprint_document` of a document's `raw` text (its HTML already made text), its
     /// `title` and `published_at`, in one call, under the configuration's `plan`: `(fingerprint, blocks,
     /// content_digest, keyword_digest, top_terms, degenerate, n_tokens, chunks, sketch, facts, frames,
