@@ -35,4 +35,4 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_readme_gives_the_everyday_tier_after_the_whole_suite() -> None:
     """The everyday command selects the tier that tests/test_tiers.py checks."""
-    assert bash_blocks()[3].strip() == f"python3 -m pytest -m {tiers.FAST}"
+    assert bash_blocks()[3].strip() == f"python3 -m pytest -m {tiers.FAST} -n 2"
