@@ -4,7 +4,6 @@ driven in real headless Chromium."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from elasticsearch import Elasticsearch
+from support.browser import wait_until
 from support.corpus import EN_BBC, ZH_NEWS, load_records
 from support.service import ServiceProcess
 
@@ -118,24 +118,6 @@ def test_copy_search_documents_and_clusters(http: httpx.Client, corpus: dict[str
     assert r.status_code == 404 and r.json()["error"]["type"] == "document_missing_exception"
 
 
-def _wait(driver: Any, cond: Any, timeout: float = 60.0) -> Any:
-    """``cond()`` once it holds; a table re-rendered while ``cond`` reads it (a stale element) is a
-    page not ready yet, not a failure."""
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            got = cond()
-        except StaleElementReferenceException:
-            got = None
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"page did not show it in {timeout} s; status: "
-                         f"{driver.find_element('id', 'status').text!r}")
-
-
 def test_explorer_page_in_a_real_browser(service: ServiceProcess, corpus: dict[str, Any], browser: Any,
                                          tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
@@ -149,11 +131,11 @@ def test_explorer_page_in_a_real_browser(service: ServiceProcess, corpus: dict[s
     q.send_keys("near-copy")
     d.find_element(By.ID, "go").click()
     first = corpus["first"]["id"]
-    rows = _wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "#dups tbody tr td:first-child"))
+    rows = wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, "#dups tbody tr td:first-child"))
     assert [r.text for r in rows] == [first]
     reason = d.find_element(By.CSS_SELECTOR, "#dups tbody tr td:nth-child(3)").text
     assert "copies" in reason and "characters" in reason
-    _wait(d, lambda: d.find_element(By.ID, "cluster").is_displayed())
+    wait_until(d, lambda: d.find_element(By.ID, "cluster").is_displayed())
     members = [c.text for c in d.find_elements(By.CSS_SELECTOR, "#cluster tbody tr td:first-child")]
     assert members == [first, "near-copy"]
     assert "near_duplicate" in d.find_element(By.CSS_SELECTOR, "#doc .body").text
@@ -163,12 +145,12 @@ def test_explorer_page_in_a_real_browser(service: ServiceProcess, corpus: dict[s
     d.find_element(By.ID, "as-text").click()
     d.find_element(By.ID, "go").click()
     src = corpus["source"]["id"]
-    [row] = _wait(d, lambda: [r for r in d.find_elements(By.CSS_SELECTOR, "#copies tbody tr")
+    [row] = wait_until(d, lambda: [r for r in d.find_elements(By.CSS_SELECTOR, "#copies tbody tr")
                               if r.find_element(By.CSS_SELECTOR, "td").text == src])
     ids = [c.text for c in d.find_elements(By.CSS_SELECTOR, "#copies tbody tr td:first-child")]
     assert sorted(ids) == sorted([src, "quoting"])  # the indexed quoting article holds the pasted text
     row.find_element(By.CSS_SELECTOR, "button.compare").click()
-    marks_b = _wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "#side-b mark"))
+    marks_b = wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, "#side-b mark"))
     marks_a = d.find_elements(By.CSS_SELECTOR, "#side-a mark")
     planted = corpus["planted"]
     assert len(marks_a) == len(marks_b) == 1

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -74,3 +76,21 @@ def chromium_session() -> Iterator[object]:
 def browser() -> Iterator[object]:
     """A headless Chromium session shared by a module's tests (selenium WebDriver)."""
     yield from chromium_session()
+
+
+def wait_until(driver: Any, cond: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """``cond()`` once it holds; a table re-rendered while ``cond`` reads it (a stale or vanished element)
+    is a page not ready yet, not a failure. On time-out the page's status line says what it was doing."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            got = cond()
+        except (StaleElementReferenceException, NoSuchElementException):
+            got = None
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"page did not show it in {timeout} s; status: "
+                         f"{driver.find_element('id', 'status').text!r}")

@@ -6,35 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from support.browser import wait_until
 from support.corpus import ZH_NEWS
 from support.service import ServiceProcess
 from support.synthetic_news import REPOSTED, documents, make_store
 
 PAGE = 20
-
-
-def _wait(driver: Any, cond: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """``cond()`` once it holds (a table re-rendered while read is a page not ready yet)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            got = cond()
-        except (StaleElementReferenceException, NoSuchElementException):
-            got = None
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"page did not show it in {timeout} s; status: "
-                         f"{driver.find_element('id', 'status').text!r}")
 
 
 def _rows(d: Any, table: str) -> list[Any]:
@@ -57,7 +39,7 @@ def test_explore_a_store_in_a_browser(browser: Any, tmp_path: Path) -> None:
         d.get(svc.url + "/ui/")
         assert d.title.startswith("Duplicates explorer")
         # the first view: counts, the largest clusters first (the long title wraps), the latest duplicates
-        rows = _wait(d, lambda: _rows(d, "clusters"))
+        rows = wait_until(d, lambda: _rows(d, "clusters"))
         counts = d.find_element(By.ID, "counts").text
         assert f"{len(docs)} documents" in counts and f"{len(docs) - sum(REPOSTED)} new" in counts
         assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [str(n + 1) for n in REPOSTED]
@@ -68,19 +50,20 @@ def test_explore_a_store_in_a_browser(browser: Any, tmp_path: Path) -> None:
         assert any("bits apart" in r.text or "the same text" in r.text for r in recent)
         # every cluster, paged: single documents too, then the next page
         d.find_element(By.ID, "all-clusters").click()
-        _wait(d, lambda: "of 60" in d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text)
+        wait_until(d, lambda: "of 60" in d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text)
         d.find_element(By.CSS_SELECTOR, "#clusters-pager .next").click()
-        _wait(d, lambda: d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text.startswith("21–40"))
+        wait_until(d, lambda: d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text
+                   .startswith("21–40"))
         assert {r.find_element(By.CSS_SELECTOR, "td").text for r in _rows(d, "clusters")} == {"1"}
         # a cluster opened from the first view, a member side by side with its canonical
         d.find_element(By.ID, "home-link").click()
-        first = _wait(d, lambda: _rows(d, "clusters"))[0]
+        first = wait_until(d, lambda: _rows(d, "clusters"))[0]
         first.find_element(By.CSS_SELECTOR, "button.open").click()
-        members = _wait(d, lambda: _rows(d, "cluster"))
+        members = wait_until(d, lambda: _rows(d, "cluster"))
         assert len(members) == REPOSTED[0] + 1
         assert members[0].find_element(By.CSS_SELECTOR, "td").text == docs[0]["id"]
         members[1].find_element(By.CSS_SELECTOR, "button.compare").click()
-        marks = _wait(d, lambda: d.find_elements(By.CSS_SELECTOR, "#side-b mark"))
+        marks = wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, "#side-b mark"))
         assert marks and d.find_element(By.CSS_SELECTOR, "#side-a h3").text == docs[0]["id"]
         assert "copied passage" in d.find_element(By.CSS_SELECTOR, "#compare .summary").text
         # search by an id holding "/" and spaces: the document, its near-duplicates, its cluster
@@ -89,17 +72,17 @@ def test_explore_a_store_in_a_browser(browser: Any, tmp_path: Path) -> None:
         q.clear()
         q.send_keys(copy_id)
         d.find_element(By.ID, "go").click()
-        _wait(d, lambda: d.find_element(By.ID, "doc").is_displayed()
+        wait_until(d, lambda: d.find_element(By.ID, "doc").is_displayed()
               and copy_id in d.find_element(By.ID, "doc").text)
         assert "near_duplicate" in d.find_element(By.CSS_SELECTOR, "#doc .body").text
-        dups = _wait(d, lambda: _rows(d, "dups"))
+        dups = wait_until(d, lambda: _rows(d, "dups"))
         assert docs[0]["id"] in {r.find_element(By.CSS_SELECTOR, "td").text for r in dups}
-        _wait(d, lambda: d.find_element(By.ID, "cluster").is_displayed())
+        wait_until(d, lambda: d.find_element(By.ID, "cluster").is_displayed())
         # pasted text: the stored copies of it
         q.clear()
         q.send_keys(docs[1]["content"])
         d.find_element(By.ID, "go").click()
-        _wait(d, lambda: docs[1]["id"] in [r.find_element(By.CSS_SELECTOR, "td").text
+        wait_until(d, lambda: docs[1]["id"] in [r.find_element(By.CSS_SELECTOR, "td").text
                                            for r in _rows(d, "dups")])
         _no_sideways_scroll(d)
 
@@ -119,7 +102,7 @@ def test_serve_without_elasticsearch_in_a_browser(browser: Any, tmp_path: Path) 
             r = http.post("/_bulk", content=b'{"index":{"_index":"news"}}\n{"title":"x"}\n')
             assert r.status_code == 501 and "--es" in r.json()["error"]["reason"]
         d.get(svc.url + "/ui/")
-        rows = _wait(d, lambda: _rows(d, "clusters"))
+        rows = wait_until(d, lambda: _rows(d, "clusters"))
         assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [str(n + 1) for n in REPOSTED]
         assert docs[0]["id"] in rows[0].text
         # the service keeps no texts: the page says so rather than showing empty articles
@@ -141,14 +124,15 @@ def test_explore_zh_news_as_readme_writes_it(browser: Any, tmp_path: Path) -> No
     d = browser
     with ServiceProcess(None, store, command="explore") as svc:
         d.get(svc.url + "/ui/")
-        rows = _wait(d, lambda: _rows(d, "clusters"), timeout=120)
+        rows = wait_until(d, lambda: _rows(d, "clusters"), timeout=120)
         sizes = [int(r.find_element(By.CSS_SELECTOR, "td").text) for r in rows]
         assert len(rows) == PAGE and sizes == sorted(sizes, reverse=True) and sizes[-1] >= 2
         assert "12,461 documents" in d.find_element(By.ID, "counts").text
         assert any("\u4e00" <= ch <= "\u9fff" for ch in rows[1].text)  # Chinese titles, read from the input
         total = d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text
         d.find_element(By.CSS_SELECTOR, "#clusters-pager .next").click()
-        _wait(d, lambda: d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text.startswith("21–40"))
+        wait_until(d, lambda: d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text
+                   .startswith("21–40"))
         assert total.endswith(d.find_element(By.CSS_SELECTOR, "#clusters-pager .where").text.split(" of ")[1])
         assert _rows(d, "recent") and "bits apart" in " ".join(r.text for r in _rows(d, "recent"))
         _no_sideways_scroll(d)
