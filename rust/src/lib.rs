@@ -46,20 +46,30 @@ fn read_idf(path: &str) -> PyResult<(FxHashMap<String, f64>, f64)> {
     Ok((idf, default))
 }
 
-/// The words of jieba's dictionary that are not tagged as proper nouns (`facts._read_dictionary`).
-fn read_common(path: &str) -> PyResult<FxHashSet<String>> {
+/// jieba's dictionary words in two sets (`facts._read_dictionary`): those not tagged as a person, place
+/// or organisation, and those tagged so (a title's names); a word is one when any of its lines tags it.
+/// One reading for both.
+fn read_dictionary(path: &str) -> PyResult<(FxHashSet<String>, FxHashSet<Box<str>>)> {
     let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let mut proper: FxHashMap<&str, bool> = FxHashMap::with_capacity_and_hasher(raw.len() / 12, Default::default());
+    let mut tagged: FxHashMap<&str, bool> = FxHashMap::with_capacity_and_hasher(raw.len() / 12, Default::default());
     for line in raw.split('\n') {
         let mut parts = line.split(text::py_isspace).filter(|p| !p.is_empty());
         if let Some(word) = parts.next() {
             let rest: [Option<&str>; 3] = [parts.next(), parts.next(), parts.next()];
             let name = matches!(rest, [Some(_), Some("nr" | "nrfg" | "nrt" | "ns" | "nt"), None]);
-            let e = proper.entry(word).or_insert(false);
+            let e = tagged.entry(word).or_insert(false);
             *e = *e || name;
         }
     }
-    Ok(proper.into_iter().filter(|&(_, p)| !p).map(|(w, _)| w.to_owned()).collect())
+    let (mut common, mut proper) = (FxHashSet::default(), FxHashSet::default());
+    for (word, name) in tagged {
+        if name {
+            proper.insert(word.into());
+        } else {
+            common.insert(word.to_owned());
+        }
+    }
+    Ok((common, proper))
 }
 
 /// One configuration's loaded tables and segmenter.
@@ -85,24 +95,18 @@ impl Core {
         min_chunk_terms: usize, min_chunk_sentences: usize, max_sentence: usize,
     ) -> PyResult<Self> {
         py.detach(|| {
-            // the dictionary's proper nouns (a title's names), read alongside the rest
-            let proper = {
-                let path = dict_path.clone();
-                std::thread::spawn(move || title::read_proper(&path))
-            };
             // the segmenter's dictionary and the two tables are read at once: start-up counts
-            let (jieba, idf, common) = std::thread::scope(|scope| {
+            let (jieba, idf, dictionary) = std::thread::scope(|scope| {
                 let idf = scope.spawn(|| read_idf(&idf_path));
-                let common = scope.spawn(|| read_common(&dict_path));
+                let dictionary = scope.spawn(|| read_dictionary(&dict_path));
                 let mut jieba = Jieba::new();
                 for v in &variants {
                     jieba.add_word(v, Some(100000), None);
                 }
-                (jieba, idf.join().expect("the IDF reader"), common.join().expect("the dictionary reader"))
+                (jieba, idf.join().expect("the IDF reader"), dictionary.join().expect("the dictionary reader"))
             });
             let (idf, idf_default) = idf?;
-            let common = common?;
-            let proper = proper.join().expect("the proper-noun reader")?;
+            let (common, proper) = dictionary?;
             let idf_len = idf.len();
             let mut lexicon: FxHashMap<Box<str>, Lexeme> =
                 FxHashMap::with_capacity_and_hasher(idf.len() + common.len(), Default::default());

@@ -5,11 +5,9 @@
 //! bits, a date form other than the two common ones), the functions give None and the reference runs.
 
 use std::borrow::Cow;
-use std::fs;
 
-use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::facts::numbers;
@@ -17,23 +15,6 @@ use crate::text::py_isspace;
 
 /// `MAX_TITLE_FACTS` of `fingerprint/facts.py`.
 pub const MAX_TITLE_FACTS: usize = 8;
-
-/// The words jieba's dictionary tags as a person, place or organisation (`facts._dictionary()` values
-/// 1.0: a word is one when any of its lines has such a tag).
-pub fn read_proper(path: &str) -> PyResult<FxHashSet<Box<str>>> {
-    let raw = fs::read_to_string(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let mut proper: FxHashMap<&str, bool> = FxHashMap::default();
-    for line in raw.split('\n') {
-        let mut parts = line.split(py_isspace).filter(|p| !p.is_empty());
-        if let Some(word) = parts.next() {
-            let rest: [Option<&str>; 3] = [parts.next(), parts.next(), parts.next()];
-            let name = matches!(rest, [Some(_), Some("nr" | "nrfg" | "nrt" | "ns" | "nt"), None]);
-            let e = proper.entry(word).or_insert(false);
-            *e = *e || name;
-        }
-    }
-    Ok(proper.into_iter().filter(|&(_, p)| p).map(|(w, _)| w.into()).collect())
-}
 
 /// A character of `[A-Za-z0-9.&'-]`, what `_SYMBOL` allows in a company's symbol or name.
 fn symbol_byte(b: u8) -> bool {
