@@ -39,6 +39,17 @@ pub struct Settings {
     pub max_sentence: usize,
 }
 
+impl Settings {
+    /// `Tokenizer.keep` after the segmenter's own check: the term a token counts as (its synonym's
+    /// canonical form), or None for a stopword or a token shorter than `min_len` characters.
+    pub fn keep<'a>(&'a self, token: &'a str) -> Option<&'a str> {
+        if token.chars().count() < self.min_len || self.stopwords.contains(token) {
+            return None;
+        }
+        Some(self.synonyms.get(token).map_or(token, String::as_str))
+    }
+}
+
 /// What the tables know of a term: its IDF (None: the default applies) and whether it is one of
 /// jieba's dictionary words not tagged as proper nouns (the other Han terms count as names).
 #[derive(Clone, Copy, Default)]
@@ -118,12 +129,7 @@ impl<'s> Tokens<'s> {
 
     /// [`Tokens::id`] of a token not seen before.
     fn keep(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
-        let dropped = (segmented && !all_cjk(token)) || token.chars().count() < s.min_len || s.stopwords.contains(token);
-        let kept = if dropped {
-            None
-        } else {
-            Some(s.synonyms.get(token).map_or(token, String::as_str))
-        };
+        let kept = if segmented && !all_cjk(token) { None } else { s.keep(token) };
         kept.map(|term| {
             let next = self.terms.len() as u32;
             let id = *self.ids.entry(term).or_insert(next);

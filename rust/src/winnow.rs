@@ -72,14 +72,6 @@ fn normalize_mapped(part: &str, base: u32, norm: &mut String, origin: &mut Vec<u
     }
 }
 
-/// `Tokenizer.keep` after its segmenter's check: the term a token counts as, or None.
-fn keep<'a>(s: &'a Settings, token: &'a str) -> Option<&'a str> {
-    if token.chars().count() < s.min_len || s.stopwords.contains(token) {
-        return None;
-    }
-    Some(s.synonyms.get(token).map_or(token, String::as_str))
-}
-
 /// `Tokenizer.spans(norm)` as term hashes and byte spans in `norm`, appended. A segmenter token is
 /// looked for from where the last one ended, as the reference's `find`; None when it is not there.
 fn spans(
@@ -107,7 +99,7 @@ fn spans(
         found.extend(words.iter().map(|&(x, y)| (x, y, &norm[x..y])));
         found.sort_by_key(|&(x, _, _)| x); // stable: the segmenter's first, as the reference's sort
         for &(x, y, w) in &found {
-            if let Some(term) = keep(s, w) {
+            if let Some(term) = s.keep(w) {
                 out.push((xxh3_64(term.as_bytes()), x, y));
             }
         }
