@@ -10,12 +10,7 @@ from fingerprint_indexer.text.clean import compact
 
 def content_digest(normalized_text: str) -> str:
     """128-bit BLAKE2b of the text with all whitespace removed: equal for reformatted copies."""
-    return compact_digest(compact(normalized_text).encode("utf-8"))
-
-
-def compact_digest(compacted: bytes) -> str:
-    """:func:`content_digest` of a text given as its compact form, UTF-8 encoded."""
-    return hashlib.blake2b(compacted, digest_size=16).hexdigest()
+    return hashlib.blake2b(compact(normalized_text).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def keyword_digest(keywords: Iterable[str]) -> str:

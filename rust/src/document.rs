@@ -91,7 +91,7 @@ impl Plan {
     }
 }
 
-/// `content_digest` of a text given as its compact form (`compact_digest`).
+/// `content_digest` of a text given as its compact form (its whitespace removed).
 pub fn content_digest(compact: &str) -> String {
     hex_digest(compact.as_bytes(), 16)
 }
