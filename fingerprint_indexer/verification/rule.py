@@ -155,7 +155,7 @@ def facts_conflict(
     if any(map(is_ordinal, occ.only_a)) and any(map(is_ordinal, occ.only_b)):  # 第2次 here, 第3次 there
         ordinals = FactDiff((), tuple(filter(is_ordinal, occ.only_a)), tuple(filter(is_ordinal, occ.only_b)))
         return "ordinals", ordinals.describe()
-    later = _new_in_later(a, b, diff, policy)
+    later = _new_in_later(a, b, diff, policy, days)
     if later:
         return "facts", later
     allowance = policy.edit_share(short=one_passage(a) or one_passage(b), days=days)
@@ -177,19 +177,18 @@ def facts_conflict(
     return "", ""
 
 
-def _new_in_later(a: Evidence, b: Evidence, diff: FactDiff, policy: VerifyPolicy) -> str:
-    """Why the later of two texts is another occurrence ("" when it is not): published past the grace
-    period, it states more facts its look-alike does not than :meth:`VerifyPolicy.new_fact_share` allows
-    (a copy states its original's facts or fewer; this year's anniversary, another official, another
-    language edition are new facts)."""
+def _new_in_later(a: Evidence, b: Evidence, diff: FactDiff, policy: VerifyPolicy, days: int | None) -> str:
+    """Why the later of two texts, ``days`` apart, is another occurrence ("" when it is not): published
+    past the grace period, it states more facts its look-alike does not than
+    :meth:`VerifyPolicy.new_fact_share` allows (a copy states its original's facts or fewer; this year's
+    anniversary, another official, another language edition are new facts)."""
+    allowed = policy.new_fact_share(days)
+    if allowed >= 1.0:  # undated, or within the grace period: which text is later does not matter
+        return ""
     apart = days_apart(a.facts, b.facts)
     if apart is None or apart[1] == apart[2]:
         return ""
-    days, day_a, day_b = apart
-    allowed = policy.new_fact_share(days)
-    if allowed >= 1.0:
-        return ""
-    a_later = day_a > day_b
+    a_later = apart[1] > apart[2]
     names = _real_names(diff)  # every real name counts: one new name is another official, another edition
     own = diff.only_a if a_later else diff.only_b
     new = sorted([f for f in own if not f.startswith(NAME)] + list(names.only_a if a_later else names.only_b),
