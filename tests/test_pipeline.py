@@ -244,3 +244,18 @@ def test_pictures_are_decided_beside_the_text_and_never_decide_it(tmp_path):
     with Pipeline(tmp_path / "store") as p:  # kept: the store finds them after a restart
         stored = ImageStore(p.store)
         assert len(stored) == 2 and stored.record(f"b/{copy}")["duplicate_of"] == f"a/{photo}"
+
+
+def test_a_scrape_failure_under_many_headlines_is_not_one_article(tmp_path):
+    """A body too short to fingerprint (what a failed scrape kept: the site's slogan) is the same text under
+    each headline; only the same headline makes it a copy."""
+    slogan = "精度知天下，新闻更悦己"
+    docs = [Document(id="a", title="组图:童年经典再现 仙剑奇侠传将翻拍", content=slogan),
+            Document(id="b", title="老干部变凯三岁 王凯随身带儿童水杯", content=slogan),
+            Document(id="c", title="组图:童年经典再现  仙剑奇侠传将翻拍", content=slogan),
+            Document(id="d", title=slogan, content=slogan)]
+    with Pipeline(tmp_path / "s") as p:
+        out = [d.to_dict() for d in p.process_many(docs)]
+    assert [o["decision"] for o in out] == ["new", "new", "exact_duplicate", "new"]
+    assert out[2]["duplicate_of"] == "a"
+    assert len({o["cluster_id"] for o in out}) == 3

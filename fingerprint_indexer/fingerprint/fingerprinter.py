@@ -32,7 +32,7 @@ from fingerprint_indexer.fingerprint.chunks import (
     iter_sentences,
     sentence_spans,
 )
-from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
+from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest, titled_digest
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
@@ -50,12 +50,12 @@ from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
 from fingerprint_indexer.fingerprint.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import html_to_text, normalize
+from fingerprint_indexer.text.clean import compact, html_to_text, normalize
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/7"
+ALGORITHM = "simhash64-tfidf/8"  # 8: a degenerate document's headline in its content digest
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -378,12 +378,23 @@ class Fingerprinter:
         # one compiled call for the body, the title's facts and the day: the GIL is held for little else
         got = compiled.document(raw, doc.title, doc.published_at) if compiled is not None else None
         if got is None:
-            return self._document(doc, raw)
+            return self._titled(self._document(doc, raw), doc, raw)
         facts = got.facts
         if not got.day_read:
             day = publication_day(doc.published_at)
             facts = (*facts, day) if day else facts
-        return self._result(doc.id, got, facts, lambda: document_text(doc))
+        return self._titled(self._result(doc.id, got, facts, lambda: document_text(doc)), doc, raw)
+
+    def _titled(self, res: FingerprintResult, doc: Document, raw: str) -> FingerprintResult:
+        """``res`` with a degenerate document's headline in its content digest (:func:`titled_digest`),
+        unless the headline is its text (or stands in for an empty one)."""
+        if not res.degenerate or not doc.title:
+            return res
+        title = self._normalize(doc.title)
+        body = self._normalize(raw, lower=False).lower()
+        if not title or not body or compact(title) == compact(body):
+            return res
+        return replace(res, content_digest=titled_digest(res.content_digest, title))
 
     def _result(self, doc_id: str, got: Documented, facts: tuple[str, ...], raw: Callable[[], str]
                 ) -> FingerprintResult:

@@ -36,7 +36,7 @@ def test_policy_names_every_threshold_and_its_tag() -> None:
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["tag"] == DEFAULT_POLICY.tag and out["min_similarity"] == DEFAULT_POLICY.min_similarity
-    assert out["fingerprint_version"].startswith("simhash64-tfidf/7;")
+    assert out["fingerprint_version"].startswith("simhash64-tfidf/8;")
 
 
 def test_fingerprint_jsonl_file_and_bad_line(tmp_path: Path) -> None:

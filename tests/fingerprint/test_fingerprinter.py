@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
@@ -20,9 +22,19 @@ TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周�
         "气象专家提醒市民注意防寒保暖，出行注意交通安全。")
 
 
+_SHARED: list[Fingerprinter] = []
+
+
+def _shared() -> Fingerprinter:
+    """One fingerprinter for the module (hypothesis tests cannot take a fixture)."""
+    if not _SHARED:
+        _SHARED.append(Fingerprinter())
+    return _SHARED[0]
+
+
 @pytest.fixture(scope="module")
 def fpr() -> Fingerprinter:
-    return Fingerprinter()
+    return _shared()
 
 
 def test_empty_and_whitespace_are_degenerate_not_errors(fpr: Fingerprinter) -> None:
@@ -172,3 +184,28 @@ def test_lead_sentences_zero_disables_the_lead() -> None:
     assert plain.chunks == ()
     with pytest.raises(ValueError, match="lead_sentences"):
         FingerprintConfig(lead_sentences=-1)
+
+
+SLOGAN = "精度知天下，新闻更悦己"
+
+
+def test_a_degenerate_body_is_told_apart_by_its_headline(fpr: Fingerprinter) -> None:
+    def digest(title: str | None, content: str = SLOGAN) -> str:
+        return fpr.fingerprint_document(Document(id="x", title=title, content=content)).content_digest
+
+    plain = fpr.fingerprint(SLOGAN)
+    assert plain.degenerate
+    assert digest("童年经典再现") != digest("王凯随身带儿童水杯") != plain.content_digest
+    assert digest("童年经典再现") == digest(" 童年经典再现\n")  # reformatted headline: the same
+    assert digest(None) == digest("") == plain.content_digest  # no headline: the body's digest
+    assert digest(SLOGAN) == plain.content_digest  # the headline is the text
+    assert digest(SLOGAN, content="") == plain.content_digest  # the headline stands in for the text
+
+
+@given(st.text(alphabet="天气新闻市民降温 ab,", max_size=12))
+@settings(max_examples=40, deadline=None)
+def test_the_headline_never_changes_the_digest_of_a_body_that_fingerprints(title: str) -> None:
+    fpr = _shared()
+    res = fpr.fingerprint_document(Document(id="x", title=title, content=TEXT))
+    assert not res.degenerate
+    assert res.content_digest == fpr.fingerprint(TEXT).content_digest
