@@ -408,6 +408,27 @@ def latin_names(title: str) -> set[str]:
     return {f"<{m.lower()}>" for m in _SYMBOL.findall(title)}
 
 
+_LATIN_WORD = re.compile(r"[a-z][a-z0-9&'-]*")
+
+
+def headline_names(title: str, facts: tuple[str, ...]) -> tuple[str, ...]:
+    """``facts`` with the Latin-script words of the headline ``title`` (normalised, lower-cased) that the
+    document's own facts name, as TITLE names (up to :data:`MAX_TITLE_FACTS` title facts in all).
+
+    A capitalised word alone is not a name (:func:`latin_names`), but one the body writes as a name is:
+    a wire headline in capitals names its fund, state or issuer (``FRANKLIN OHIO SETS MONTHLY PAYOUT``)
+    and the body spells it out (``Franklin Ohio Insured Tax-Free Income Fund``). Two notices of one
+    template then have titles that name others, which :func:`title_conflict` reads."""
+    words = {NAME + m.group().rstrip("'-") for m in _LATIN_WORD.finditer(title)}
+    new = {TITLE + w for w in words if w in facts}
+    if not new:
+        return facts
+    titled = {f for f in facts if f.startswith(TITLE)}
+    room = MAX_TITLE_FACTS - len(titled)
+    new -= titled
+    return (*facts, *_by_hash(new, room)) if new and room > 0 else facts
+
+
 def title_facts(title: str, terms: Iterable[str], latin: Iterable[str] = ()) -> tuple[str, ...]:
     """The proper names (among ``terms``, the title's content terms, and ``latin``: see
     :func:`latin_names`) and ordinals of a headline, as TITLE facts.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing as mp
+import re
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -38,6 +39,7 @@ from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
     MAX_FRAMES,
     analyse,
+    headline_names,
     latin_body_names,
     latin_names,
     publication_day,
@@ -50,12 +52,14 @@ from fingerprint_indexer.fingerprint.sketch import SKETCH_SIZE, sketch, to_bytes
 from fingerprint_indexer.fingerprint.terms import MAX_ENTRIES, DocTerms, TermTable
 from fingerprint_indexer.fingerprint.winnow import WinnowParams, document_text, marked
 from fingerprint_indexer.text.boilerplate import strip_boilerplate
-from fingerprint_indexer.text.clean import compact, html_to_text, normalize
+from fingerprint_indexer.text.clean import html_to_text, normalize
 from fingerprint_indexer.text.synonyms import load_synonyms, synonyms_id
 from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
-ALGORITHM = "simhash64-tfidf/8"  # 8: a degenerate document's headline in its content digest
+ALGORITHM = "simhash64-tfidf/8"  # 8: what a headline adds (a degenerate body's digest; Latin names)
+# a Latin letter of a normalised (lower-cased) headline: one without gives no Latin names (headline_names)
+_LATIN_LETTER = re.compile(r"[a-z]")
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -350,7 +354,7 @@ class Fingerprinter:
         compiled = self._native_pass()
         got = compiled.document(raw) if compiled is not None else None
         if got is not None:
-            return self._result(doc_id, got, got.facts, lambda: raw)
+            return self._result(doc_id, got, got.content_digest, got.facts, lambda: raw)
         cased = self._normalize(raw, lower=False)
         return self._with_marks(self.fingerprint_text(cased.lower(), doc_id, cased), lambda: raw)
 
@@ -378,32 +382,37 @@ class Fingerprinter:
         # one compiled call for the body, the title's facts and the day: the GIL is held for little else
         got = compiled.document(raw, doc.title, doc.published_at) if compiled is not None else None
         if got is None:
-            return self._titled(self._document(doc, raw), doc, raw)
+            return self._document(doc, raw)
         facts = got.facts
         if not got.day_read:
             day = publication_day(doc.published_at)
             facts = (*facts, day) if day else facts
-        return self._titled(self._result(doc.id, got, facts, lambda: document_text(doc)), doc, raw)
+        digest, facts = self._headline(got.degenerate, got.content_digest, facts, got.headline)
+        return self._result(doc.id, got, digest, facts, lambda: document_text(doc))
 
-    def _titled(self, res: FingerprintResult, doc: Document, raw: str) -> FingerprintResult:
-        """``res`` with a degenerate document's headline in its content digest (:func:`titled_digest`),
-        unless the headline is its text (or stands in for an empty one)."""
-        if not res.degenerate or not doc.title:
-            return res
-        title = self._normalize(doc.title)
-        body = self._normalize(raw, lower=False).lower()
-        if not title or not body or compact(title) == compact(body):
-            return res
-        return replace(res, content_digest=titled_digest(res.content_digest, title))
+    def _headline(self, degenerate: bool, digest: str, facts: tuple[str, ...], headline: str | None
+                  ) -> tuple[str, tuple[str, ...]]:  # fmt: skip
+        """A document's content digest and facts with what its ``headline`` (the title normalised; None
+        when there is none or it is the text) adds: a degenerate document's digest covers it
+        (:func:`titled_digest`), and its Latin-script words that the facts name are title names
+        (:func:`headline_names`)."""
+        if headline is None:
+            return digest, facts
+        if degenerate:
+            digest = titled_digest(digest, headline)
+        if self.config.facts and _LATIN_LETTER.search(headline) is not None:
+            facts = headline_names(headline, facts)
+        return digest, facts
 
-    def _result(self, doc_id: str, got: Documented, facts: tuple[str, ...], raw: Callable[[], str]
-                ) -> FingerprintResult:
-        """The result of one compiled call with ``facts``, and copy marks of the text ``raw`` gives."""
+    def _result(self, doc_id: str, got: Documented, digest: str, facts: tuple[str, ...],
+                raw: Callable[[], str]) -> FingerprintResult:
+        """The result of one compiled call with its content ``digest`` and ``facts``, and copy marks of the
+        text ``raw`` gives."""
         return FingerprintResult(
             id=doc_id,
             fingerprint=got.fingerprint,
             blocks=got.blocks,
-            content_digest=got.content_digest,
+            content_digest=digest,
             keyword_digest=got.keyword_digest,
             top_terms=got.top_terms,
             degenerate=got.degenerate,
@@ -419,22 +428,23 @@ class Fingerprinter:
     def _document(self, doc: Document, raw: str) -> FingerprintResult:
         """:meth:`fingerprint_document` step by step (``raw``: the document's text), where the one
         compiled call does not run: the reference, or the compiled steps that do."""
-        title = self._normalize(doc.title) if doc.title and self.config.facts else ""  # clean(doc.title)
+        title = self._normalize(doc.title) if doc.title else ""  # clean(doc.title)
         cased = self._normalize(raw, lower=False)
         if not cased and doc.title:
             cased = self._normalize(doc.title, lower=False)
         text = cased.lower()
         res = self._with_marks(self.fingerprint_text(text, doc.id, cased), lambda: document_text(doc))
-        if not self.config.facts:
-            return res
-        title = "" if title == text else title  # a headline-only document: its title is its body
-        latin = latin_names(doc.title) if title else set()
-        compiled = self._native_pass()
-        terms = self.tokenizer.terms if compiled is None else compiled.terms
-        extra = title_facts(title, terms(title), latin) if title else ()
-        day = publication_day(doc.published_at)
-        extra = (*extra, day) if day else extra
-        return replace(res, facts=(*res.facts, *extra)) if extra else res
+        headline = title if title and title != text else None  # a headline-only document: title is body
+        if self.config.facts:
+            latin = latin_names(doc.title) if headline else set()
+            compiled = self._native_pass()
+            terms = self.tokenizer.terms if compiled is None else compiled.terms
+            extra = title_facts(headline, terms(headline), latin) if headline else ()
+            day = publication_day(doc.published_at)
+            extra = (*extra, day) if day else extra
+            res = replace(res, facts=(*res.facts, *extra)) if extra else res
+        digest, facts = self._headline(res.degenerate, res.content_digest, res.facts, headline)
+        return replace(res, content_digest=digest, facts=facts)
 
 
 # Per-worker state for fingerprint_many: built once per process by the pool initializer.

@@ -92,7 +92,8 @@ class Documented(NamedTuple):
     """What one call gives ``Fingerprinter.fingerprint_document``: the fields of its
     ``FingerprintResult`` but the id, version and copy marks, with the title's facts and the publication
     day after the body's in ``facts``; ``day_read`` is false when the day is left to
-    ``facts.publication_day``. A named tuple: it is made once per document, cheaply."""
+    ``facts.publication_day``; ``headline`` is the title normalised (None when there is none or it is the
+    text). A named tuple: it is made once per document, cheaply."""
 
     fingerprint: int
     blocks: list[str]
@@ -106,6 +107,7 @@ class Documented(NamedTuple):
     facts: tuple[str, ...]
     frames: tuple[int, ...]
     day_read: bool
+    headline: str | None
 
 
 class NativePass:
@@ -162,7 +164,9 @@ class NativePass:
         if self._facts and not FACTS:
             return None
         got = self._core.document(raw, title, published_at, self._plan)
-        return None if got is None else Documented(*got)
+        if got is None:
+            return None
+        return Documented._make((*got[:-1], *got[-1]))  # the last item is (day_read, headline)
 
     @staticmethod
     def normalize(text: str, lower: bool = True) -> str | None:

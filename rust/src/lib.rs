@@ -163,7 +163,8 @@ impl Core {
     /// `Fingerprinter.fingerprint_document` of a document's `raw` text (its HTML already made text), its
     /// `title` and `published_at`, in one call, under the configuration's `plan`: `(fingerprint, blocks,
     /// content_digest, keyword_digest, top_terms, degenerate, n_tokens, chunks, sketch, facts, frames,
-    /// day_read)`, the fields of a `FingerprintResult` (`chunks`, `facts` and `frames` as tuples).
+    /// (day_read, headline))`, the fields of a `FingerprintResult` (`chunks`, `facts` and `frames` as
+    /// tuples); `headline` is the title normalised, or None when there is none or it is the text.
     /// When the plan takes facts, `facts` holds the body's, then the title's (`title_facts`, unless
     /// the title is the text) and the publication day when `day_read` (else the caller reads
     /// `published_at`). None where the reference or the separate steps must run (and for an empty text).
@@ -174,27 +175,27 @@ impl Core {
         let plan = plan.get();
         let title = title.unwrap_or("");
         let facts = plan.facts;
-        let (cased, lower, body, flat, extra, day_read) = py.detach(|| {
+        let (cased, lower, body, flat, extra, day_read, headline) = py.detach(|| {
             let cased = text::normalize(raw, false)?;
             if cased.is_empty() {
                 return None;
             }
             let lower = cased.to_lowercase();
+            // the headline, normalised, unless it is the text (a headline-only document)
+            let normal = if title.is_empty() { String::new() } else { text::normalize(title, true)? };
+            let headline = (!normal.is_empty() && normal != lower).then_some(normal);
             // the title's facts first: where they must come from the reference, no pass is wasted
             let mut extra: Vec<String> = Vec::new();
-            if facts && !title.is_empty() {
-                let normal = text::normalize(title, true)?;
-                if !normal.is_empty() && normal != lower {
-                    let names = terms(&self.jieba, &self.settings, &normal);
-                    extra = title::title_facts(&normal, &names, &title::latin_names(title), &self.proper)?;
-                }
+            if let (true, Some(normal)) = (facts, &headline) {
+                let names = terms(&self.jieba, &self.settings, normal);
+                extra = title::title_facts(normal, &names, &title::latin_names(title), &self.proper)?;
             }
             let day = if facts { published_at.map(title::publication_day) } else { None };
             let day_read = day.is_none() || matches!(day, Some(Some(_)));
             extra.extend(day.flatten().flatten());
             let body = if plan.strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
             let flat = pass::flatten(&body);
-            Some((cased, lower, body, flat, extra, day_read))
+            Some((cased, lower, body, flat, extra, day_read, headline))
         })?;
         let (got, found, frames, digests, blocks) = py.detach(|| {
             let got = run(&self.jieba, &self.settings, &body, &flat)?;
@@ -214,7 +215,7 @@ impl Core {
         let top_terms = document::top_terms_list(py, &got.top_terms).ok()?;
         (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
          got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
-         PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, day_read).into_pyobject(py).ok()
+         PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, (day_read, headline)).into_pyobject(py).ok()
     }
 
     /// `title_facts(title, terms(title), latin_names(raw))` of `fingerprint/facts.py`, where `title` is

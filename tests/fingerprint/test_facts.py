@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
+    MAX_TITLE_FACTS,
     analyse,
     chinese_number,
     fact_hash,
+    headline_names,
     latin_body_names,
     publication_day,
     publication_time,
@@ -195,3 +197,23 @@ def test_publication_time_is_iso_for_every_form_the_day_is_read_from(value, iso)
     assert (publication_day(value) is None) == (iso is None)
     if iso is not None:
         assert publication_day(iso) == publication_day(value)  # read back, the same day fact
+
+
+def test_headline_words_the_body_names_are_title_names() -> None:
+    body = ("=6.5", "@massachusetts", "@insured", "@fund", "#april 30")
+    got = headline_names("franklin massachusetts sets monthly payout", body)
+    assert got == (*body, "^@massachusetts")  # "franklin" is no fact of the body; "sets" no name
+    assert headline_names("sets monthly payout", body) == body  # nothing the body names
+    assert headline_names("massachusetts fund", ("=1",)) == ("=1",)  # a body without names
+
+
+@given(st.lists(st.sampled_from(["ohio", "fund", "bank", "trust", "x", "y-z", "tax-free"]), max_size=20),
+       st.integers(0, MAX_TITLE_FACTS + 2))
+@settings(max_examples=60, deadline=None)
+def test_headline_names_only_add_and_keep_the_cap(words: list[str], held: int) -> None:
+    facts = (*(f"@{w}" for w in dict.fromkeys(words)), *(f"^@t{i}" for i in range(held)))
+    got = headline_names(" ".join(reversed(words)), facts)
+    assert got[: len(facts)] == facts
+    added = got[len(facts):]
+    assert all(f.startswith("^@") and f"@{f[2:]}" in facts for f in added)
+    assert sum(f.startswith("^") for f in got) <= max(held, MAX_TITLE_FACTS)

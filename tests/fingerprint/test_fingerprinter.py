@@ -209,3 +209,22 @@ def test_the_headline_never_changes_the_digest_of_a_body_that_fingerprints(title
     res = fpr.fingerprint_document(Document(id="x", title=title, content=TEXT))
     assert not res.degenerate
     assert res.content_digest == fpr.fingerprint(TEXT).content_digest
+
+
+def test_a_wire_headline_in_capitals_names_what_its_body_names(fpr: Fingerprinter) -> None:
+    """Two notices of one template, one state apart: the headlines name others (title_conflict)."""
+    from fingerprint_indexer.verification import check
+
+    body = (" Mthly div 6.5 cts vs 6.5 cts prior\n Pay April 30\n"
+            " NOTE: Franklin {} Insured Tax-Free Income Fund.\n")
+    a = fpr.fingerprint_document(Document(id="a", title="FRANKLIN OHIO SETS MONTHLY PAYOUT",
+                                          content=body.format("Ohio")))
+    b = fpr.fingerprint_document(Document(id="b", title="FRANKLIN MINNESOTA SETS MONTHLY PAYOUT",
+                                          content=body.format("Minnesota")))
+    assert "^@ohio" in a.facts and "^@minnesota" in b.facts
+    assert check(a.evidence, b.evidence, 3).reason == "titles name others: ohio vs minnesota"
+    again = fpr.fingerprint_document(Document(id="c", title="Franklin Ohio fund sets payout",
+                                              content=body.format("Ohio")))
+    assert check(a.evidence, again.evidence, 3).accepted  # the same notice, re-headlined
+    plain = fpr.fingerprint_document(Document(id="d", title=None, content=body.format("Ohio")))
+    assert plain.facts == tuple(f for f in a.facts if f != "^@ohio")

@@ -18,7 +18,7 @@ import xxhash
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.chunks import MIN_CHUNK_TERMS, closes_chunk, iter_sentences
-from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest
+from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest, titled_digest
 from fingerprint_indexer.fingerprint.facts import (
     _MASK_NUMBERS,
     _SPACE,
@@ -29,6 +29,7 @@ from fingerprint_indexer.fingerprint.facts import (
     NAME,
     _by_hash,
     _numbers,
+    headline_names,
     latin_body_names,
     latin_names,
     names,
@@ -225,12 +226,17 @@ class SlowFingerprinter:
         if not text and doc.title:
             text, cased = clean(doc.title), normalize(doc.title, lower=False)
         res = self.fingerprint_text(text, doc.id, cased)
-        if not self.config.facts:
-            return res
         title = clean(doc.title) if doc.title else ""
         title = title if title != text else ""
+        if title and res.degenerate:  # a degenerate body is held to its headline
+            res = replace(res, content_digest=titled_digest(res.content_digest, title))
+        if not self.config.facts:
+            return res
         latin = latin_names(doc.title) if title else set()
         extra = title_facts(title, self.tokenizer.terms(title), latin) if title else ()
         day = publication_day(doc.published_at)
         extra = (*extra, day) if day else extra
-        return replace(res, facts=(*res.facts, *extra)) if extra else res
+        facts = (*res.facts, *extra)
+        if title and any("a" <= c <= "z" for c in title):
+            facts = headline_names(title, facts)
+        return replace(res, facts=facts)
