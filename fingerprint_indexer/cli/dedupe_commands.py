@@ -19,6 +19,7 @@ from fingerprint_indexer.cli.common import (
     default_store,
     emit,
     fail,
+    ingest_gc,
     k_option,
     keep_option,
     neighbour_rows,
@@ -92,11 +93,12 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
                 bar = tqdm(pipe.process_many(docs), unit="doc", file=sys.stderr,
                            disable=not sys.stderr.isatty(), dynamic_ncols=True)
-                for decision in bar:
-                    emit(decision.to_dict(), out)
-                    out.flush()
-                    counts[decision.decision] += 1
-                    founded += founded_by(decision.cluster_id, decision.id)
+                with ingest_gc():
+                    for decision in bar:
+                        emit(decision.to_dict(), out)
+                        out.flush()
+                        counts[decision.decision] += 1
+                        founded += founded_by(decision.cluster_id, decision.id)
             finally:
                 if out is not sys.stdout:
                     out.close()
