@@ -29,6 +29,7 @@ from fingerprint_indexer.cli.common import (
     decisions_output_option,
     emit,
     fail,
+    ingest_gc,
     k_option,
     keep_option,
     neighbour_rows,
@@ -181,9 +182,10 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
             docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
             pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8)
             batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
-            for result in pipelined(decider, batches, "index"):
-                _emit_batch(result, out, counts, failures)
-                bar.update(len(result.decisions))
+            with ingest_gc():
+                for result in pipelined(decider, batches, "index"):
+                    _emit_batch(result, out, counts, failures)
+                    bar.update(len(result.decisions))
         finally:
             bar.close()
             if out is not sys.stdout:
