@@ -19,19 +19,32 @@ name], ``FPI_SIDECAR_INDEX`` [False: also write the item into Elasticsearch thro
 ``FPI_DROP_DUPLICATES`` [False], ``FPI_ID_FIELD`` [url], ``FPI_TEXT_FIELD`` [content], ``FPI_HTML_FIELD``
 [html], ``FPI_TITLE_FIELD`` [title], ``FPI_K`` [3], ``FPI_TIMEOUT`` [30 seconds], ``FPI_SIDECAR_RETRIES``
 [5: tries after the first when the sidecar does not answer, is busy (429, honouring ``Retry-After``) or
-fails (5xx)].
+fails (5xx)], ``FPI_BATCH_SIZE`` [64: the most items decided together], ``FPI_BATCH_WAIT`` [0.05 seconds:
+how long a batch waits for more items after its first].
+
+Items are decided in micro-batches: ``process_item`` queues the item and one worker thread per process
+(the embedded store has one writer; the reactor thread never waits on a decision) takes up to
+``FPI_BATCH_SIZE`` queued items, or those that arrived within ``FPI_BATCH_WAIT`` of the first, and
+decides them together: on the embedded store in one atomic, synced commit (a decision is reported only
+once its batch is stored), on the sidecar in one ``/v1/ingest`` request (split in halves when the sidecar
+refuses it as too large, or to isolate a document it refuses). Two copies of one article in the same batch
+are decided as one ``new`` and one duplicate, as they would be one after the other. A per-item disk sync
+or HTTP round trip is what batching saves; ``FPI_BATCH_SIZE = 1`` decides one item at a time.
+``close_spider`` decides every item still queued before it closes the store or the connection.
 
 Nothing is lost: an item that cannot be decided (no id, or the sidecar still failing after the retries)
-is passed on untagged, logged, and counted (``fingerprint_indexer/undecided``). Decisions run off the
-reactor thread, one at a time per process (the embedded store has one writer).
+is passed on untagged, logged, and counted (``fingerprint_indexer/undecided``). The number of batches is
+counted too (``fingerprint_indexer/batches``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +64,29 @@ log = logging.getLogger(__name__)
 STATS = "fingerprint_indexer"
 #: The fields each decided item is given.
 TAGS = ("decision", "duplicate_of", "distance", "cluster_id", "fingerprint")
+#: The most documents one ``/v1/ingest`` request may carry (its request model); the sidecar's own
+#: ``--max-batch`` may be lower, and a batch it refuses as too large is split.
+MAX_REQUEST_DOCUMENTS = 100_000
+#: What the worker thread's queue is told when the spider closes.
+_STOP = object()
 
 
 class SidecarError(FingerprintIndexerError, RuntimeError):
     """The sidecar refused or failed a decision (the item is not silently passed on)."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        #: the sidecar refused the request itself (4xx but 429): sending it again would not help
+        self.refused = refused
+
+
+def _fire(d: Deferred[Any], fut: Future[Any]) -> None:
+    """Fire ``d`` with the outcome of ``fut`` (on the reactor thread)."""
+    exc = fut.exception()
+    if exc is not None:
+        d.errback(exc)
+    else:
+        d.callback(fut.result())
 
 
 class FingerprintPipeline:
@@ -79,11 +111,19 @@ class FingerprintPipeline:
         self.timeout = s.getfloat("FPI_TIMEOUT", 30.0)
         self.retries = s.getint("FPI_SIDECAR_RETRIES", 5)
         self.api_key = s.get("FPI_SIDECAR_API_KEY") or os.environ.get("FPI_API_KEY")
+        self.batch_size = s.getint("FPI_BATCH_SIZE", 64)
+        self.batch_wait = s.getfloat("FPI_BATCH_WAIT", 0.05)
+        if not 1 <= self.batch_size <= MAX_REQUEST_DOCUMENTS:
+            raise NotConfigured(f"FPI_BATCH_SIZE must be 1 to {MAX_REQUEST_DOCUMENTS}, got {self.batch_size}")
+        if self.batch_wait < 0:
+            raise NotConfigured(f"FPI_BATCH_WAIT must be 0 or more seconds, got {self.batch_wait}")
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one decision step at a time: the store has one writer
         self._pipeline: Pipeline | None = None
         self._http: httpx.Client | None = None
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._worker: threading.Thread | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FingerprintPipeline:
@@ -93,12 +133,29 @@ class FingerprintPipeline:
     def open_spider(self, spider: Any = None) -> None:
         if self.store_dir:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
-            self._pipeline = Pipeline(self.store_dir, k=self.k)
+            # the store's batch as large as ours: one commit per batch, nothing committed of a failed one
+            self._pipeline = Pipeline(self.store_dir, k=self.k, batch_size=self.batch_size)
         else:
             headers = {"X-API-Key": self.api_key} if self.api_key else {}
             self._http = httpx.Client(base_url=str(self.sidecar_url), headers=headers, timeout=self.timeout)
+        self._worker = threading.Thread(target=self._run, name="fingerprint-indexer-decisions", daemon=True)
+        self._worker.start()
 
-    def close_spider(self, spider: Any = None) -> None:
+    def close_spider(self, spider: Any = None) -> Deferred[None] | None:
+        """Decide every item still queued, then close the store or the connection. Under a running
+        reactor this happens in a thread (the returned Deferred fires when done), otherwise here."""
+        from twisted.internet import reactor
+
+        if getattr(reactor, "running", False):
+            return deferToThread(self._close)
+        self._close()
+        return None
+
+    def _close(self) -> None:
+        if self._worker is not None:
+            self._queue.put(_STOP)  # behind every queued item: the worker decides them all first
+            self._worker.join()
+            self._worker = None
         with self._lock:
             if self._pipeline is not None:
                 self._pipeline.close()
@@ -133,13 +190,44 @@ class FingerprintPipeline:
                 return self._pipeline.process(doc).to_dict()
             return self._ask_sidecar(doc)
 
-    def _ask_sidecar(self, doc: Document) -> dict[str, Any]:
+    def decide_many(self, docs: list[Document]) -> list[dict[str, Any] | Exception | None]:
+        """Decisions for ``docs`` decided together, in order: a dict, None (logged) where the sidecar kept
+        failing, or the exception that one document raised (the others are still decided)."""
+        try:
+            with self._lock:
+                if self._pipeline is not None:  # one commit, before any decision is reported
+                    return [d.to_dict() for d in self._pipeline.process_many(docs)]
+                return list(self._ask_sidecar_many(docs))
+        except Exception as exc:
+            if len(docs) == 1:
+                return [None if isinstance(exc, SidecarError) else exc]
+            # one document the batch could not take: decide the rest without it, one at a time
+            log.warning("a batch of %d items failed (%s); deciding them one at a time", len(docs), exc)
+        return [r for doc in docs for r in self.decide_many([doc])]
+
+    def _ask_sidecar_many(self, docs: list[Document]) -> list[dict[str, Any] | None]:
+        """One ``/v1/ingest`` request for ``docs``; a batch the sidecar refuses (too large, or a document it
+        will not take) is split in halves, so only the refused documents end undecided (None, logged)."""
+        try:
+            return self._ask_sidecar(docs)
+        except SidecarError as exc:
+            if len(docs) == 1:
+                log.error("item %s passed on undecided: %s", docs[0].id, exc)
+                return [None]
+            if not exc.refused:
+                log.error("%d items passed on undecided: %s", len(docs), exc)
+                return [None] * len(docs)
+        half = len(docs) // 2
+        return self._ask_sidecar_many(docs[:half]) + self._ask_sidecar_many(docs[half:])
+
+    def _ask_sidecar(self, docs: Document | list[Document]) -> Any:
+        """The sidecar's decisions for ``docs`` (a list), or for one document (a dict)."""
         assert self._http is not None, "the pipeline is not open"
-        fields = {"id": doc.id, "title": doc.title or None, "content": doc.content, "html": doc.html,
-                  "url": doc.url}  # fmt: skip
-        body = {"documents": [{k: v for k, v in fields.items() if v is not None}],
+        many = isinstance(docs, list)
+        batch = docs if isinstance(docs, list) else [docs]
+        body = {"documents": [self._sidecar_document(doc) for doc in batch],
                 "index_name": self.index_name, "index": self.write}  # fmt: skip
-        why, wait = "", 0.0
+        why, wait, refused = "", 0.0, False
         for attempt in range(self.retries + 1):
             time.sleep(wait)
             wait = min(30.0, 0.5 * 2**attempt)  # the next pause, unless the sidecar says how long
@@ -149,14 +237,64 @@ class FingerprintPipeline:
                 why = f"did not answer ({type(exc).__name__})"
                 continue
             if r.status_code == 200:
-                return dict(r.json()["results"][0])
+                results = [dict(res) for res in r.json()["results"]]
+                return results if many else results[0]
             why = f"answered {r.status_code}: {r.text[:300]}"
             if r.status_code != 429 and r.status_code < 500:
+                refused = True
                 break  # the request itself is refused: trying again will not help
             retry_after = r.headers.get("retry-after", "")
             if retry_after.isdigit():
                 wait = min(60.0, float(retry_after))
-        raise SidecarError(f"sidecar {self.sidecar_url} {why}")
+        raise SidecarError(f"sidecar {self.sidecar_url} {why}", refused=refused)
+
+    @staticmethod
+    def _sidecar_document(doc: Document) -> dict[str, Any]:
+        fields = {"id": doc.id, "title": doc.title or None, "content": doc.content, "html": doc.html,
+                  "url": doc.url}  # fmt: skip
+        return {k: v for k, v in fields.items() if v is not None}
+
+    # --------------------------------------------------------------------------------- the batches
+    def submit(self, doc: Document) -> Future[dict[str, Any] | None]:
+        """Queue ``doc`` for the worker thread; the future is resolved with its decision (None: passed
+        on undecided) once its batch is decided (and, on the embedded store, committed)."""
+        if self._worker is None:
+            raise RuntimeError("the pipeline is not open (open_spider) or already closed")
+        fut: Future[dict[str, Any] | None] = Future()
+        self._queue.put((doc, fut))
+        return fut
+
+    def _run(self) -> None:
+        """The worker thread: take a batch from the queue, decide it, resolve its futures; until stopped."""
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is _STOP:
+                break
+            batch = [first]
+            deadline = time.monotonic() + self.batch_wait
+            while len(batch) < self.batch_size:
+                try:
+                    nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stop = True  # decide this batch, then stop
+                    break
+                batch.append(nxt)
+            self._settle(batch)
+
+    def _settle(self, batch: list[tuple[Document, Future[dict[str, Any] | None]]]) -> None:
+        try:
+            results = self.decide_many([doc for doc, _fut in batch])
+        except BaseException as exc:  # a failure of this thread itself must not leave items unfired
+            results = [exc if isinstance(exc, Exception) else RuntimeError(repr(exc))] * len(batch)
+        self.stats.inc_value(f"{STATS}/batches")  # this key is only written from this thread
+        for (_doc, fut), res in zip(batch, results, strict=True):
+            if isinstance(res, Exception):
+                fut.set_exception(res)
+            else:
+                fut.set_result(res)
 
     def decide_or_none(self, doc: Document) -> dict[str, Any] | None:
         """:meth:`decide`, or None (logged) when the sidecar keeps failing."""
@@ -176,7 +314,12 @@ class FingerprintPipeline:
         if doc is None:
             self.stats.inc_value(f"{STATS}/no_text")
             return item
-        d: Deferred[Any] = deferToThread(self.decide_or_none, doc)
+        from twisted.internet import reactor
+
+        d: Deferred[Any] = Deferred()
+        fut = self.submit(doc)
+        # resolved on the worker thread; the Deferred fires on the reactor thread
+        fut.add_done_callback(lambda f: reactor.callFromThread(_fire, d, f))
         d.addCallback(self.apply, item)
         return d
 
