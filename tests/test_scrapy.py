@@ -7,6 +7,7 @@ on a real redis-server and one sidecar: every re-post must be dropped, and every
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from scrapy.exceptions import DropItem, NotConfigured
@@ -27,6 +29,7 @@ from support.news_sites import Site, serve_sites
 from support.redis_server import redis_server
 from support.service import ServiceProcess
 
+from fingerprint_indexer.documents import Document
 from fingerprint_indexer.pipeline import Pipeline
 from fingerprint_indexer.scrapy import FingerprintPipeline
 
@@ -46,9 +49,7 @@ def distinct_articles(n: int, tmp: Path) -> list[dict[str, Any]]:
     raise AssertionError(f"fewer than {n} distinct articles in {ZH_NEWS}")
 
 
-def _doc(rec: dict[str, Any]) -> Any:
-    from fingerprint_indexer.documents import Document
-
+def _doc(rec: dict[str, Any]) -> Document:
     return Document(id=rec["id"], title=rec.get("title") or "", content=rec["content"])
 
 
@@ -143,25 +144,26 @@ class Plain(scrapy.Spider):
 """
 
 
-@pytest.mark.corpus
-def test_one_crawler_tags_reposts_against_an_embedded_store(tmp_path: Path) -> None:
-    sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
+def crawl_plain(tmp_path: Path, sites: list[Site], *settings: str) -> tuple[Any, list[dict[str, Any]]]:
+    """``scrapy runspider`` of the plain spider over ``sites`` with the pipeline and ``settings``
+    (``-s`` values): the finished process and the items it passed on."""
     spider = tmp_path / "plain.py"
     spider.write_text(SPIDER)
     out = tmp_path / "items.jsonl"
-    with serve_sites(sites):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
-        res = subprocess.run(
-            [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a",
-             "start=" + ",".join(f"{s.url}/" for s in sites), "-o", str(out), "-s", "LOG_LEVEL=INFO",
-             "-s", "ITEM_PIPELINES={\"fingerprint_indexer.scrapy.FingerprintPipeline\": 300}",
-             "-s", f"FPI_STORE={tmp_path / 'store'}",
-             "-s", "REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        by_url = {f"{s.url}{path}": story[(s.name, path)] for s in sites for path in s.pages}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a",
+           "start=" + ",".join(f"{s.url}/" for s in sites), "-o", str(out), "-s", "LOG_LEVEL=INFO",
+           "-s", "ITEM_PIPELINES={\"fingerprint_indexer.scrapy.FingerprintPipeline\": 300}",
+           "-s", "REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7"]  # fmt: skip
+    for setting in settings:
+        cmd += ["-s", setting]
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
-    items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return res, [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+
+def assert_one_new_per_article(items: list[dict[str, Any]], by_url: dict[str, int]) -> None:
+    """Every page passed on, tagged: one ``new`` per article, every other copy a duplicate of it."""
     assert sorted(i["url"] for i in items) == sorted(by_url), "every page is passed on, tagged"
     first_of = {by_url[i["url"]]: i["url"] for i in items if i["decision"] == "new"}
     assert sum(i["decision"] == "new" for i in items) == len(first_of) == 27, "one new item per article"
@@ -171,9 +173,42 @@ def test_one_crawler_tags_reposts_against_an_embedded_store(tmp_path: Path) -> N
         else:
             assert item["decision"] in ("exact_duplicate", "near_duplicate"), item["url"]
             assert item["duplicate_of"] == first_of[by_url[item["url"]]], item["url"]
-    assert len(first_of) == 27
+
+
+@pytest.mark.corpus
+def test_one_crawler_tags_reposts_against_an_embedded_store(tmp_path: Path) -> None:
+    sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
+    with serve_sites(sites):
+        res, items = crawl_plain(tmp_path, sites, f"FPI_STORE={tmp_path / 'store'}")
+        by_url = {f"{s.url}{path}": story[(s.name, path)] for s in sites for path in s.pages}
+    assert_one_new_per_article(items, by_url)
     stats = stats_of(res.stderr)
     assert stats["fingerprint_indexer/new"] == 27 and "fingerprint_indexer/dropped" not in stats
+    assert stats["fingerprint_indexer/items"] == len(by_url)
+    assert stats["fingerprint_indexer/batches"] < len(by_url), "the items were decided in batches"
+
+
+def ingest_requests(sidecar: ServiceProcess) -> int:
+    """``/v1/ingest`` requests the sidecar has answered, from its Prometheus metrics."""
+    text = httpx.get(f"{sidecar.url}/metrics", timeout=10).text
+    counts = re.findall(r'^fpi_request_seconds_count\{[^}]*route="/v1/ingest"[^}]*\} ([\d.]+)$', text, re.M)
+    return int(sum(float(c) for c in counts))
+
+
+@pytest.mark.corpus
+def test_a_crawl_asks_the_sidecar_once_per_batch_not_once_per_item(tmp_path: Path) -> None:
+    """The same crawl against a real ``serve`` (no Elasticsearch): the same decisions, in fewer requests
+    than items."""
+    sites, story = make_sites(distinct_articles(27, tmp_path / "pick"))
+    with serve_sites(sites), ServiceProcess(None, tmp_path / "sidecar") as sidecar:
+        assert ingest_requests(sidecar) == 0
+        res, items = crawl_plain(tmp_path, sites, f"FPI_SIDECAR_URL={sidecar.url}", "FPI_BATCH_WAIT=0.5")
+        requests = ingest_requests(sidecar)
+        by_url = {f"{s.url}{path}": story[(s.name, path)] for s in sites for path in s.pages}
+    assert_one_new_per_article(items, by_url)
+    stats = stats_of(res.stderr)
+    assert stats["fingerprint_indexer/items"] == len(by_url) and "fingerprint_indexer/undecided" not in stats
+    assert requests == stats["fingerprint_indexer/batches"] < len(by_url), (requests, len(by_url))
 
 
 def _pipeline(**settings: Any) -> FingerprintPipeline:
@@ -246,3 +281,72 @@ def test_tags_and_drops_against_a_sidecar_without_elasticsearch(tmp_path: Path) 
             pipe.close_spider()
     stats = pipe.stats.get_stats()
     assert stats["fingerprint_indexer/new"] == 1 and stats["fingerprint_indexer/dropped"] == 1
+
+
+@pytest.mark.parametrize("mode", ["store", "sidecar"])
+def test_two_copies_in_one_batch_are_one_new_and_one_duplicate(
+    mode: str, tmp_path: Path, en_articles: list[dict]
+) -> None:
+    """Queued together, an article and its re-posts are decided in one batch (one commit, or one request to
+    a real ``serve``) as they would be one after the other."""
+    with contextlib.ExitStack() as stack:
+        if mode == "store":
+            pipe = _pipeline(FPI_STORE=str(tmp_path / "store"), FPI_BATCH_WAIT=30)
+        else:
+            sidecar = stack.enter_context(ServiceProcess(None, tmp_path / "sidecar"))
+            pipe = _pipeline(FPI_SIDECAR_URL=sidecar.url, FPI_BATCH_WAIT=30)
+        pipe.open_spider()
+        text = en_articles[0]["content"]
+        original = pipe.submit(Document(id="http://a.example/1", content=text))
+        exact = pipe.submit(Document(id="http://c.example/3", content=text))
+        repost = pipe.submit(Document(id="http://b.example/9", content="Reposted from A. " + text))
+        other = pipe.submit(Document(id="http://a.example/2", content=en_articles[1]["content"]))
+        pipe.close_spider()
+        if mode == "sidecar":
+            assert ingest_requests(sidecar) == 1
+    decided = [f.result(timeout=0) for f in (original, exact, repost, other)]
+    expected = ["new", "exact_duplicate", "near_duplicate", "new"]
+    assert [d["decision"] if d else None for d in decided] == expected
+    assert decided[1]["duplicate_of"] == decided[2]["duplicate_of"] == "http://a.example/1"  # type: ignore[index]
+    assert pipe.stats.get_stats()["fingerprint_indexer/batches"] == 1
+
+
+def test_close_spider_decides_and_stores_every_queued_item(tmp_path: Path, en_articles: list[dict]) -> None:
+    """Items still queued when the spider closes are decided (in batches of FPI_BATCH_SIZE) and stored
+    before the store closes, without waiting out FPI_BATCH_WAIT."""
+    pipe = _pipeline(FPI_STORE=str(tmp_path / "store"), FPI_BATCH_SIZE=4, FPI_BATCH_WAIT=60)
+    pipe.open_spider()
+    articles = en_articles[:10]
+    docs = [Document(id=f"http://a.example/{i}", content=a["content"]) for i, a in enumerate(articles)]
+    futures = [pipe.submit(doc) for doc in docs]
+    started = time.monotonic()
+    pipe.close_spider()
+    assert time.monotonic() - started < 30, "close_spider waited out FPI_BATCH_WAIT"
+    assert all(f.done() for f in futures), "an item was left undecided"
+    assert [f.result()["decision"] for f in futures] == ["new"] * 10  # type: ignore[index]
+    assert pipe.stats.get_stats()["fingerprint_indexer/batches"] == 3  # 4 + 4 + 2
+    with pytest.raises(RuntimeError, match="not open"):
+        pipe.submit(docs[0])
+    with Pipeline(tmp_path / "store") as store:  # committed: a re-post of each is now a copy
+        reposts = [Document(id=f"http://b.example/{i}", content=d.content) for i, d in enumerate(docs)]
+        assert [store.process(d).decision for d in reposts] == ["exact_duplicate"] * 10
+
+
+def test_a_batch_larger_than_the_sidecar_takes_is_split(tmp_path: Path) -> None:
+    """A sidecar started with a lower ``--max-batch`` refuses a full batch (413): the halves are sent
+    instead, and every item is decided."""
+    from support.synthetic_news import documents
+
+    docs = documents(n_stories=8)
+    copy = next(d for d in docs if d["id"].startswith("repost site/0/"))
+    batch = [docs[0], docs[1], docs[2], copy, docs[3]]
+    with ServiceProcess(None, tmp_path / "sidecar", "--max-batch", "2") as sidecar:
+        pipe = _pipeline(FPI_SIDECAR_URL=sidecar.url, FPI_BATCH_WAIT=30)
+        pipe.open_spider()
+        futures = [pipe.submit(Document(id=d["id"], content=d["content"])) for d in batch]
+        pipe.close_spider()
+        requests = ingest_requests(sidecar)
+    decided = [f.result(timeout=0) for f in futures]
+    assert [d["decision"] if d else None for d in decided] == ["new", "new", "new", "exact_duplicate", "new"]
+    assert pipe.stats.get_stats()["fingerprint_indexer/batches"] == 1
+    assert requests == 5  # 5 refused; 2 taken, 3 refused; 1 and 2 taken
