@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Throughput of the Scrapy item pipeline against fingerprinting alone (issue #30), start-up counted.
+
+The first ``--docs`` articles of ``--corpus`` are served as a local news site (an index page linking
+every article, one HTML page per article) by a threaded HTTP server on loopback in this process. Each case
+runs in a fresh process and is timed from its start to its exit; rounds interleave the cases, so a burst of
+load on a shared machine hits them alike:
+
+  crawl           ``scrapy runspider`` of the site with no item pipeline: the crawl's own cost
+  pipeline        the same crawl with ``FingerprintPipeline`` on a fresh embedded store (``FPI_STORE``),
+                  items decided in batches (``FPI_BATCH_SIZE`` default)
+  pipeline-b1     the same with ``FPI_BATCH_SIZE=1``: one decision (one synced commit) per item, as
+                  before batching
+  sidecar         (``--sidecar``) the crawl with ``FPI_SIDECAR_URL`` against a ``fingerprint-indexer
+                  serve`` without Elasticsearch, started (and its start-up not counted) beforehand, with
+                  a fresh store for each round
+  fingerprint     ``fingerprint-indexer fingerprint FILE --no-terms`` of the same articles (the same id,
+                  title and text the spider extracts): fingerprinting alone
+  decide          no crawl: a process that opens ``FingerprintPipeline`` on a fresh embedded store, queues
+                  every article at once (``submit``) and closes it: the pipeline's decision step alone,
+                  which is where batching can show
+  decide-b1       the same with ``FPI_BATCH_SIZE=1``
+
+The spider yields ``url``, ``title`` and ``content`` (the article's paragraphs), so the pipeline
+fingerprints the same text as the ``fingerprint`` case. Every crawl's item count and, with a pipeline,
+its decided-item count are checked against ``--docs``. Prints docs/s per case (median over ``--rounds``),
+the ratios pipeline / fingerprint and pipeline / crawl, the command lines, and the load average before
+and after.
+
+    PYTHONPATH=. python3 scripts/bench_scrapy.py --docs 2000 --rounds 3 --sidecar
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import html
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+PIPELINE = "fingerprint_indexer.scrapy.FingerprintPipeline"
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "zh_news.jsonl.gz"
+
+SPIDER = """
+import scrapy
+
+
+class Site(scrapy.Spider):
+    name = "site"
+
+    def __init__(self, start="", **kw):
+        super().__init__(**kw)
+        self.start_urls = [start]
+
+    def parse(self, response):
+        yield from response.follow_all(css="ul.articles a", callback=self.article)
+
+    def article(self, response):
+        yield {"url": response.url, "title": response.css("h1::text").get(default=""),
+               "content": "\\n".join(response.css("article p::text").getall())}
+"""
+
+DECIDE = """
+import json, sys
+from scrapy.utils.test import get_crawler
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.scrapy import FingerprintPipeline
+
+settings = {"FPI_STORE": sys.argv[2], "FPI_BATCH_SIZE": int(sys.argv[3])}
+pipe = FingerprintPipeline.from_crawler(get_crawler(settings_dict=settings))
+pipe.open_spider()
+with open(sys.argv[1], encoding="utf-8") as f:
+    docs = [Document(id=r["id"], title=r["title"], content=r["content"]) for r in map(json.loads, f)]
+futures = [pipe.submit(doc) for doc in docs]
+pipe.close_spider()
+assert all(f.result() is not None for f in futures)
+"""
+
+PAGE = ("<html><head><title>{title} - Daily News</title></head><body>"
+        '<nav><a href="/">首页</a> | 国内 | 国际 | 财经 | 娱乐</nav>'
+        "<article><h1>{title}</h1>{paragraphs}</article>"
+        "<footer>Daily News 版权所有</footer></body></html>")  # fmt: skip
+
+
+def articles(corpus: Path, n: int) -> list[dict[str, str]]:
+    """The first ``n`` articles with a title and text, as (title, paragraphs) without blank lines."""
+    out = []
+    with gzip.open(corpus, "rt", encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            paras = [p.strip() for p in (rec.get("content") or "").replace("\r", "").split("\n") if p.strip()]
+            title = (rec.get("title") or "").strip()
+            if paras and title:
+                out.append({"title": title, "paragraphs": paras})
+                if len(out) == n:
+                    return out
+    raise SystemExit(f"fewer than {n} articles in {corpus}")
+
+
+def site(arts: list[dict[str, Any]]) -> dict[str, bytes]:
+    """path -> page: the index linking every article, and the articles."""
+    pages = {}
+    for i, a in enumerate(arts):
+        body = "".join(f"<p>{html.escape(p)}</p>" for p in a["paragraphs"])
+        pages[f"/news/{i}.html"] = PAGE.format(title=html.escape(a["title"]), paragraphs=body).encode()
+    links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in pages)
+    pages["/"] = f'<html><body><ul class="articles">{links}</ul></body></html>'.encode()
+    return pages
+
+
+@contextlib.contextmanager
+def serve(pages: dict[str, bytes]) -> Iterator[str]:
+    """The site on a loopback port for the block; its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = pages.get(self.path.split("?")[0])
+            self.send_response(200 if body is not None else 404)
+            body = body if body is not None else b"not found"
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def stats_of(log: str) -> dict[str, int]:
+    """Integer stats from the 'Dumping Scrapy stats' block of a crawl's log."""
+    return {k: int(v) for k, v in re.findall(r"'([\w/]+)': (\d+),?\n", log)}
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
+    """Wall time of ``cmd`` in a fresh process, and its stderr; fails loudly when it fails."""
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+    took = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"{shlex.join(cmd)} exited with {res.returncode}:\n{res.stderr[-3000:]}")
+    return took, res.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def sidecar(store: Path, env: dict[str, str]) -> Iterator[str]:
+    """``fingerprint-indexer serve`` without Elasticsearch on ``store``, up for the block; its URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--store", str(store), "--port",
+           str(port), "--processes", "1", "--no-access-log", "--log-level", "warning"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the sidecar did not start ({shlex.join(cmd)})")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--docs", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sidecar", action="store_true", help="also the crawl against a local serve")
+    ap.add_argument("--concurrent-requests", type=int, default=16, help="Scrapy's CONCURRENT_REQUESTS")
+    args = ap.parse_args()
+
+    print(f"# {shlex.join([sys.executable, *sys.argv])}")
+    print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    arts = articles(args.corpus, args.docs)
+    work = Path(tempfile.mkdtemp(prefix="bench-scrapy-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FPI_", "SCRAPY_"))}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    try:
+        (work / "spider.py").write_text(SPIDER)
+        with serve(site(arts)) as base:
+            # the same id, title and text as the spider's items, for fingerprinting alone
+            with open(work / "articles.jsonl", "w", encoding="utf-8") as f:
+                for i, a in enumerate(arts):
+                    text = "\n".join(a["paragraphs"])
+                    rec = {"id": f"{base}/news/{i}.html", "title": a["title"], "content": text}
+                    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            crawl = [sys.executable, "-m", "scrapy", "runspider", str(work / "spider.py"),
+                     "-a", f"start={base}/", "-s", "LOG_LEVEL=INFO", "-s", "TELNETCONSOLE_ENABLED=False",
+                     "-s", f"CONCURRENT_REQUESTS={args.concurrent_requests}",
+                     "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrent_requests}"]  # fmt: skip
+            with_pipeline = [*crawl, "-s", f"ITEM_PIPELINES={json.dumps({PIPELINE: 300})}"]
+            cases: dict[str, list[str]] = {
+                "crawl": crawl,
+                "pipeline": [*with_pipeline, "-s", "FPI_STORE={store}"],
+                "pipeline-b1": [*with_pipeline, "-s", "FPI_STORE={store}", "-s", "FPI_BATCH_SIZE=1"],
+                "fingerprint": [sys.executable, "-m", "fingerprint_indexer.cli.main", "fingerprint",
+                                str(work / "articles.jsonl"), "--no-terms"],
+                "decide": [sys.executable, "-c", DECIDE, str(work / "articles.jsonl"), "{store}", "64"],
+                "decide-b1": [sys.executable, "-c", DECIDE, str(work / "articles.jsonl"), "{store}", "1"],
+            }  # fmt: skip
+            if args.sidecar:
+                cases["sidecar"] = [*with_pipeline, "-s", "FPI_SIDECAR_URL={sidecar}"]
+            times: dict[str, list[float]] = {name: [] for name in cases}
+            for r in range(args.rounds):
+                for name, template in cases.items():
+                    store = work / f"store-{name}-{r}"
+                    with contextlib.ExitStack() as stack:
+                        url = stack.enter_context(sidecar(store, env)) if name == "sidecar" else ""
+                        cmd = [a.replace("{store}", str(store)).replace("{sidecar}", url) for a in template]
+                        took, log = timed(cmd, env, work)
+                    if name.startswith(("crawl", "pipeline", "sidecar")):
+                        stats = stats_of(log)
+                        assert stats.get("item_scraped_count") == args.docs, (name, stats)
+                        if name != "crawl":
+                            decided = stats.get("fingerprint_indexer/items", 0)
+                            undecided = stats.get("fingerprint_indexer/undecided", 0)
+                            assert decided == args.docs and not undecided, (name, stats)
+                    times[name].append(took)
+                    print(f"# round {r + 1} {name}: {took:.2f} s", flush=True)
+                    shutil.rmtree(store, ignore_errors=True)
+        med = {name: statistics.median(t) for name, t in times.items()}
+        rate = {name: args.docs / t for name, t in med.items()}
+        print(f"\n{args.docs} articles of {args.corpus.name}, median of {args.rounds} rounds, "
+              "start-up counted")
+        print(f"{'case':<14}{'seconds':>9}{'docs/s':>10}   runs (s)")
+        for name in cases:
+            runs = " ".join(f"{t:.2f}" for t in times[name])
+            print(f"{name:<14}{med[name]:>9.2f}{rate[name]:>10.1f}   {runs}")
+        ratios = [("pipeline", "fingerprint", "issue #30 asks >= 0.8"),
+                  ("pipeline-b1", "fingerprint", "one item at a time"),
+                  ("pipeline", "crawl", "what the pipeline costs the crawl"),
+                  ("crawl", "fingerprint", "the crawl's own cost against fingerprinting"),
+                  ("pipeline", "pipeline-b1", "the gain of batching in the crawl"),
+                  ("decide", "decide-b1", "the gain of batching in the decision step alone"),
+                  ("decide", "fingerprint", "the decision step alone against fingerprinting"),
+                  ("sidecar", "fingerprint", "decisions by a local serve"),
+                  ("sidecar", "crawl", "")]  # fmt: skip
+        print()
+        for a, b, why in ratios:
+            if a in rate and b in rate:
+                print(f"{a + ' / ' + b:<28}{rate[a] / rate[b]:>6.2f}x  {why}")
+        print("\ncommands:")
+        for name, template in cases.items():
+            print(f"  {name}: {shlex.join(template)}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
