@@ -281,7 +281,8 @@ def main() -> None:
                 print(f"{a + ' / ' + b:<28}{rate[a] / rate[b]:>6.2f}x  {why}")
         print("\ncommands:")
         for name, template in cases.items():
-            print(f"  {name}: {shlex.join(template)}")
+            shown = ["<DECIDE, the snippet in this script>" if a == DECIDE else a for a in template]
+            print(f"  {name}: {shlex.join(shown)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
