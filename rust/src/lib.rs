@@ -179,7 +179,7 @@ impl Core {
             if cased.is_empty() {
                 return None;
             }
-            let lower = cased.to_lowercase();
+            let lower = text::to_lowercase(&cased);
             // the title's facts first: where they must come from the reference, no pass is wasted
             let mut extra: Vec<String> = Vec::new();
             if facts && !title.is_empty() {
