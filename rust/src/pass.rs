@@ -109,6 +109,11 @@ impl<'s> Tokens<'s> {
         if segmented && token.as_bytes().first().is_none_or(|&b| b < 0xe3) {
             return None;
         }
+        // a kept token is one of Han characters, three bytes each, or a Latin word, ASCII: one too short
+        // for `min_len` is turned away by its length (the single characters of Chinese text, mostly)
+        if token.len() < if segmented { 3 * s.min_len } else { s.min_len } {
+            return None;
+        }
         if let Some(key) = short_key(token, segmented) {
             if let Some(&got) = self.short.get(&key) {
                 return got;
