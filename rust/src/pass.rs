@@ -72,6 +72,9 @@ pub struct Folded<'s> {
 /// A document's kept tokens as ids into its own distinct terms (slices of the text or of the
 /// synonym table: no copy per term).
 struct Tokens<'s> {
+    /// the text the tokens are slices of, with at least [`PAD`] bytes after its end (empty when the
+    /// tokens come from elsewhere): a token's key is then read from it in one load
+    padded: &'s [u8],
     terms: Vec<&'s str>,
     ids: FxHashMap<&'s str, u32>,
     /// what each token seen so far gave, by [`short_key`] (most tokens are short)
@@ -96,8 +99,8 @@ fn short_key(token: &str, segmented: bool) -> Option<u128> {
 }
 
 impl<'s> Tokens<'s> {
-    fn new() -> Self {
-        Tokens { terms: Vec::new(), ids: FxHashMap::default(), short: FxHashMap::default(),
+    fn new(padded: &'s [u8]) -> Self {
+        Tokens { padded, terms: Vec::new(), ids: FxHashMap::default(), short: FxHashMap::default(),
                  segmented: FxHashMap::default(), latin: FxHashMap::default() }
     }
 
@@ -114,7 +117,7 @@ impl<'s> Tokens<'s> {
         if token.len() < if segmented { 3 * s.min_len } else { s.min_len } {
             return None;
         }
-        if let Some(key) = short_key(token, segmented) {
+        if let Some(key) = self.padded_key(token, segmented).or_else(|| short_key(token, segmented)) {
             if let Some(&got) = self.short.get(&key) {
                 return got;
             }
@@ -130,6 +133,20 @@ impl<'s> Tokens<'s> {
         let table = if segmented { &mut self.segmented } else { &mut self.latin };
         table.insert(token, got);
         got
+    }
+
+    /// [`short_key`] of a token of at most 15 bytes that is a slice of `padded`, from the 16 bytes
+    /// there at its start (no copy byte by byte, whose stores a wide load would wait for).
+    #[inline(always)]
+    fn padded_key(&self, token: &str, segmented: bool) -> Option<u128> {
+        let n = token.len();
+        let at = (token.as_ptr() as usize).checked_sub(self.padded.as_ptr() as usize)?;
+        if n > 15 || at.checked_add(16).is_none_or(|end| end > self.padded.len()) {
+            return None;
+        }
+        let bytes: [u8; 16] = self.padded[at..at + 16].try_into().expect("sixteen bytes");
+        let kept = u128::from_le_bytes(bytes) & ((1u128 << (8 * n)) - 1);
+        Some(kept | ((n as u128 | (segmented as u128) << 7) << 120))
     }
 
     /// [`Tokens::id`] of a token not seen before.
@@ -148,7 +165,7 @@ impl<'s> Tokens<'s> {
 
 /// `Tokenizer.terms`: the content terms of a short text, the segmenter's then the Latin words.
 pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
-    let mut toks = Tokens::new();
+    let mut toks = Tokens::new(&[]);
     let mut out = Vec::new();
     if has_cjk(text) {
         for t in jieba.cut(text, true) {
@@ -274,15 +291,30 @@ fn select_chunks(folded: &[Option<u64>], lead: Option<u64>, max_chunks: usize) -
     }
 }
 
-/// `body` with its line breaks as spaces, as the sentences are read (`iter_sentences`).
+/// The bytes [`flatten`] adds after the text.
+pub const PAD: usize = 16;
+
+/// `body` with its line breaks as spaces, as the sentences are read (`iter_sentences`), and [`PAD`]
+/// spaces after it (which [`run`] does not read as text).
 pub fn flatten(body: &str) -> String {
-    body.replace('\n', " ")
+    let mut flat = String::with_capacity(body.len() + PAD);
+    let mut from = 0;
+    for (at, _) in body.match_indices('\n') {
+        flat.push_str(&body[from..at]);
+        flat.push(' ');
+        from = at + 1;
+    }
+    flat.push_str(&body[from..]);
+    flat.extend(std::iter::repeat_n(' ', PAD));
+    flat
 }
 
-/// The pass over `body` (normalised, stripped text) and `flat_body`, the same with its line breaks as
-/// spaces (the sentences' reading; the terms are slices of it); None where the reference takes a path this does
+/// The pass over `body` (normalised, stripped text) and `flat_padded`, the same with its line breaks as
+/// spaces (the sentences' reading; the terms are slices of it) and [`PAD`] bytes after it, as
+/// [`flatten`] gives it; None where the reference takes a path this does
 /// not (no sentence, or a sentence longer than `max_sentence`): the caller runs the reference then.
-pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -> Option<Folded<'s>> {
+pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str) -> Option<Folded<'s>> {
+    let flat_body = &flat_padded[..flat_padded.len() - PAD];
     if s.chunk_every == 0 && s.lead_sentences == 0 {
         return None;
     }
@@ -290,7 +322,7 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -
     if spans.is_empty() {
         return None;
     }
-    let mut toks = Tokens::new();
+    let mut toks = Tokens::new(flat_padded.as_bytes());
     let (flat, ends) = sentence_ids(jieba, s, flat_body, &spans, &mut toks);
 
     // columns: the document's distinct terms in the order of their strings
@@ -404,3 +436,24 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -
     })
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_keys_are_short_keys() {
+        let flat = flatten("中文分词 ab-c\nx 一二三四五六 q");
+        let text = &flat[..flat.len() - PAD];
+        let toks = Tokens::new(flat.as_bytes());
+        for a in text.char_indices().map(|(i, _)| i) {
+            for b in text.char_indices().map(|(i, _)| i).chain([text.len()]).filter(|&b| b > a) {
+                for segmented in [false, true] {
+                    let t = &text[a..b];
+                    assert_eq!(toks.padded_key(t, segmented), short_key(t, segmented), "{t:?}");
+                }
+            }
+        }
+        assert_eq!(Tokens::new(&[]).padded_key(text, true), None);
+    }
+}
