@@ -205,7 +205,7 @@ impl Core {
                 (Vec::new(), Vec::new())
             };
             found.extend(extra);
-            let compact: String = lower.split(text::py_isspace).collect();
+            let compact = text::without_space(&lower);
             let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
             let blocks = plan.keys(got.fingerprint);
             Some((got, found, frames, digests, blocks))

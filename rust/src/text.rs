@@ -6,6 +6,44 @@ pub fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`). Every
+/// ASCII byte is written and the end moves past it unless it is space: no branch on the spaces.
+pub fn without_space(text: &str) -> Vec<u8> {
+    // the ASCII characters str.isspace counts: \t to \r, \x1c to \x1f and the space
+    const SPACE: u64 = 0x1_f000_3e00;
+    let bytes = text.as_bytes();
+    let mut out = vec![0u8; bytes.len()];
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            out[n] = b;
+            n += (b >= 64 || (SPACE >> b) & 1 == 0) as usize;
+            i += 1;
+            continue;
+        }
+        // only these lead bytes start a character that is space
+        let len = if b >= 0xf0 { 4 } else if b >= 0xe0 { 3 } else { 2 };
+        if matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) && text[i..].chars().next().is_some_and(py_isspace) {
+            i += len;
+            continue;
+        }
+        // byte by byte: a copy of a length known only here would be a call
+        out[n] = b;
+        out[n + 1] = bytes[i + 1];
+        if len > 2 {
+            out[n + 2] = bytes[i + 2];
+        }
+        if len > 3 {
+            out[n + 3] = bytes[i + 3];
+        }
+        n += len;
+        i += len;
+    }
+    out.truncate(n);
+    out
+}
+
 /// The Han ranges of `_CJK_CHAR` in `text/tokenize.py`.
 pub fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
@@ -209,6 +247,15 @@ mod tests {
         }
         for t in ["ΣΑΣ ΟΔΟΣ", "Άλλος Σ.", "中文ABC“Ⅻ”Ω", "", "aΣ"] {
             assert_eq!(to_lowercase(t), t.to_lowercase(), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn without_space_as_split() {
+        for c in (0..0x11_0000).filter_map(char::from_u32) {
+            let t = format!("a {c}\u{3000}b{c}\u{85}x\n");
+            let want: String = t.split(py_isspace).collect();
+            assert_eq!(without_space(&t), want.as_bytes(), "{c:?}");
         }
     }
 
