@@ -24,7 +24,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::document::Plan;
-use crate::pass::{run, terms, Lexeme, Settings};
+use crate::pass::{run, terms, Lexicon, Settings};
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.
@@ -108,13 +108,12 @@ impl Core {
             let (idf, idf_default) = idf?;
             let (common, proper) = dictionary?;
             let idf_len = idf.len();
-            let mut lexicon: FxHashMap<Box<str>, Lexeme> =
-                FxHashMap::with_capacity_and_hasher(idf.len() + common.len(), Default::default());
+            let mut lexicon = Lexicon::with_capacity(idf.len() + common.len());
             for (term, v) in idf {
-                lexicon.entry(term.into_boxed_str()).or_default().idf = Some(v);
+                lexicon.set(term, Some(v));
             }
             for term in common {
-                lexicon.entry(term.into_boxed_str()).or_default().common = true;
+                lexicon.set(term, None);
             }
             Ok(Core {
                 jieba,
