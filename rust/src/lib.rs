@@ -2,6 +2,7 @@
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
+mod alloc;
 mod blake2b;
 mod boilerplate;
 mod document;
@@ -25,6 +26,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::document::Plan;
 use crate::pass::{run, terms, Lexicon, Settings};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.

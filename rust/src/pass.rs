@@ -88,8 +88,9 @@ const HAS_IDF: u64 = 1 << 62;
 impl Lexicon {
     /// A lexicon for at most `n` terms.
     pub fn with_capacity(n: usize) -> Self {
-        let slots = (n + n / 3 + 16).next_power_of_two();
-        Lexicon { slots: vec![(0, 0, 0.0); slots], shift: 64 - slots.trailing_zeros(), used: 0, long: FxHashMap::default() }
+        let n_slots = (n + n / 3 + 16).next_power_of_two();
+        let slots = vec![(0, 0, 0.0); n_slots];
+        Lexicon { slots, shift: 64 - n_slots.trailing_zeros(), used: 0, long: FxHashMap::default() }
     }
 
     /// The slot of `key`, or the empty slot where it would go.
