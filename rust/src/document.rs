@@ -91,9 +91,9 @@ impl Plan {
     }
 }
 
-/// `content_digest` of a text given as its compact form (its whitespace removed).
-pub fn content_digest(compact: &str) -> String {
-    hex_digest(compact.as_bytes(), 16)
+/// `content_digest` of a text given as its compact form (its whitespace removed, UTF-8).
+pub fn content_digest(compact: &[u8]) -> String {
+    hex_digest(compact, 16)
 }
 
 /// `top_terms` as the list of `(term, weight)` tuples a `FingerprintResult` holds. Each tuple holds only

@@ -1031,7 +1031,9 @@ pub fn latin_body_names(
     cased: &str, lower: &str, body: &str, stopwords: &FxHashSet<String>,
 ) -> Option<FxHashSet<String>> {
     let mut out = FxHashSet::default();
-    if cased.is_empty() {
+    // a name starts with a capital ASCII letter: text without one has none (whichever way the
+    // reference would read its lines)
+    if !cased.bytes().any(|b| b.is_ascii_uppercase()) {
         return Some(out);
     }
     let mut kept_lines: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(64, Default::default());
@@ -1043,6 +1045,11 @@ pub fn latin_body_names(
     for line in cased.split('\n') {
         let low = lowered.next()?;
         let whole = kept_lines.contains(low);
+        if !line.bytes().any(|b| b.is_ascii_uppercase()) {
+            // no name on the line: only whether the next line's first word may open a sentence counts
+            opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
+            continue;
+        }
         let (pieces_of_line, mut lowering) = if whole {
             (Vec::new(), None)
         } else {

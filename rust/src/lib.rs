@@ -2,6 +2,7 @@
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
 
+mod alloc;
 mod blake2b;
 mod boilerplate;
 mod document;
@@ -24,7 +25,10 @@ use pyo3::types::{PyBytes, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::document::Plan;
-use crate::pass::{run, terms, Lexeme, Settings};
+use crate::pass::{run, terms, Lexicon, Settings};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 /// jieba's IDF format as `IdfTable.parse` reads it: `term value` lines, `#` comments; the default is
 /// the median value.
@@ -108,13 +112,12 @@ impl Core {
             let (idf, idf_default) = idf?;
             let (common, proper) = dictionary?;
             let idf_len = idf.len();
-            let mut lexicon: FxHashMap<Box<str>, Lexeme> =
-                FxHashMap::with_capacity_and_hasher(idf.len() + common.len(), Default::default());
+            let mut lexicon = Lexicon::with_capacity(idf.len() + common.len());
             for (term, v) in idf {
-                lexicon.entry(term.into_boxed_str()).or_default().idf = Some(v);
+                lexicon.set(term, Some(v));
             }
             for term in common {
-                lexicon.entry(term.into_boxed_str()).or_default().common = true;
+                lexicon.set(term, None);
             }
             Ok(Core {
                 jieba,
@@ -180,7 +183,7 @@ impl Core {
             if cased.is_empty() {
                 return None;
             }
-            let lower = cased.to_lowercase();
+            let lower = text::to_lowercase(&cased);
             // the headline, normalised, unless it is the text (a headline-only document)
             let normal = if title.is_empty() { String::new() } else { text::normalize(title, true)? };
             let headline = (!normal.is_empty() && normal != lower).then_some(normal);
@@ -206,7 +209,7 @@ impl Core {
                 (Vec::new(), Vec::new())
             };
             found.extend(extra);
-            let compact: String = lower.split(text::py_isspace).collect();
+            let compact = text::without_space(&lower);
             let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
             let blocks = plan.keys(got.fingerprint);
             Some((got, found, frames, digests, blocks))

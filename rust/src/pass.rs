@@ -22,7 +22,7 @@ pub struct Settings {
     pub synonyms: FxHashMap<String, String>,
     pub min_len: usize,
     /// the IDF table and jieba's dictionary in one table: a term is looked up once
-    pub lexicon: FxHashMap<Box<str>, Lexeme>,
+    pub lexicon: Lexicon,
     /// the entries of the IDF table
     pub idf_len: usize,
     pub idf_default: f64,
@@ -43,7 +43,15 @@ impl Settings {
     /// `Tokenizer.keep` after the segmenter's own check: the term a token counts as (its synonym's
     /// canonical form), or None for a stopword or a token shorter than `min_len` characters.
     pub fn keep<'a>(&'a self, token: &'a str) -> Option<&'a str> {
-        if token.chars().count() < self.min_len || self.stopwords.contains(token) {
+        if token.chars().count() < self.min_len {
+            return None;
+        }
+        self.keep_long(token)
+    }
+
+    /// [`Settings::keep`] of a token known to have `min_len` characters at least.
+    pub fn keep_long<'a>(&'a self, token: &'a str) -> Option<&'a str> {
+        if self.stopwords.contains(token) {
             return None;
         }
         Some(self.synonyms.get(token).map_or(token, String::as_str))
@@ -56,6 +64,114 @@ impl Settings {
 pub struct Lexeme {
     pub idf: Option<f64>,
     pub common: bool,
+}
+
+/// The terms the tables know, each with its [`Lexeme`]. A term of at most 15 bytes (nearly all) is
+/// keyed by its [`short_key`] in an open-addressing table of its own whose slots hold the key and the
+/// lexeme: a look-up compares integers and reads no string elsewhere in memory, and the slots of a
+/// document's terms can be fetched ahead ([`Lexicon::prefetch`]): a table this large misses the caches
+/// once per term, and those misses then overlap instead of following one another.
+pub struct Lexicon {
+    /// per slot: the key's low and high halves (the high one's two top bits: whether the term is
+    /// common and whether it has an IDF; all zero: an empty slot), and the IDF
+    slots: Vec<(u64, u64, f64)>,
+    /// `64 - log2(slots.len())`: a hash shifted right by it is a slot
+    shift: u32,
+    /// the slots in use
+    used: usize,
+    long: FxHashMap<Box<str>, Lexeme>,
+}
+
+const COMMON: u64 = 1 << 63;
+const HAS_IDF: u64 = 1 << 62;
+
+impl Lexicon {
+    /// A lexicon for at most `n` terms.
+    pub fn with_capacity(n: usize) -> Self {
+        let n_slots = (n + n / 3 + 16).next_power_of_two();
+        let slots = vec![(0, 0, 0.0); n_slots];
+        Lexicon { slots, shift: 64 - n_slots.trailing_zeros(), used: 0, long: FxHashMap::default() }
+    }
+
+    /// The slot of `key`, or the empty slot where it would go.
+    #[inline(always)]
+    fn slot(&self, key: u128) -> usize {
+        let (lo, hi) = (key as u64, (key >> 64) as u64);
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let (a, b, _) = self.slots[i];
+            if (a == lo && b & !(COMMON | HAS_IDF) == hi) || (a == 0 && b == 0) {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u128) -> usize {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = ShortKeys.build_hasher();
+        h.write_u128(key);
+        (h.finish() >> self.shift) as usize
+    }
+
+    /// Record `term`'s IDF (`Some`) or that it is a common word (`None`).
+    pub fn set(&mut self, term: String, idf: Option<f64>) {
+        let key = short_key(&term, false).filter(|&k| k != 0);
+        let Some(key) = key else {
+            let l = self.long.entry(term.into_boxed_str()).or_default();
+            match idf {
+                Some(v) => l.idf = Some(v),
+                None => l.common = true,
+            }
+            return;
+        };
+        let i = self.slot(key);
+        if self.slots[i].1 == 0 {
+            // a new term: the table keeps a quarter of its slots empty, so that every probe ends
+            assert!(4 * (self.used + 1) <= 3 * self.slots.len(), "more terms than the lexicon was made for");
+            self.used += 1;
+        }
+        let slot = &mut self.slots[i];
+        slot.0 = key as u64;
+        slot.1 |= (key >> 64) as u64;
+        match idf {
+            Some(v) => {
+                slot.1 |= HAS_IDF;
+                slot.2 = v;
+            }
+            None => slot.1 |= COMMON,
+        }
+    }
+
+    /// Start fetching the slot of the term whose [`short_key`] is `key`.
+    #[inline(always)]
+    pub fn prefetch(&self, key: Option<u128>) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(key) = key {
+            let at = &self.slots[self.home(key)];
+            // SAFETY: a prefetch reads nothing and faults on nothing; the address is a slot's
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((at as *const (u64, u64, f64)).cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
+    }
+
+    /// The entry of `term`, whose [`short_key`] (unsegmented) is `key` when it has one.
+    #[inline]
+    pub fn get(&self, term: &str, key: Option<u128>) -> Option<Lexeme> {
+        match key.filter(|&k| k != 0) {
+            Some(key) => {
+                let (a, b, idf) = self.slots[self.slot(key)];
+                (a != 0 || b != 0).then_some(Lexeme {
+                    idf: (b & HAS_IDF != 0).then_some(idf),
+                    common: b & COMMON != 0,
+                })
+            }
+            None => self.long.get(term).copied(),
+        }
+    }
 }
 
 /// What the pass gives a `FingerprintResult` (facts aside).
@@ -72,12 +188,44 @@ pub struct Folded<'s> {
 /// A document's kept tokens as ids into its own distinct terms (slices of the text or of the
 /// synonym table: no copy per term).
 struct Tokens<'s> {
+    /// the text the tokens are slices of, with at least [`PAD`] bytes after its end (empty when the
+    /// tokens come from elsewhere): a token's key is then read from it in one load
+    padded: &'s [u8],
     terms: Vec<&'s str>,
     ids: FxHashMap<&'s str, u32>,
     /// what each token seen so far gave, by [`short_key`] (most tokens are short)
-    short: FxHashMap<u128, Option<u32>>,
+    short: HashMap<u128, Option<u32>, ShortKeys>,
     segmented: FxHashMap<&'s str, Option<u32>>,
     latin: FxHashMap<&'s str, Option<u32>>,
+}
+
+/// The hasher of [`short_key`]s: the high half of the product of the key's halves, folded onto the low.
+/// FxHash lets a table's slot depend on the first bytes alone (a product's low bits depend only on
+/// its factors' low bits), so the many words that share their first characters would share slots.
+#[derive(Clone, Copy, Default)]
+pub struct ShortKeys;
+
+pub struct ShortHasher(u64);
+
+impl std::hash::BuildHasher for ShortKeys {
+    type Hasher = ShortHasher;
+    fn build_hasher(&self) -> ShortHasher {
+        ShortHasher(0)
+    }
+}
+
+impl std::hash::Hasher for ShortHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only 128-bit keys are hashed")
+    }
+    #[inline(always)]
+    fn write_u128(&mut self, key: u128) {
+        let m = ((key as u64 ^ 0x243f_6a88_85a3_08d3) as u128) * (((key >> 64) as u64 ^ 0x1319_8a2e_0370_7344) as u128);
+        self.0 = m as u64 ^ (m >> 64) as u64;
+    }
 }
 
 /// A token of at most 15 bytes and whether it came from the segmenter, as one integer: its bytes,
@@ -96,8 +244,11 @@ fn short_key(token: &str, segmented: bool) -> Option<u128> {
 }
 
 impl<'s> Tokens<'s> {
-    fn new() -> Self {
-        Tokens { terms: Vec::new(), ids: FxHashMap::default(), short: FxHashMap::default(),
+    /// Tables for the tokens of a text of `len` bytes (sized for its distinct tokens, roughly).
+    fn new(padded: &'s [u8], len: usize) -> Self {
+        let n = (len / 12).clamp(16, 4096);
+        Tokens { padded, terms: Vec::with_capacity(n), ids: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+                 short: HashMap::with_capacity_and_hasher(n, ShortKeys),
                  segmented: FxHashMap::default(), latin: FxHashMap::default() }
     }
 
@@ -109,7 +260,12 @@ impl<'s> Tokens<'s> {
         if segmented && token.as_bytes().first().is_none_or(|&b| b < 0xe3) {
             return None;
         }
-        if let Some(key) = short_key(token, segmented) {
+        // a kept token is one of Han characters, three bytes each, or a Latin word, ASCII: one too short
+        // for `min_len` is turned away by its length (the single characters of Chinese text, mostly)
+        if token.len() < if segmented { 3 * s.min_len } else { s.min_len } {
+            return None;
+        }
+        if let Some(key) = self.padded_key(token, segmented).or_else(|| short_key(token, segmented)) {
             if let Some(&got) = self.short.get(&key) {
                 return got;
             }
@@ -127,9 +283,24 @@ impl<'s> Tokens<'s> {
         got
     }
 
-    /// [`Tokens::id`] of a token not seen before.
+    /// [`short_key`] of a token of at most 15 bytes that is a slice of `padded`, from the 16 bytes
+    /// there at its start (no copy byte by byte, whose stores a wide load would wait for).
+    #[inline(always)]
+    fn padded_key(&self, token: &str, segmented: bool) -> Option<u128> {
+        let n = token.len();
+        let at = (token.as_ptr() as usize).checked_sub(self.padded.as_ptr() as usize)?;
+        if n > 15 || at.checked_add(16).is_none_or(|end| end > self.padded.len()) {
+            return None;
+        }
+        let bytes: [u8; 16] = self.padded[at..at + 16].try_into().expect("sixteen bytes");
+        let kept = u128::from_le_bytes(bytes) & ((1u128 << (8 * n)) - 1);
+        Some(kept | ((n as u128 | (segmented as u128) << 7) << 120))
+    }
+
+    /// [`Tokens::id`] of a token not seen before, and long enough in bytes: a segmenter's token of
+    /// Han characters (three bytes each) or a Latin word (ASCII) then has `min_len` characters.
     fn keep(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
-        let kept = if segmented && !all_cjk(token) { None } else { s.keep(token) };
+        let kept = if segmented && !all_cjk(token) { None } else { s.keep_long(token) };
         kept.map(|term| {
             let next = self.terms.len() as u32;
             let id = *self.ids.entry(term).or_insert(next);
@@ -143,7 +314,7 @@ impl<'s> Tokens<'s> {
 
 /// `Tokenizer.terms`: the content terms of a short text, the segmenter's then the Latin words.
 pub fn terms(jieba: &Jieba, s: &Settings, text: &str) -> Vec<String> {
-    let mut toks = Tokens::new();
+    let mut toks = Tokens::new(&[], text.len());
     let mut out = Vec::new();
     if has_cjk(text) {
         for t in jieba.cut(text, true) {
@@ -269,15 +440,30 @@ fn select_chunks(folded: &[Option<u64>], lead: Option<u64>, max_chunks: usize) -
     }
 }
 
-/// `body` with its line breaks as spaces, as the sentences are read (`iter_sentences`).
+/// The bytes [`flatten`] adds after the text.
+pub const PAD: usize = 16;
+
+/// `body` with its line breaks as spaces, as the sentences are read (`iter_sentences`), and [`PAD`]
+/// spaces after it (which [`run`] does not read as text).
 pub fn flatten(body: &str) -> String {
-    body.replace('\n', " ")
+    let mut flat = String::with_capacity(body.len() + PAD);
+    let mut from = 0;
+    for (at, _) in body.match_indices('\n') {
+        flat.push_str(&body[from..at]);
+        flat.push(' ');
+        from = at + 1;
+    }
+    flat.push_str(&body[from..]);
+    flat.extend(std::iter::repeat_n(' ', PAD));
+    flat
 }
 
-/// The pass over `body` (normalised, stripped text) and `flat_body`, the same with its line breaks as
-/// spaces (the sentences' reading; the terms are slices of it); None where the reference takes a path this does
+/// The pass over `body` (normalised, stripped text) and `flat_padded`, the same with its line breaks as
+/// spaces (the sentences' reading; the terms are slices of it) and [`PAD`] bytes after it, as
+/// [`flatten`] gives it; None where the reference takes a path this does
 /// not (no sentence, or a sentence longer than `max_sentence`): the caller runs the reference then.
-pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -> Option<Folded<'s>> {
+pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str) -> Option<Folded<'s>> {
+    let flat_body = &flat_padded[..flat_padded.len() - PAD];
     if s.chunk_every == 0 && s.lead_sentences == 0 {
         return None;
     }
@@ -285,7 +471,7 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -
     if spans.is_empty() {
         return None;
     }
-    let mut toks = Tokens::new();
+    let mut toks = Tokens::new(flat_padded.as_bytes(), flat_body.len());
     let (flat, ends) = sentence_ids(jieba, s, flat_body, &spans, &mut toks);
 
     // columns: the document's distinct terms in the order of their strings
@@ -309,7 +495,21 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -
     }
     let cols: Vec<usize> = flat.iter().map(|&id| column[id as usize]).collect();
     let terms: Vec<&'s str> = by_term.iter().map(|&id| toks.terms[id as usize]).collect();
-    let lexemes: Vec<Lexeme> = terms.iter().map(|t| s.lexicon.get(*t).copied().unwrap_or_default()).collect();
+    // the terms' slots fetched some look-ups ahead of their own
+    const AHEAD: usize = 16;
+    let keys: Vec<Option<u128>> =
+        terms.iter().map(|t| toks.padded_key(t, false).or_else(|| short_key(t, false))).collect();
+    for &key in keys.iter().take(AHEAD) {
+        s.lexicon.prefetch(key);
+    }
+    let lexemes: Vec<Lexeme> = (0..terms.len())
+        .map(|j| {
+            if let Some(&ahead) = keys.get(j + AHEAD) {
+                s.lexicon.prefetch(ahead);
+            }
+            s.lexicon.get(terms[j], keys[j]).unwrap_or_default()
+        })
+        .collect();
     let idf: Vec<f64> = lexemes.iter().map(|l| l.idf.unwrap_or(s.idf_default)).collect();
     let hashes: Vec<u64> = terms.iter().map(|t| xxh3_64(t.as_bytes())).collect();
 
@@ -399,3 +599,51 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_body: &'s str) -
     })
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_keys_are_short_keys() {
+        let flat = flatten("中文分词 ab-c\nx 一二三四五六 q");
+        let text = &flat[..flat.len() - PAD];
+        let toks = Tokens::new(flat.as_bytes(), text.len());
+        for a in text.char_indices().map(|(i, _)| i) {
+            for b in text.char_indices().map(|(i, _)| i).chain([text.len()]).filter(|&b| b > a) {
+                for segmented in [false, true] {
+                    let t = &text[a..b];
+                    assert_eq!(toks.padded_key(t, segmented), short_key(t, segmented), "{t:?}");
+                }
+            }
+        }
+        assert_eq!(Tokens::new(&[], 0).padded_key(text, true), None);
+    }
+}
+
+#[cfg(test)]
+mod lexicon_tests {
+    use super::*;
+
+    #[test]
+    fn lexicon_answers_as_a_map() {
+        let words = ["中国", "中国人", "中国队", "a", "ab", "十五个字节的词", "a-rather-long-latin-term", "", "x"];
+        let mut lex = Lexicon::with_capacity(2 * words.len());
+        let mut map: FxHashMap<&str, Lexeme> = FxHashMap::default();
+        for (i, w) in words.iter().enumerate() {
+            if i % 3 != 1 {
+                lex.set(w.to_string(), Some(i as f64 + 0.5));
+                map.entry(w).or_default().idf = Some(i as f64 + 0.5);
+            }
+            if i % 2 == 0 {
+                lex.set(w.to_string(), None);
+                map.entry(w).or_default().common = true;
+            }
+        }
+        for w in words.iter().chain(&["中", "中国队员", "b"]) {
+            let got = lex.get(w, short_key(w, false));
+            let want = map.get(w).copied();
+            assert_eq!(got.map(|l| (l.idf, l.common)), want.map(|l| (l.idf, l.common)), "{w:?}");
+        }
+    }
+}

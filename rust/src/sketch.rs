@@ -16,7 +16,7 @@ fn mix(mut x: u64) -> u64 {
 /// `size` minima as little-endian uint32 bytes (all 0xFFFFFFFF for a text without shingles). Repeated
 /// shingles cannot change a minimum, so the hashes go to the minima as they come (no sort, no dedup).
 pub fn sketch(text: &str, size: usize) -> Vec<u8> {
-    let codes: Vec<u64> = text.chars().filter(|&c| !py_isspace(c)).map(|c| c as u64).collect();
+    let codes = codes(text);
     let mut mins = vec![u64::MAX; size];
     if !codes.is_empty() {
         let hashes = shingle_hashes(&codes);
@@ -24,6 +24,31 @@ pub fn sketch(text: &str, size: usize) -> Vec<u8> {
         minima(&hashes, &seeds, &mut mins);
     }
     mins.iter().flat_map(|m| ((m >> 32) as u32).to_le_bytes()).collect()
+}
+
+/// The code points of `text` but its space (`str.isspace`), ASCII without decoding. Every code is
+/// written and the end moves past it unless it is space: no branch on the (unpredictable) spaces.
+fn codes(text: &str) -> Vec<u64> {
+    // the ASCII characters str.isspace counts: \t to \r, \x1c to \x1f and the space
+    const SPACE: u64 = 0x1_f000_3e00;
+    let bytes = text.as_bytes();
+    let mut out = vec![0u64; bytes.len()];
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            out[n] = b as u64;
+            n += (b >= 64 || (SPACE >> b) & 1 == 0) as usize;
+            i += 1;
+            continue;
+        }
+        let c = text[i..].chars().next().expect("a character");
+        out[n] = c as u64;
+        n += !py_isspace(c) as usize;
+        i += c.len_utf8();
+    }
+    out.truncate(n);
+    out
 }
 
 /// The mixed polynomial hash of every window of `min(SHINGLE, codes.len())` codes, rolled from one
@@ -82,6 +107,20 @@ unsafe fn minima_avx512(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
     for &h in hashes {
         for (m, s) in mins.iter_mut().zip(seeds) {
             *m = (*m).min(mix(h ^ s));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_skip_what_python_counts_as_space() {
+        for c in (0..0x11_0000).filter_map(char::from_u32) {
+            let t = format!("a{c}\u{3000}b{c}");
+            let want: Vec<u64> = t.chars().filter(|&c| !py_isspace(c)).map(|c| c as u64).collect();
+            assert_eq!(codes(&t), want, "{c:?}");
         }
     }
 }

@@ -6,6 +6,44 @@ pub fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`). Every
+/// ASCII byte is written and the end moves past it unless it is space: no branch on the spaces.
+pub fn without_space(text: &str) -> Vec<u8> {
+    // the ASCII characters str.isspace counts: \t to \r, \x1c to \x1f and the space
+    const SPACE: u64 = 0x1_f000_3e00;
+    let bytes = text.as_bytes();
+    let mut out = vec![0u8; bytes.len()];
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            out[n] = b;
+            n += (b >= 64 || (SPACE >> b) & 1 == 0) as usize;
+            i += 1;
+            continue;
+        }
+        // only these lead bytes start a character that is space
+        let len = if b >= 0xf0 { 4 } else if b >= 0xe0 { 3 } else { 2 };
+        if matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) && text[i..].chars().next().is_some_and(py_isspace) {
+            i += len;
+            continue;
+        }
+        // byte by byte: a copy of a length known only here would be a call
+        out[n] = b;
+        out[n + 1] = bytes[i + 1];
+        if len > 2 {
+            out[n + 2] = bytes[i + 2];
+        }
+        if len > 3 {
+            out[n + 3] = bytes[i + 3];
+        }
+        n += len;
+        i += len;
+    }
+    out.truncate(n);
+    out
+}
+
 /// The Han ranges of `_CJK_CHAR` in `text/tokenize.py`.
 pub fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
@@ -190,13 +228,34 @@ mod tests {
     #[test]
     fn char_sets_answer_as_their_patterns() {
         for p in [r"[\p{M}\p{Pc}\p{No}\p{Nl}\p{Join_Control}\x1c-\x1f[\p{Age=V16_0}--\p{Age=V14_0}]--_]",
-                  r"[\p{Age=V16_0}--\p{Age=V14_0}]"] {
+                  r"[\p{Age=V16_0}--\p{Age=V14_0}]", r"[\x{9fa5}\x{4d00}\p{No}]", r"[\x{4d00}\p{No}]"] {
             let (set, re) = (CharSet::new(p), regex::Regex::new(p).unwrap());
             for c in (0..0x11_0000).filter_map(char::from_u32) {
                 let t = format!("a{c}b");
                 assert_eq!(set.any_in(&t), re.is_match(&t), "{c:?}");
                 assert_eq!(set.any_in(&t), re.is_match(&t), "{c:?} again");
             }
+        }
+    }
+
+    #[test]
+    fn lowercase_as_the_standard_library() {
+        for c in (0..0x11_0000).filter_map(char::from_u32) {
+            for t in [format!("{c}"), format!("A{c}\u{3a3}"), format!("\u{3a3}{c}x"), format!("ab{c}"), format!("{c}\u{3a3}")] {
+                assert_eq!(to_lowercase(&t), t.to_lowercase(), "{t:?}");
+            }
+        }
+        for t in ["ΣΑΣ ΟΔΟΣ", "Άλλος Σ.", "中文ABC“Ⅻ”Ω", "", "aΣ"] {
+            assert_eq!(to_lowercase(t), t.to_lowercase(), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn without_space_as_split() {
+        for c in (0..0x11_0000).filter_map(char::from_u32) {
+            let t = format!("a {c}\u{3000}b{c}\u{85}x\n");
+            let want: String = t.split(py_isspace).collect();
+            assert_eq!(without_space(&t), want.as_bytes(), "{c:?}");
         }
     }
 
@@ -217,6 +276,9 @@ pub struct CharSet {
     ascii: [bool; 128],
     /// two bits per character below U+10000 (32 to a word): 0 not yet tried, 1 outside the set, 2 in it
     known: Vec<std::sync::atomic::AtomicU64>,
+    /// whether the set holds none of U+4E00 to U+9FFF (the Han of most Chinese text), which are then
+    /// passed over by their lead byte alone
+    no_han: bool,
 }
 
 impl CharSet {
@@ -224,7 +286,10 @@ impl CharSet {
         let pattern = regex::Regex::new(pattern).expect("a valid pattern");
         let ascii = std::array::from_fn(|b| pattern.is_match(&(b as u8 as char).to_string()));
         let known = (0..0x10000 / 32).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
-        CharSet { pattern, ascii, known }
+        // the pattern is one character class: it matches in the block's text when it holds one of them
+        let han: String = ('\u{4e00}'..='\u{9fff}').collect();
+        let no_han = !pattern.is_match(&han);
+        CharSet { pattern, ascii, known, no_han }
     }
 
     #[inline]
@@ -260,6 +325,12 @@ impl CharSet {
                 }
                 i += 1;
                 continue;
+            } else if self.no_han && (0xe4..=0xe9).contains(&b) {
+                i += 3; // U+4000 to U+9FFF: those below U+4E00 are looked up
+                if b > 0xe4 || bytes[i - 2] >= 0xb8 {
+                    continue;
+                }
+                ((b as u32 & 0x0f) << 12 | (bytes[i - 2] as u32 & 0x3f) << 6 | (bytes[i - 1] as u32 & 0x3f), 0)
             } else if b < 0xe0 {
                 ((b as u32 & 0x1f) << 6 | (bytes[i + 1] as u32 & 0x3f), 2)
             } else if b < 0xf0 {
@@ -353,8 +424,48 @@ pub fn normalize(text: &str, lower: bool) -> Option<String> {
         return None;
     }
     let nfkc: String = if text.is_ascii() { text.to_owned() } else { nfkc(text) };
-    let cased = if lower { nfkc.to_lowercase() } else { nfkc };
+    let cased = if lower { to_lowercase(&nfkc) } else { nfkc };
     Some(fold_space(&cased))
+}
+
+/// `str::to_lowercase` (Python's `str.lower` where the reference's tables agree), without a case
+/// table search for the characters no mapping changes that news text is mostly made of: ASCII, the
+/// general punctuation block (U+2000 to U+20FF) and U+3000 to U+9FFF (CJK punctuation, kana, Han).
+pub fn to_lowercase(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut run = 0; // text[run..i] holds no character a mapping changes, not yet copied
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let len = if b < 0x80 {
+            if !b.is_ascii_uppercase() {
+                i += 1;
+                continue;
+            }
+            1
+        } else if (0xe3..=0xe9).contains(&b) || (b == 0xe2 && bytes[i + 1] < 0x84) {
+            i += 3;
+            continue;
+        } else if b >= 0xf0 {
+            4
+        } else if b >= 0xe0 {
+            3
+        } else {
+            2
+        };
+        out.push_str(&text[run..i]);
+        let c = text[i..].chars().next().expect("a character");
+        if c == '\u{3a3}' {
+            // a capital sigma lower-cases by its context (final or not): the standard library decides
+            return text.to_lowercase();
+        }
+        out.extend(c.to_lowercase());
+        i += len;
+        run = i;
+    }
+    out.push_str(&text[run..]);
+    out
 }
 
 /// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
