@@ -16,7 +16,7 @@ import multiprocessing as mp
 import re
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
@@ -115,7 +115,7 @@ class FingerprintResult:
     blocks: list[str]
     content_digest: str
     keyword_digest: str
-    top_terms: list[tuple[str, float]]  # all folded terms, heaviest first
+    top_terms: Sequence[tuple[str, float]]  # all folded terms, heaviest first (a list, or the compiled Terms)
     degenerate: bool
     n_tokens: int
     version: str

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -99,7 +99,7 @@ class Documented(NamedTuple):
     blocks: list[str]
     content_digest: str
     keyword_digest: str
-    top_terms: list[tuple[str, float]]
+    top_terms: Sequence[tuple[str, float]]  # the compiled Terms: items made when read
     degenerate: bool
     n_tokens: int
     chunks: tuple[int, ...]

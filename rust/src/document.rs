@@ -96,16 +96,96 @@ pub fn content_digest(compact: &[u8]) -> String {
     hex_digest(compact, 16)
 }
 
-/// `top_terms` as the list of `(term, weight)` tuples a `FingerprintResult` holds. Each tuple holds only
-/// a string and a float, which no reference cycle can pass through: it is taken off the garbage
-/// collector's list at once (as the collector itself would on its next pass), so that collections
-/// triggered while threads fingerprint do not walk a document's terms.
-pub fn top_terms_list<'py>(py: Python<'py>, top_terms: &[(&str, f64)]) -> PyResult<Bound<'py, PyList>> {
-    let items = top_terms.iter().map(|&(t, w)| {
-        let pair = PyTuple::new(py, [PyString::new(py, t).into_any(), PyFloat::new(py, w).into_any()])?;
+/// A document's `top_terms`, `(term, weight)` pairs heaviest first, as a `FingerprintResult` holds them:
+/// a read-only sequence whose items are made when they are read. Most documents are decided without
+/// reading their terms (only the first few are ever shown), so the hundreds of Python strings, floats
+/// and tuples a list would hold are not made, nor freed, while the GIL is held. It compares equal to a
+/// list of the same pairs, and pickles (and copies) as that list.
+#[pyclass(frozen, sequence, module = "fingerprint_indexer.fingerprint._core")]
+pub struct Terms {
+    text: String,
+    items: Vec<(u32, u32, f64)>, // each term's start and end in `text`, and its weight
+}
+
+impl Terms {
+    /// The pairs of `top_terms` packed into one string and their spans (made without the GIL).
+    pub fn pack(top_terms: &[(&str, f64)]) -> Terms {
+        let mut text = String::with_capacity(top_terms.iter().map(|(t, _)| t.len()).sum());
+        let items = top_terms.iter().map(|&(t, w)| {
+            let start = text.len() as u32;
+            text.push_str(t);
+            (start, text.len() as u32, w)
+        }).collect();
+        Terms { text, items }
+    }
+
+    fn pair<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let (start, end, w) = self.items[i];
+        let term = PyString::new(py, &self.text[start as usize..end as usize]);
+        let pair = PyTuple::new(py, [term.into_any(), PyFloat::new(py, w).into_any()])?;
         // SAFETY: a tracked tuple, untracked once; its items are a str and a float (no references out)
         unsafe { ffi::PyObject_GC_UnTrack(pair.as_ptr().cast()) };
         Ok(pair)
-    });
-    PyList::new(py, items.collect::<PyResult<Vec<_>>>()?)
+    }
+
+    fn list<'py>(&self, py: Python<'py>, from: usize, to: usize, step: usize) -> PyResult<Bound<'py, PyList>> {
+        let pairs = (from..to).step_by(step.max(1)).map(|i| self.pair(py, i)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, pairs)
+    }
+}
+
+#[pymethods]
+impl Terms {
+    fn __len__(&self) -> usize {
+        self.items.len()
+    }
+
+    /// A pair by index (negative from the end), or a list of the pairs of a slice.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = index.cast::<pyo3::types::PySlice>() {
+            let got = slice.indices(self.items.len() as isize)?;
+            if got.step < 1 {
+                let all = self.list(py, 0, self.items.len(), 1)?;
+                return all.as_any().get_item(index);
+            }
+            let to = if got.slicelength == 0 { got.start } else { got.stop.max(got.start) };
+            return Ok(self.list(py, got.start as usize, to as usize, got.step as usize)?.into_any());
+        }
+        let i: isize = index.extract()?;
+        let n = self.items.len() as isize;
+        let at = if i < 0 { i + n } else { i };
+        if at < 0 || at >= n {
+            return Err(pyo3::exceptions::PyIndexError::new_err("top_terms index out of range"));
+        }
+        Ok(self.pair(py, at as usize)?.into_any())
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.list(py, 0, self.items.len(), 1)?.try_iter().map(|it| it.into_any())
+    }
+
+    /// Equal to another `Terms` or to any sequence of the same pairs (a list of tuples).
+    fn __eq__<'py>(&self, py: Python<'py>, other: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if let Ok(theirs) = other.cast::<Terms>() {
+            let theirs = theirs.get();
+            return Ok(self.items.len() == theirs.items.len()
+                && self.items.iter().zip(&theirs.items).all(|(a, b)| {
+                    a.2 == b.2 && self.text[a.0 as usize..a.1 as usize] == theirs.text[b.0 as usize..b.1 as usize]
+                }));
+        }
+        if other.len().ok() != Some(self.items.len()) || other.is_instance_of::<PyString>() {
+            return Ok(false);
+        }
+        self.list(py, 0, self.items.len(), 1)?.eq(other)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Terms({})", self.list(py, 0, self.items.len(), 1)?.repr()?))
+    }
+
+    /// Pickled and copied as the list of its pairs.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyList>,))> {
+        let list_type = py.get_type::<PyList>().into_any();
+        Ok((list_type, (self.list(py, 0, self.items.len(), 1)?,)))
+    }
 }

@@ -214,8 +214,8 @@ impl Core {
             let blocks = plan.keys(got.fingerprint);
             Some((got, found, frames, digests, blocks))
         })?;
-        // the tuples a `FingerprintResult` holds, made here rather than copied from lists
-        let top_terms = document::top_terms_list(py, &got.top_terms).ok()?;
+        // the terms a `FingerprintResult` holds, their Python objects made only when they are read
+        let top_terms = Py::new(py, document::Terms::pack(&got.top_terms)).ok()?;
         (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
          got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
          PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, (day_read, headline)).into_pyobject(py).ok()
@@ -298,6 +298,7 @@ fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyB
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_class::<Plan>()?;
+    m.add_class::<document::Terms>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;

@@ -1,0 +1,63 @@
+"""The compiled ``top_terms`` (``Terms``: items made when they are read) behaves as the list of pairs the
+reference gives: indexing, slicing, iteration, equality, copying and pickling."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from dataclasses import asdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.fingerprint import native
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+
+pytestmark = pytest.mark.skipif(not native.FACTS, reason="the compiled pass is not built")
+
+TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
+        "气象专家提醒市民注意防寒保暖，出行注意交通安全。"
+        "The Met Office said on Friday that London may see snow.")
+_FPR: list[Fingerprinter] = []
+
+
+def _terms() -> tuple[object, list[tuple[str, float]]]:
+    if not _FPR:
+        _FPR.append(Fingerprinter())
+    got = _FPR[0].fingerprint_document(Document(id="1", title="降温", content=TEXT)).top_terms
+    assert type(got).__name__ == "Terms"
+    return got, [(t, w) for t, w in got]
+
+
+@given(st.one_of(st.none(), st.integers(-40, 40)), st.one_of(st.none(), st.integers(-40, 40)),
+       st.one_of(st.none(), st.integers(-5, 5).filter(bool)))
+@settings(max_examples=200, deadline=None)
+def test_slices_are_the_lists_slices(start: int | None, stop: int | None, step: int | None) -> None:
+    terms, plain = _terms()
+    assert terms[start:stop:step] == plain[start:stop:step]  # type: ignore[index]
+
+
+@given(st.integers(-60, 60))
+@settings(max_examples=100, deadline=None)
+def test_items_are_the_lists_items(i: int) -> None:
+    terms, plain = _terms()
+    if -len(plain) <= i < len(plain):
+        assert terms[i] == plain[i]  # type: ignore[index]
+    else:
+        with pytest.raises(IndexError):
+            terms[i]  # type: ignore[index]
+
+
+def test_equal_copied_and_pickled_as_the_list() -> None:
+    terms, plain = _terms()
+    assert len(terms) == len(plain) > 10  # type: ignore[arg-type]
+    assert terms == plain and plain == terms and terms == terms
+    assert terms != plain[:-1] and terms != plain[::-1] and terms != "x"
+    assert pickle.loads(pickle.dumps(terms)) == plain
+    assert copy.deepcopy(terms) == plain and type(copy.deepcopy(terms)) is list
+    res = _FPR[0].fingerprint_document(Document(id="1", title="降温", content=TEXT))
+    assert asdict(res)["top_terms"] == plain
+    assert asdict(Fingerprinter(reference=True).fingerprint_document(Document(id="1", title="降温",
+                                                                                content=TEXT))) == asdict(res)
