@@ -1,7 +1,7 @@
 //! The MinHash sketch of `fingerprint/sketch.py`: 5-gram code-point shingles of the text without
 //! whitespace, rolling FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
 
-use crate::text::py_isspace;
+use crate::text::{ascii_space, py_isspace};
 
 const P: u64 = 0x100000001B3;
 const GOLDEN: u64 = 0x9E3779B97F4A7C15;
@@ -29,8 +29,6 @@ pub fn sketch(text: &str, size: usize) -> Vec<u8> {
 /// The code points of `text` but its space (`str.isspace`), ASCII without decoding. Every code is
 /// written and the end moves past it unless it is space: no branch on the (unpredictable) spaces.
 fn codes(text: &str) -> Vec<u64> {
-    // the ASCII characters str.isspace counts: \t to \r, \x1c to \x1f and the space
-    const SPACE: u64 = 0x1_f000_3e00;
     let bytes = text.as_bytes();
     let mut out = vec![0u64; bytes.len()];
     let (mut i, mut n) = (0, 0);
@@ -38,7 +36,7 @@ fn codes(text: &str) -> Vec<u64> {
         let b = bytes[i];
         if b < 0x80 {
             out[n] = b as u64;
-            n += (b >= 64 || (SPACE >> b) & 1 == 0) as usize;
+            n += !ascii_space(b) as usize;
             i += 1;
             continue;
         }

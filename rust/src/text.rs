@@ -6,11 +6,17 @@ pub fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// [`py_isspace`] of an ASCII byte (`b < 0x80`), as one shift of a mask and no branch: the ASCII
+/// characters `str.isspace` counts are \t to \r, \x1c to \x1f and the space.
+#[inline(always)]
+pub fn ascii_space(b: u8) -> bool {
+    const SPACE: u64 = 0x1_f000_3e00;
+    b < 64 && (SPACE >> b) & 1 == 1
+}
+
 /// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`). Every
 /// ASCII byte is written and the end moves past it unless it is space: no branch on the spaces.
 pub fn without_space(text: &str) -> Vec<u8> {
-    // the ASCII characters str.isspace counts: \t to \r, \x1c to \x1f and the space
-    const SPACE: u64 = 0x1_f000_3e00;
     let bytes = text.as_bytes();
     let mut out = vec![0u8; bytes.len()];
     let (mut i, mut n) = (0, 0);
@@ -18,7 +24,7 @@ pub fn without_space(text: &str) -> Vec<u8> {
         let b = bytes[i];
         if b < 0x80 {
             out[n] = b;
-            n += (b >= 64 || (SPACE >> b) & 1 == 0) as usize;
+            n += !ascii_space(b) as usize;
             i += 1;
             continue;
         }
@@ -202,6 +208,13 @@ pub fn latin_words(text: &str, a: usize, b: usize, out: &mut Vec<(usize, usize)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_space_is_py_isspace() {
+        for b in 0u8..0x80 {
+            assert_eq!(ascii_space(b), py_isspace(b as char), "{b:#x}");
+        }
+    }
 
     #[test]
     fn sentences() {
