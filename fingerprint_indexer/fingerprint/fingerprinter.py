@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing as mp
-import re
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -58,8 +57,6 @@ from fingerprint_indexer.text.tokenize import Tokenizer
 from fingerprint_indexer.text.weights import JIEBA_IDF, IdfTable, jieba_idf, top_terms
 
 ALGORITHM = "simhash64-tfidf/8"  # 8: what a headline adds (a degenerate body's digest; Latin names)
-# a Latin letter of a normalised (lower-cased) headline: one without gives no Latin names (headline_names)
-_LATIN_LETTER = re.compile(r"[a-z]")
 SHOWN_TERMS = 32  # top terms included in JSON output
 
 
@@ -400,7 +397,7 @@ class Fingerprinter:
             return digest, facts
         if degenerate:
             digest = titled_digest(digest, headline)
-        if self.config.facts and _LATIN_LETTER.search(headline) is not None:
+        if self.config.facts:
             facts = headline_names(headline, facts)
         return digest, facts
 

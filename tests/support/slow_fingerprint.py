@@ -237,6 +237,6 @@ class SlowFingerprinter:
         day = publication_day(doc.published_at)
         extra = (*extra, day) if day else extra
         facts = (*res.facts, *extra)
-        if title and any("a" <= c <= "z" for c in title):
+        if title:
             facts = headline_names(title, facts)
         return replace(res, facts=facts)
