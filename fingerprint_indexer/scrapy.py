@@ -188,7 +188,7 @@ class FingerprintPipeline:
         with self._lock:
             if self._pipeline is not None:
                 return self._pipeline.process(doc).to_dict()
-            return self._ask_sidecar(doc)
+            return self._ask_sidecar([doc])[0]
 
     def decide_many(self, docs: list[Document]) -> list[dict[str, Any] | Exception | None]:
         """Decisions for ``docs`` decided together, in order: a dict, None (logged) where the sidecar kept
@@ -209,7 +209,8 @@ class FingerprintPipeline:
         """One ``/v1/ingest`` request for ``docs``; a batch the sidecar refuses (too large, or a document it
         will not take) is split in halves, so only the refused documents end undecided (None, logged)."""
         try:
-            return self._ask_sidecar(docs)
+            decided: list[dict[str, Any] | None] = list(self._ask_sidecar(docs))
+            return decided
         except SidecarError as exc:
             if len(docs) == 1:
                 log.error("item %s passed on undecided: %s", docs[0].id, exc)
@@ -220,12 +221,10 @@ class FingerprintPipeline:
         half = len(docs) // 2
         return self._ask_sidecar_many(docs[:half]) + self._ask_sidecar_many(docs[half:])
 
-    def _ask_sidecar(self, docs: Document | list[Document]) -> Any:
-        """The sidecar's decisions for ``docs`` (a list), or for one document (a dict)."""
+    def _ask_sidecar(self, docs: list[Document]) -> list[dict[str, Any]]:
+        """The sidecar's decisions for ``docs``, in order, from one ``/v1/ingest`` request."""
         assert self._http is not None, "the pipeline is not open"
-        many = isinstance(docs, list)
-        batch = docs if isinstance(docs, list) else [docs]
-        body = {"documents": [self._sidecar_document(doc) for doc in batch],
+        body = {"documents": [self._sidecar_document(doc) for doc in docs],
                 "index_name": self.index_name, "index": self.write}  # fmt: skip
         why, wait, refused = "", 0.0, False
         for attempt in range(self.retries + 1):
@@ -237,8 +236,7 @@ class FingerprintPipeline:
                 why = f"did not answer ({type(exc).__name__})"
                 continue
             if r.status_code == 200:
-                results = [dict(res) for res in r.json()["results"]]
-                return results if many else results[0]
+                return [dict(res) for res in r.json()["results"]]
             why = f"answered {r.status_code}: {r.text[:300]}"
             if r.status_code != 429 and r.status_code < 500:
                 refused = True
