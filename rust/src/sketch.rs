@@ -1,5 +1,5 @@
 //! The MinHash sketch of `fingerprint/sketch.py`: 5-gram code-point shingles of the text without
-//! whitespace, rolling FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
+//! whitespace, FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
 
 use crate::text::{ascii_space, py_isspace};
 
