@@ -567,7 +567,6 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
             row[c] += 1;
         }
         if present.len() >= s.min_chunk_terms {
-            present.sort_unstable();
             folded.push(Some(fold_row(&mut weigh, &row, &present)));
         } else {
             folded.push(None);
