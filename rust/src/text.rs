@@ -492,47 +492,62 @@ pub fn newer_than_reference(text: &str) -> bool {
     !text.is_ascii() && NEW.get_or_init(|| CharSet::new(r"[^\p{Age=V14_0}]")).any_in(text)
 }
 
-/// Whether NFKC leaves `c` alone and nothing before it composes or reorders with it (NFKC_QC=Yes and
-/// canonical combining class 0): NFKC of a text is that of the stretches starting at such characters,
-/// one after the other. The answers for the first plane are read from a table made once.
-fn starts_stretch(c: char) -> bool {
+/// How a character stands in NFKC's stretches: NFKC of a text is that of the stretches starting at
+/// characters nothing before composes or reorders with, one after the other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stretch {
+    /// the character joins the stretch before it
+    Joins,
+    /// it starts a stretch and NFKC leaves it alone (NFKC_QC=Yes and canonical combining class 0)
+    Alone,
+    /// it starts a stretch that NFKC changes: its compatibility decomposition is ASCII (a full-width
+    /// form, the ideographic space, the ellipsis), and no character composes with an ASCII one after it
+    Ascii,
+}
+
+/// The [`Stretch`] of `c`. The answers for the first plane are read from a table made once.
+#[inline]
+fn stretch_of(c: char) -> Stretch {
     use std::sync::OnceLock;
     static FIRST_PLANE: OnceLock<Vec<u64>> = OnceLock::new();
     if c.is_ascii() || ('\u{4e00}'..='\u{9fff}').contains(&c) {
-        return true;
+        return Stretch::Alone;
     }
-    let Some(table) = FIRST_PLANE.get() else {
-        let table = (0..0x10000u32 / 64)
+    // two bits per character, 32 to a word
+    let table = FIRST_PLANE.get_or_init(|| {
+        (0..0x10000u32 / 32)
             .map(|w| {
-                (0..64).fold(0u64, |bits, k| {
-                    let starts = char::from_u32(w * 64 + k).is_some_and(stretch_start);
-                    bits | (starts as u64) << k
+                (0..32).fold(0u64, |bits, k| {
+                    let kind = char::from_u32(w * 32 + k).map_or(Stretch::Joins, stretch_by_tables);
+                    bits | (kind as u64) << (2 * k)
                 })
             })
-            .collect();
-        let table = FIRST_PLANE.get_or_init(|| table);
-        return starts_stretch_in(table, c);
-    };
-    starts_stretch_in(table, c)
-}
-
-#[inline(always)]
-fn starts_stretch_in(table: &[u64], c: char) -> bool {
-    match table.get(c as usize / 64) {
-        Some(bits) => bits >> (c as u32 % 64) & 1 == 1,
-        None => stretch_start(c),
+            .collect()
+    });
+    match table.get(c as usize / 32) {
+        Some(bits) => match bits >> (2 * (c as u32 % 32)) & 3 {
+            0 => Stretch::Joins,
+            1 => Stretch::Alone,
+            _ => Stretch::Ascii,
+        },
+        None => stretch_by_tables(c),
     }
 }
 
-/// [`starts_stretch`] as the normaliser's tables answer it.
-fn stretch_start(c: char) -> bool {
-    use unicode_normalization::char::canonical_combining_class;
+/// [`stretch_of`] as the normaliser's tables answer it.
+fn stretch_by_tables(c: char) -> Stretch {
+    use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
-    canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+    if canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes {
+        return Stretch::Alone;
+    }
+    let mut ascii = true;
+    decompose_compatible(c, |d| ascii &= d.is_ascii());
+    if ascii { Stretch::Ascii } else { Stretch::Joins }
 }
 
-/// The bytes that may start a character [`starts_stretch`] does not hold at once: all lead bytes but
-/// those of U+5000 to U+9FFF (Han). ASCII and continuation bytes start none.
+/// The bytes that may start a character [`stretch_of`] does not find [`Stretch::Alone`] at once: all
+/// lead bytes but those of U+5000 to U+9FFF (Han). ASCII and continuation bytes start none.
 const MAY_COMPOSE: ByteSet = {
     let mut set = [0u8; 64 - 5];
     let mut n = 0;
@@ -550,8 +565,8 @@ const MAY_COMPOSE: ByteSet = {
     ByteSet::new(&set)
 };
 
-/// NFKC of `text`: the stretches of one character NFKC leaves alone are copied, the others normalised
-/// (the normaliser's own result, piece by piece).
+/// NFKC of `text`: the stretches NFKC leaves alone are copied, the others normalised (the
+/// normaliser's own result, piece by piece).
 fn nfkc(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len() + text.len() / 8);
@@ -561,14 +576,14 @@ fn nfkc(text: &str) -> String {
     let mut p = 0;
     while p < bytes.len() {
         let q = MAY_COMPOSE.find(bytes, p);
-        // text[p..q]: characters that each start a stretch; the last one's is current
-        let (starts, next) = if q > p {
-            (true, q)
+        // text[p..q]: characters NFKC leaves alone, each starting a stretch; the last one's is current
+        let (kind, next) = if q > p {
+            (Stretch::Alone, q)
         } else {
             let c = text[p..].chars().next().expect("a character");
-            (starts_stretch(c), p + c.len_utf8())
+            (stretch_of(c), p + c.len_utf8())
         };
-        if starts {
+        if kind != Stretch::Joins {
             if pending {
                 push_nfkc(&text[stretch..p], &mut out);
                 copied = p;
@@ -578,7 +593,8 @@ fn nfkc(text: &str) -> String {
             while bytes[stretch] & 0xc0 == 0x80 {
                 stretch -= 1;
             }
-        } else if !pending {
+        }
+        if kind != Stretch::Alone && !pending {
             out.push_str(&text[copied..stretch]);
             pending = true;
         }
@@ -593,7 +609,7 @@ fn nfkc(text: &str) -> String {
 }
 
 /// NFKC of one stretch into `out`. A stretch of one full-width ASCII form or the ideographic space
-/// (Chinese punctuation: most stretches) is its narrow form, without the normaliser.
+/// (Chinese punctuation: most stretches normalised) is its narrow form, without the normaliser.
 fn push_nfkc(stretch: &str, out: &mut String) {
     use unicode_normalization::UnicodeNormalization;
     let mut it = stretch.chars();
