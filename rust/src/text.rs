@@ -52,6 +52,27 @@ pub fn without_space(text: &str) -> Vec<u8> {
     out
 }
 
+/// `fn $name($args) -> $ret` calling `$body` (an `#[inline(always)]` function of the same arguments)
+/// compiled for AVX2 where the CPU has it: the byte-set searches in it are then inlined, their tables
+/// set up once, not once per search.
+macro_rules! avx2_variant {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $body:ident) => {
+        $(#[$doc])*
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                unsafe fn wide($($arg: $ty),*) -> $ret {
+                    $body($($arg),*)
+                }
+                // SAFETY: the CPU has AVX2 (checked just above)
+                return unsafe { wide($($arg),*) };
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
 /// A set of byte values, for finding the next byte of a text that is one of them: 32 bytes at a time
 /// where the CPU has AVX2 (each byte's two halves looked up in two 16-entry tables), else one by one.
 pub struct ByteSet {
@@ -114,8 +135,9 @@ impl ByteSet {
         self.table[b as usize]
     }
 
-    /// The first position from `from` on whose byte is in the set, or `bytes.len()`.
-    #[inline]
+    /// The first position from `from` on whose byte is in the set, or `bytes.len()`. Inlined, so that
+    /// in a function compiled for AVX2 ([`avx2_variant`]) the wide search is inlined too.
+    #[inline(always)]
     pub fn find(&self, bytes: &[u8], from: usize) -> usize {
         let mut i = from;
         // a byte of the set at once (dense sets, short gaps) without the wide search
@@ -137,6 +159,7 @@ impl ByteSet {
     /// blocks end (the caller reads the rest one by one).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[inline]
     unsafe fn find_avx2(&self, bytes: &[u8], from: usize) -> usize {
         use std::arch::x86_64::*;
         let lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(self.lo.as_ptr().cast()));
@@ -200,9 +223,15 @@ pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
     sentence_matches_with(text, false)
 }
 
-/// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
-/// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
-pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
+avx2_variant! {
+    /// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
+    /// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
+    pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> = sentence_matches_body
+}
+
+/// [`sentence_matches_with`], inlined into its two builds.
+#[inline(always)]
+fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
     let n = text.len();
     // the character at byte `i` and where the next one starts
     let at = |i: usize| -> (char, usize) {
@@ -565,9 +594,15 @@ const MAY_COMPOSE: ByteSet = {
     ByteSet::new(&set)
 };
 
-/// NFKC of `text`: the stretches NFKC leaves alone are copied, the others normalised (the
-/// normaliser's own result, piece by piece).
-fn nfkc(text: &str) -> String {
+avx2_variant! {
+    /// NFKC of `text`: the stretches NFKC leaves alone are copied, the others normalised (the
+    /// normaliser's own result, piece by piece).
+    fn nfkc(text: &str) -> String = nfkc_body
+}
+
+/// [`nfkc`], inlined into its two builds.
+#[inline(always)]
+fn nfkc_body(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut copied = 0; // text[..copied] is in `out`
@@ -699,10 +734,16 @@ pub fn to_lowercase(text: &str) -> String {
     out
 }
 
-/// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
-/// folded, `"\n".join(line.strip() ...).strip()` after `\n\s*\n+` became `\n` is the non-blank lines,
-/// each with its inner space runs as one space, joined by line breaks.
-fn fold_space(text: &str) -> String {
+avx2_variant! {
+    /// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
+    /// folded, `"\n".join(line.strip() ...).strip()` after `\n\s*\n+` became `\n` is the non-blank lines,
+    /// each with its inner space runs as one space, joined by line breaks.
+    fn fold_space(text: &str) -> String = fold_space_body
+}
+
+/// [`fold_space`], inlined into its two builds.
+#[inline(always)]
+fn fold_space_body(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut in_line = false; // the current line has had a character that is not space
