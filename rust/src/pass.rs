@@ -535,7 +535,7 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
         for (&(a, b), &end) in spans.iter().zip(&ends) {
             in_chunk += 1;
             if in_chunk >= s.min_chunk_sentences
-                && xxh3_64(flat_body[a..b].as_bytes()) % s.chunk_every as u64 == 0
+                && xxh3_64(&flat_body.as_bytes()[a..b]).is_multiple_of(s.chunk_every as u64)
             {
                 ranges.push((start, end));
                 start = end;

@@ -133,12 +133,13 @@ fn share_cap(w: &[f64], n: usize, share: f64, rest: &mut Vec<f64>) -> f64 {
         acc += a(j + 1);
         rest[j] = acc;
     }
-    for j in 0..n {
+    for (j, &after) in rest.iter().enumerate() {
         let m = (j + 1) as f64;
-        if !(share * m < 1.0) || j + 1 >= n {
+        let below = share * m < 1.0; // false for NaN too
+        if !below || j + 1 >= n {
             continue;
         }
-        let cap = share * rest[j] / (1.0 - share * m);
+        let cap = share * after / (1.0 - share * m);
         if cap >= a(j + 1) {
             return cap;
         }
