@@ -534,16 +534,12 @@ enum Stretch {
     Ascii,
 }
 
-/// The [`Stretch`] of `c`. The answers for the first plane are read from a table made once.
-#[inline]
-fn stretch_of(c: char) -> Stretch {
+/// The [`Stretch`] of each character of the first plane, two bits per character, 32 to a word (made
+/// once).
+fn first_plane() -> &'static [u64] {
     use std::sync::OnceLock;
     static FIRST_PLANE: OnceLock<Vec<u64>> = OnceLock::new();
-    if c.is_ascii() || ('\u{4e00}'..='\u{9fff}').contains(&c) {
-        return Stretch::Alone;
-    }
-    // two bits per character, 32 to a word
-    let table = FIRST_PLANE.get_or_init(|| {
+    FIRST_PLANE.get_or_init(|| {
         (0..0x10000u32 / 32)
             .map(|w| {
                 (0..32).fold(0u64, |bits, k| {
@@ -552,18 +548,32 @@ fn stretch_of(c: char) -> Stretch {
                 })
             })
             .collect()
-    });
-    match table.get(c as usize / 32) {
-        Some(bits) => match bits >> (2 * (c as u32 % 32)) & 3 {
-            0 => Stretch::Joins,
-            1 => Stretch::Alone,
-            _ => Stretch::Ascii,
-        },
-        None => stretch_by_tables(c),
-    }
+    })
 }
 
-/// [`stretch_of`] as the normaliser's tables answer it.
+/// The [`Stretch`] of the character at byte `p` of `bytes` (UTF-8, the character not ASCII), and where
+/// the next one starts; `table`: [`first_plane`].
+#[inline(always)]
+fn stretch_at(bytes: &[u8], p: usize, table: &[u64]) -> (Stretch, usize) {
+    let b = bytes[p] as u32;
+    let (c, next) = if b < 0xe0 {
+        ((b & 0x1f) << 6 | (bytes[p + 1] as u32 & 0x3f), p + 2)
+    } else if b < 0xf0 {
+        ((b & 0x0f) << 12 | (bytes[p + 1] as u32 & 0x3f) << 6 | (bytes[p + 2] as u32 & 0x3f), p + 3)
+    } else {
+        let c = (b & 0x07) << 18 | (bytes[p + 1] as u32 & 0x3f) << 12 | (bytes[p + 2] as u32 & 0x3f) << 6;
+        let c = char::from_u32(c | (bytes[p + 3] as u32 & 0x3f)).expect("a character");
+        return (stretch_by_tables(c), p + 4);
+    };
+    let kind = match table[c as usize / 32] >> (2 * (c % 32)) & 3 {
+        0 => Stretch::Joins,
+        1 => Stretch::Alone,
+        _ => Stretch::Ascii,
+    };
+    (kind, next)
+}
+
+/// The [`Stretch`] of `c` as the normaliser's tables answer it.
 fn stretch_by_tables(c: char) -> Stretch {
     use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
@@ -575,8 +585,8 @@ fn stretch_by_tables(c: char) -> Stretch {
     if ascii { Stretch::Ascii } else { Stretch::Joins }
 }
 
-/// The bytes that may start a character [`stretch_of`] does not find [`Stretch::Alone`] at once: all
-/// lead bytes but those of U+5000 to U+9FFF (Han). ASCII and continuation bytes start none.
+/// The bytes that may start a character not known [`Stretch::Alone`] at once: all lead bytes but those
+/// of U+5000 to U+9FFF (Han). ASCII and continuation bytes start none.
 const MAY_COMPOSE: ByteSet = {
     let mut set = [0u8; 64 - 5];
     let mut n = 0;
@@ -608,16 +618,12 @@ fn nfkc_body(text: &str) -> String {
     let mut copied = 0; // text[..copied] is in `out`
     let mut stretch = 0; // where the current stretch starts
     let mut pending = false; // whether the current stretch is to be normalised
+    let table = first_plane();
     let mut p = 0;
     while p < bytes.len() {
         let q = MAY_COMPOSE.find(bytes, p);
         // text[p..q]: characters NFKC leaves alone, each starting a stretch; the last one's is current
-        let (kind, next) = if q > p {
-            (Stretch::Alone, q)
-        } else {
-            let c = text[p..].chars().next().expect("a character");
-            (stretch_of(c), p + c.len_utf8())
-        };
+        let (kind, next) = if q > p { (Stretch::Alone, q) } else { stretch_at(bytes, p, table) };
         if kind != Stretch::Joins {
             if pending {
                 push_nfkc(&text[stretch..p], &mut out);
