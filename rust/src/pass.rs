@@ -253,7 +253,7 @@ impl<'s> Tokens<'s> {
     }
 
     /// `Tokenizer.keep` then the term's id: None when the token does not count.
-    #[inline]
+    #[inline(always)]
     fn id(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
         // a segmenter's token is kept only when all Han: those characters are three bytes, led by
         // 0xe3 to 0xef (punctuation, spaces and digits are turned away here, without a look-up)
@@ -265,6 +265,13 @@ impl<'s> Tokens<'s> {
         if token.len() < if segmented { 3 * s.min_len } else { s.min_len } {
             return None;
         }
+        self.id_long(s, token, segmented)
+    }
+
+    /// [`Tokens::id`] of a token that passed its checks by bytes (those are inlined: most tokens of
+    /// Chinese text, single characters and punctuation, end there without a call).
+    #[inline(never)]
+    fn id_long(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
         if let Some(key) = self.padded_key(token, segmented).or_else(|| short_key(token, segmented)) {
             if let Some(&got) = self.short.get(&key) {
                 return got;
