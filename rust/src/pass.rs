@@ -253,7 +253,7 @@ impl<'s> Tokens<'s> {
     }
 
     /// `Tokenizer.keep` then the term's id: None when the token does not count.
-    #[inline]
+    #[inline(always)]
     fn id(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
         // a segmenter's token is kept only when all Han: those characters are three bytes, led by
         // 0xe3 to 0xef (punctuation, spaces and digits are turned away here, without a look-up)
@@ -265,6 +265,13 @@ impl<'s> Tokens<'s> {
         if token.len() < if segmented { 3 * s.min_len } else { s.min_len } {
             return None;
         }
+        self.id_long(s, token, segmented)
+    }
+
+    /// [`Tokens::id`] of a token that passed its checks by bytes (those are inlined: most tokens of
+    /// Chinese text, single characters and punctuation, end there without a call).
+    #[inline(never)]
+    fn id_long(&mut self, s: &'s Settings, token: &'s str, segmented: bool) -> Option<u32> {
         if let Some(key) = self.padded_key(token, segmented).or_else(|| short_key(token, segmented)) {
             if let Some(&got) = self.short.get(&key) {
                 return got;
@@ -474,20 +481,30 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
     let mut toks = Tokens::new(flat_padded.as_bytes(), flat_body.len());
     let (flat, ends) = sentence_ids(jieba, s, flat_body, &spans, &mut toks);
 
-    // columns: the document's distinct terms in the order of their strings
+    // columns: the document's distinct terms in the order of their strings (byte order is code-point
+    // order, Python's): sorted by their first eight bytes, with the id alongside, then the terms whose
+    // first eight bytes tie by their whole strings
     let prefix = |t: &str| {
         let mut p = [0u8; 8];
         let n = t.len().min(8);
         p[..n].copy_from_slice(&t.as_bytes()[..n]);
         u64::from_be_bytes(p)
     };
-    let prefixes: Vec<u64> = toks.terms.iter().map(|t| prefix(t)).collect();
-    let mut by_term: Vec<u32> = (0..toks.terms.len() as u32).collect();
-    // byte order is code-point order (Python's); the first eight bytes decide most comparisons
-    by_term.sort_unstable_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        prefixes[a].cmp(&prefixes[b]).then_with(|| toks.terms[a].cmp(toks.terms[b]))
-    });
+    let mut keys: Vec<u128> =
+        toks.terms.iter().enumerate().map(|(id, t)| (prefix(t) as u128) << 64 | id as u128).collect();
+    keys.sort_unstable();
+    let mut i = 0;
+    while i < keys.len() {
+        let mut e = i + 1;
+        while e < keys.len() && keys[e] >> 64 == keys[i] >> 64 {
+            e += 1;
+        }
+        if e - i > 1 {
+            keys[i..e].sort_unstable_by(|&a, &b| toks.terms[a as u64 as usize].cmp(toks.terms[b as u64 as usize]));
+        }
+        i = e;
+    }
+    let by_term: Vec<u32> = keys.iter().map(|&k| k as u64 as u32).collect();
     let width = by_term.len();
     let mut column = vec![0usize; width];
     for (col, &id) in by_term.iter().enumerate() {
@@ -525,7 +542,7 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
         for (&(a, b), &end) in spans.iter().zip(&ends) {
             in_chunk += 1;
             if in_chunk >= s.min_chunk_sentences
-                && xxh3_64(flat_body[a..b].as_bytes()) % s.chunk_every as u64 == 0
+                && xxh3_64(&flat_body.as_bytes()[a..b]).is_multiple_of(s.chunk_every as u64)
             {
                 ranges.push((start, end));
                 start = end;
@@ -567,7 +584,6 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
             row[c] += 1;
         }
         if present.len() >= s.min_chunk_terms {
-            present.sort_unstable();
             folded.push(Some(fold_row(&mut weigh, &row, &present)));
         } else {
             folded.push(None);

@@ -1,5 +1,5 @@
 //! The MinHash sketch of `fingerprint/sketch.py`: 5-gram code-point shingles of the text without
-//! whitespace, rolling FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
+//! whitespace, FNV-prime polynomial hashes, SplitMix64 mixes against the golden-ratio seeds.
 
 use crate::text::{ascii_space, py_isspace};
 
@@ -20,14 +20,43 @@ pub fn sketch(text: &str, size: usize) -> Vec<u8> {
     let mut mins = vec![u64::MAX; size];
     if !codes.is_empty() {
         let hashes = shingle_hashes(&codes);
-        let seeds: Vec<u64> = (1..=size as u64).map(|i| GOLDEN.wrapping_mul(i)).collect();
+        let seeds: Vec<u64> = (1..=size as u64).map(|i| spread(GOLDEN.wrapping_mul(i))).collect();
         minima(&hashes, &seeds, &mut mins);
+        for (m, &s) in mins.iter_mut().zip(&seeds) {
+            // the minima are of `mix_unfinished`; where the smallest has its top bit clear its high half
+            // is that of the smallest whole mix (see `mix_unfinished`), else the seed is done again whole
+            *m = if *m >> 63 == 0 { *m } else { hashes.iter().map(|&h| mix_spread(h ^ s)).min().unwrap_or(u64::MAX) };
+        }
     }
     mins.iter().flat_map(|m| ((m >> 32) as u32).to_le_bytes()).collect()
 }
 
-/// The code points of `text` but its space (`str.isspace`), ASCII without decoding. Every code is
-/// written and the end moves past it unless it is space: no branch on the (unpredictable) spaces.
+/// The first step of [`mix`]. It distributes over XOR: `spread(h ^ s) == spread(h) ^ spread(s)`, so
+/// the hashes and the seeds are spread once each, not once per pair.
+#[inline(always)]
+fn spread(x: u64) -> u64 {
+    x ^ (x >> 30)
+}
+
+/// [`mix`] of `h ^ s` given `spread(h) ^ spread(s)`.
+#[inline(always)]
+fn mix_spread(x: u64) -> u64 {
+    let x = mix_unfinished(x);
+    x ^ (x >> 31)
+}
+
+/// [`mix_spread`] but its last step, `y ^ (y >> 31)`. That step changes no bit of `y`'s high half but
+/// its lowest, by the top bit. Among values whose top bit is clear it keeps their high halves' order,
+/// and each of them has a smaller high half after it than any value whose top bit is set: the
+/// smallest unfinished value, when its top bit is clear, has the high half of the smallest mix.
+#[inline(always)]
+fn mix_unfinished(x: u64) -> u64 {
+    let x = x.wrapping_mul(0xBF58476D1CE4E5B9);
+    (x ^ (x >> 27)).wrapping_mul(0x94D049BB133111EB)
+}
+
+/// The code points of `text` but its space (`str.isspace`), decoded here. Every code is written and
+/// the end moves past it unless it is space: no branch on the (unpredictable) spaces.
 fn codes(text: &str) -> Vec<u64> {
     let bytes = text.as_bytes();
     let mut out = vec![0u64; bytes.len()];
@@ -40,31 +69,33 @@ fn codes(text: &str) -> Vec<u64> {
             i += 1;
             continue;
         }
-        let c = text[i..].chars().next().expect("a character");
+        let (c, len) = if b < 0xe0 {
+            ((b as u32 & 0x1f) << 6 | (bytes[i + 1] as u32 & 0x3f), 2)
+        } else if b < 0xf0 {
+            ((b as u32 & 0x0f) << 12 | (bytes[i + 1] as u32 & 0x3f) << 6 | (bytes[i + 2] as u32 & 0x3f), 3)
+        } else {
+            let c = (b as u32 & 0x07) << 18 | (bytes[i + 1] as u32 & 0x3f) << 12;
+            (c | (bytes[i + 2] as u32 & 0x3f) << 6 | (bytes[i + 3] as u32 & 0x3f), 4)
+        };
         out[n] = c as u64;
-        n += !py_isspace(c) as usize;
-        i += c.len_utf8();
+        // only the lead bytes of U+0085, U+00A0, U+1680, U+2000 to U+205F and U+3000 start a space
+        n += !(matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) && char::from_u32(c).is_some_and(py_isspace)) as usize;
+        i += len;
     }
     out.truncate(n);
     out
 }
 
-/// The mixed polynomial hash of every window of `min(SHINGLE, codes.len())` codes, rolled from one
-/// window to the next (wrapping arithmetic: removing the oldest code's term is exact).
+/// The polynomial hash of every window of `min(SHINGLE, codes.len())` codes, spread ([`spread`]) for
+/// the minima. Each window is hashed on its own (wrapping arithmetic: the same value as rolling it
+/// from the window before, and no chain from one window to the next).
 fn shingle_hashes(codes: &[u64]) -> Vec<u64> {
     let n = SHINGLE.min(codes.len());
-    let top = (1..n).fold(1u64, |p, _| p.wrapping_mul(P)); // P ** (n - 1)
-    let mut h = codes[..n].iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c));
-    let mut out = Vec::with_capacity(codes.len() - n + 1);
-    out.push(mix(h));
-    for (&old, &new) in codes.iter().zip(&codes[n..]) {
-        h = h.wrapping_sub(old.wrapping_mul(top)).wrapping_mul(P).wrapping_add(new);
-        out.push(mix(h));
-    }
-    out
+    codes.windows(n).map(|w| spread(mix(w.iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c))))).collect()
 }
 
-/// Per seed, the smallest mix of a shingle hash with it: every hash against every seed.
+/// Per seed, the smallest [`mix_unfinished`] of a shingle hash with it: every hash against every seed
+/// (both spread).
 fn minima(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512dq") {
@@ -79,7 +110,7 @@ fn minima(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
 fn minima_portable(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
     for &h in hashes {
         for (m, s) in mins.iter_mut().zip(seeds) {
-            let x = mix(h ^ s);
+            let x = mix_unfinished(h ^ s);
             if x < *m {
                 *m = x;
             }
@@ -96,7 +127,7 @@ unsafe fn minima_avx512(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
         let mut m = *mins;
         for &h in hashes {
             for (m, s) in m.iter_mut().zip(seeds) {
-                *m = (*m).min(mix(h ^ s));
+                *m = (*m).min(mix_unfinished(h ^ s));
             }
         }
         *mins = m;
@@ -104,7 +135,7 @@ unsafe fn minima_avx512(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
     }
     for &h in hashes {
         for (m, s) in mins.iter_mut().zip(seeds) {
-            *m = (*m).min(mix(h ^ s));
+            *m = (*m).min(mix_unfinished(h ^ s));
         }
     }
 }
@@ -112,6 +143,34 @@ unsafe fn minima_avx512(hashes: &[u64], seeds: &[u64], mins: &mut [u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sketch as `fingerprint/sketch.py` defines it, step by step.
+    fn plain(text: &str, size: usize) -> Vec<u8> {
+        let codes: Vec<u64> = text.chars().filter(|&c| !py_isspace(c)).map(|c| c as u64).collect();
+        let mut mins = vec![u64::MAX; size];
+        let n = SHINGLE.min(codes.len());
+        for w in codes.windows(n.max(1)).filter(|_| n > 0) {
+            let h = mix(w.iter().fold(0u64, |h, &c| h.wrapping_mul(P).wrapping_add(c)));
+            for (i, m) in mins.iter_mut().enumerate() {
+                *m = (*m).min(mix(h ^ GOLDEN.wrapping_mul(i as u64 + 1)));
+            }
+        }
+        mins.iter().flat_map(|m| ((m >> 32) as u32).to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn sketch_as_defined() {
+        // short texts: few shingles, so that the smallest unfinished mix often has its top bit set
+        let mut texts: Vec<String> = ["", " ", "a", "ab c", "abcd", "abcde", "abcdef", "中文 的分词\u{3000}和 sketch 🙂 é\u{85}x"]
+            .iter().map(|t| t.to_string()).collect();
+        texts.extend((0..2000u32).map(|i| format!("{}{}", char::from_u32(0x4e00 + i).unwrap(), i % 97)));
+        texts.push((0..3000u32).filter_map(|i| char::from_u32(0x4e00 + i * 7 % 500)).collect());
+        for t in &texts {
+            for size in [1, 7, 64, 100] {
+                assert_eq!(sketch(t, size), plain(t, size), "{t:?} {size}");
+            }
+        }
+    }
 
     #[test]
     fn codes_skip_what_python_counts_as_space() {

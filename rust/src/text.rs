@@ -14,40 +14,172 @@ pub fn ascii_space(b: u8) -> bool {
     b < 64 && (SPACE >> b) & 1 == 1
 }
 
-/// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`). Every
-/// ASCII byte is written and the end moves past it unless it is space: no branch on the spaces.
+/// The bytes that may start a character [`py_isspace`] holds: the ASCII ones it holds, and the lead
+/// bytes of the others (U+0085 and U+00A0, U+1680, U+2000 to U+205F, U+3000). Continuation bytes are
+/// none of them: a text's bytes between two of these are whole characters that are not space.
+const MAY_SPACE: ByteSet =
+    ByteSet::new(&[b'\t', b'\n', 0x0b, 0x0c, b'\r', 0x1c, 0x1d, 0x1e, 0x1f, b' ', 0xc2, 0xe1, 0xe2, 0xe3]);
+
+/// Whether the character at byte `i` of `text` is space, and its length in bytes, where its first
+/// byte is in [`MAY_SPACE`].
+#[inline]
+fn space_at(text: &str, i: usize) -> (bool, usize) {
+    let b = text.as_bytes()[i];
+    if b < 0x80 {
+        return (true, 1);
+    }
+    let c = text[i..].chars().next().expect("a character");
+    (py_isspace(c), c.len_utf8())
+}
+
+/// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`).
 pub fn without_space(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
-    let mut out = vec![0u8; bytes.len()];
-    let (mut i, mut n) = (0, 0);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        if b < 0x80 {
-            out[n] = b;
-            n += !ascii_space(b) as usize;
-            i += 1;
-            continue;
+        let j = MAY_SPACE.find(bytes, i);
+        out.extend_from_slice(&bytes[i..j]);
+        if j == bytes.len() {
+            break;
         }
-        // only these lead bytes start a character that is space
-        let len = if b >= 0xf0 { 4 } else if b >= 0xe0 { 3 } else { 2 };
-        if matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) && text[i..].chars().next().is_some_and(py_isspace) {
-            i += len;
-            continue;
+        let (space, len) = space_at(text, j);
+        if !space {
+            out.extend_from_slice(&bytes[j..j + len]);
         }
-        // byte by byte: a copy of a length known only here would be a call
-        out[n] = b;
-        out[n + 1] = bytes[i + 1];
-        if len > 2 {
-            out[n + 2] = bytes[i + 2];
-        }
-        if len > 3 {
-            out[n + 3] = bytes[i + 3];
-        }
-        n += len;
-        i += len;
+        i = j + len;
     }
-    out.truncate(n);
     out
+}
+
+/// `fn $name($args) -> $ret` calling `$body` (an `#[inline(always)]` function of the same arguments)
+/// compiled for AVX2 where the CPU has it: the byte-set searches in it are then inlined, their tables
+/// set up once, not once per search.
+macro_rules! avx2_variant {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $body:ident) => {
+        $(#[$doc])*
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                unsafe fn wide($($arg: $ty),*) -> $ret {
+                    $body($($arg),*)
+                }
+                // SAFETY: the CPU has AVX2 (checked just above)
+                return unsafe { wide($($arg),*) };
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
+/// A set of byte values, for finding the next byte of a text that is one of them: 32 bytes at a time
+/// where the CPU has AVX2 (each byte's two halves looked up in two 16-entry tables), else one by one.
+pub struct ByteSet {
+    table: [bool; 256],
+    /// per low half: the groups of high halves it is in the set with (one bit per group)
+    lo: [u8; 16],
+    /// per high half: its group's bit (high halves of one group pair with the same low halves)
+    hi: [u8; 16],
+}
+
+impl ByteSet {
+    /// The set of `bytes`; its high halves may pair with at most eight different sets of low halves.
+    pub const fn new(bytes: &[u8]) -> Self {
+        let mut table = [false; 256];
+        let mut i = 0;
+        while i < bytes.len() {
+            table[bytes[i] as usize] = true;
+            i += 1;
+        }
+        // the low halves each high half pairs with, and one bit per distinct such set
+        let mut masks = [0u16; 16];
+        let mut b = 0;
+        while b < 256 {
+            if table[b] {
+                masks[b >> 4] |= 1 << (b & 15);
+            }
+            b += 1;
+        }
+        let (mut lo, mut hi) = ([0u8; 16], [0u8; 16]);
+        let mut groups = [0u16; 8];
+        let mut n = 0;
+        let mut h = 0;
+        while h < 16 {
+            if masks[h] != 0 {
+                let mut g = 0;
+                while g < n && groups[g] != masks[h] {
+                    g += 1;
+                }
+                if g == n {
+                    assert!(n < 8, "a byte set of more than eight groups");
+                    groups[n] = masks[h];
+                    n += 1;
+                }
+                hi[h] = 1 << g;
+                let mut l = 0;
+                while l < 16 {
+                    if masks[h] & (1 << l) != 0 {
+                        lo[l] |= 1 << g;
+                    }
+                    l += 1;
+                }
+            }
+            h += 1;
+        }
+        ByteSet { table, lo, hi }
+    }
+
+    #[inline(always)]
+    pub fn has(&self, b: u8) -> bool {
+        self.table[b as usize]
+    }
+
+    /// The first position from `from` on whose byte is in the set, or `bytes.len()`. Inlined, so that
+    /// in a function compiled for AVX2 ([`avx2_variant`]) the wide search is inlined too.
+    #[inline(always)]
+    pub fn find(&self, bytes: &[u8], from: usize) -> usize {
+        let mut i = from;
+        // a byte of the set at once (dense sets, short gaps) without the wide search
+        if bytes.get(i).is_some_and(|&b| self.has(b)) {
+            return i;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if bytes.len() >= i + 32 && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above)
+            i = unsafe { self.find_avx2(bytes, i) };
+        }
+        while i < bytes.len() && !self.has(bytes[i]) {
+            i += 1;
+        }
+        i
+    }
+
+    /// [`ByteSet::find`] over whole blocks of 32 bytes: the first position in the set, or where the
+    /// blocks end (the caller reads the rest one by one).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn find_avx2(&self, bytes: &[u8], from: usize) -> usize {
+        use std::arch::x86_64::*;
+        let lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(self.lo.as_ptr().cast()));
+        let hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(self.hi.as_ptr().cast()));
+        let nibble = _mm256_set1_epi8(0x0f);
+        let mut i = from;
+        while i + 32 <= bytes.len() {
+            // SAFETY: the 32 bytes at `i` are in `bytes`
+            let x = _mm256_loadu_si256(bytes.as_ptr().add(i).cast());
+            let l = _mm256_shuffle_epi8(lo, _mm256_and_si256(x, nibble));
+            let h = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16::<4>(x), nibble));
+            let hit = _mm256_cmpeq_epi8(_mm256_and_si256(l, h), _mm256_setzero_si256());
+            let found = !(_mm256_movemask_epi8(hit) as u32);
+            if found != 0 {
+                return i + found.trailing_zeros() as usize;
+            }
+            i += 32;
+        }
+        i
+    }
 }
 
 /// The Han ranges of `_CJK_CHAR` in `text/tokenize.py`.
@@ -76,34 +208,13 @@ const FINAL: [char; 5] = ['\u{3002}', '!', '?', ';', '\u{2026}'];
 const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', '\u{300d}', ')'];
 const DOT_CLOSERS: [char; 5] = ['"', '\'', '\u{201d}', '\u{2019}', ')'];
 
-/// Whether `b` may start a character that ends a sentence: `!?;.`, or the lead byte of `。` (0xe3) or
-/// `…` (0xe2).
-fn may_stop(b: u8) -> bool {
-    matches!(b, b'!' | b'?' | b';' | b'.' | 0xe2 | 0xe3)
-}
+/// The bytes that may start a character ending a sentence: `!?;.`, and the lead bytes of `。` (0xe3)
+/// and `…` (0xe2).
+const STOPS: ByteSet = ByteSet::new(&[b'!', b'?', b';', b'.', 0xe2, 0xe3]);
 
-/// The first byte from `from` on that [`may_stop`], or the end: eight bytes at a time while none of
-/// them is one.
+/// The first byte from `from` on that may start a character ending a sentence, or the end.
 fn next_stop(bytes: &[u8], from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // whether a byte of `x` is `b` (the high bit of each byte where `x ^ b` is zero, and perhaps above)
-    let holds = |x: u64, b: u8| {
-        let y = x ^ (ONES * b as u64);
-        y.wrapping_sub(ONES) & !y & HIGHS != 0
-    };
-    let mut i = from;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        if [b'!', b'?', b';', b'.', 0xe2, 0xe3].iter().any(|&b| holds(x, b)) {
-            break;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !may_stop(bytes[i]) {
-        i += 1;
-    }
-    i
+    STOPS.find(bytes, from)
 }
 
 /// The matches of `_SENTENCE` (`.+?(?:[。!?;…]+[closers]*|\.[closers]*(?=\s)|$)`, DOTALL) in `text`,
@@ -112,9 +223,15 @@ pub fn sentence_matches(text: &str) -> Vec<(usize, usize)> {
     sentence_matches_with(text, false)
 }
 
-/// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
-/// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
-pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
+avx2_variant! {
+    /// The matches of the sentence pattern; `dot_at_end`: a period also ends a sentence at the end of the
+    /// text (`(?=\s|$)`, the boilerplate stripper's `SENTENCE_RE`), not only before a space.
+    pub fn sentence_matches_with(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> = sentence_matches_body
+}
+
+/// [`sentence_matches_with`], inlined into its two builds.
+#[inline(always)]
+fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
     let n = text.len();
     // the character at byte `i` and where the next one starts
     let at = |i: usize| -> (char, usize) {
@@ -182,14 +299,17 @@ fn word_byte(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
+/// The bytes [`word_byte`] holds.
+const WORD_BYTES: ByteSet = ByteSet::new(b"abcdefghijklmnopqrstuvwxyz0123456789");
+
 /// The matches of `_LATIN_WORD` (`[a-z0-9]+(?:['.\-][a-z0-9]+)*`) in `text[a..b]`, as byte ranges.
 pub fn latin_words(text: &str, a: usize, b: usize, out: &mut Vec<(usize, usize)>) {
-    let bytes = text.as_bytes();
+    let bytes = &text.as_bytes()[..b];
     let mut i = a;
-    while i < b {
-        if !word_byte(bytes[i]) {
-            i += 1;
-            continue;
+    loop {
+        i = WORD_BYTES.find(bytes, i);
+        if i >= b {
+            break;
         }
         let start = i;
         while i < b && word_byte(bytes[i]) {
@@ -270,6 +390,36 @@ mod tests {
             let want: String = t.split(py_isspace).collect();
             assert_eq!(without_space(&t), want.as_bytes(), "{c:?}");
         }
+    }
+
+    #[test]
+    fn byte_sets_find_as_a_scan() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for set in [&STOPS, &MAY_SPACE, &MAY_CHANGE, &MAY_COMPOSE, &WORD_BYTES] {
+            for b in 0..=255u8 {
+                let one = [b];
+                assert_eq!(set.find(&[b; 40], 0) == 0, set.has(b), "{b:#x}");
+                assert_eq!(set.find(&one, 0) == 0, set.has(b), "{b:#x}");
+            }
+            for len in [0, 1, 31, 32, 33, 64, 100, 300] {
+                for _ in 0..50 {
+                    let bytes: Vec<u8> = (0..len)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            // mostly bytes outside the sets, so that runs are long
+                            if x % 16 == 0 { (x >> 8) as u8 } else { 0x41 + (x >> 8) as u8 % 4 + 0x20 }
+                        })
+                        .collect();
+                    for from in [0, 1.min(len), len / 2, len] {
+                        let want = (from..len).find(|&i| set.has(bytes[i])).unwrap_or(len);
+                        assert_eq!(set.find(&bytes, from), want);
+                    }
+                }
+            }
+        }
+        assert!(STOPS.has(b'.') && !STOPS.has(b',') && STOPS.has(0xe3) && !STOPS.has(0xe4));
     }
 
     #[test]
@@ -371,36 +521,125 @@ pub fn newer_than_reference(text: &str) -> bool {
     !text.is_ascii() && NEW.get_or_init(|| CharSet::new(r"[^\p{Age=V14_0}]")).any_in(text)
 }
 
-/// Whether NFKC leaves `c` alone and nothing before it composes or reorders with it (NFKC_QC=Yes and
-/// canonical combining class 0): NFKC of a text is that of the stretches starting at such characters,
-/// one after the other.
-fn starts_stretch(c: char) -> bool {
-    use unicode_normalization::char::canonical_combining_class;
-    use unicode_normalization::{is_nfkc_quick, IsNormalized};
-    c.is_ascii()
-        || ('\u{4e00}'..='\u{9fff}').contains(&c)
-        || (canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes)
+/// How a character stands in NFKC's stretches: NFKC of a text is that of the stretches starting at
+/// characters nothing before composes or reorders with, one after the other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stretch {
+    /// the character joins the stretch before it
+    Joins,
+    /// it starts a stretch and NFKC leaves it alone (NFKC_QC=Yes and canonical combining class 0)
+    Alone,
+    /// it starts a stretch that NFKC changes: its compatibility decomposition is ASCII (a full-width
+    /// form, the ideographic space, the ellipsis), and no character composes with an ASCII one after it
+    Ascii,
 }
 
-/// NFKC of `text`: the stretches of one character NFKC leaves alone are copied, the others normalised
-/// (the normaliser's own result, piece by piece).
-fn nfkc(text: &str) -> String {
+/// The [`Stretch`] of each character of the first plane, two bits per character, 32 to a word (made
+/// once).
+fn first_plane() -> &'static [u64] {
+    use std::sync::OnceLock;
+    static FIRST_PLANE: OnceLock<Vec<u64>> = OnceLock::new();
+    FIRST_PLANE.get_or_init(|| {
+        (0..0x10000u32 / 32)
+            .map(|w| {
+                (0..32).fold(0u64, |bits, k| {
+                    let kind = char::from_u32(w * 32 + k).map_or(Stretch::Joins, stretch_by_tables);
+                    bits | (kind as u64) << (2 * k)
+                })
+            })
+            .collect()
+    })
+}
+
+/// The [`Stretch`] of the character at byte `p` of `bytes` (UTF-8, the character not ASCII), and where
+/// the next one starts; `table`: [`first_plane`].
+#[inline(always)]
+fn stretch_at(bytes: &[u8], p: usize, table: &[u64]) -> (Stretch, usize) {
+    let b = bytes[p] as u32;
+    let (c, next) = if b < 0xe0 {
+        ((b & 0x1f) << 6 | (bytes[p + 1] as u32 & 0x3f), p + 2)
+    } else if b < 0xf0 {
+        ((b & 0x0f) << 12 | (bytes[p + 1] as u32 & 0x3f) << 6 | (bytes[p + 2] as u32 & 0x3f), p + 3)
+    } else {
+        let c = (b & 0x07) << 18 | (bytes[p + 1] as u32 & 0x3f) << 12 | (bytes[p + 2] as u32 & 0x3f) << 6;
+        let c = char::from_u32(c | (bytes[p + 3] as u32 & 0x3f)).expect("a character");
+        return (stretch_by_tables(c), p + 4);
+    };
+    let kind = match table[c as usize / 32] >> (2 * (c % 32)) & 3 {
+        0 => Stretch::Joins,
+        1 => Stretch::Alone,
+        _ => Stretch::Ascii,
+    };
+    (kind, next)
+}
+
+/// The [`Stretch`] of `c` as the normaliser's tables answer it.
+fn stretch_by_tables(c: char) -> Stretch {
+    use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+    if canonical_combining_class(c) == 0 && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes {
+        return Stretch::Alone;
+    }
+    let mut ascii = true;
+    decompose_compatible(c, |d| ascii &= d.is_ascii());
+    if ascii { Stretch::Ascii } else { Stretch::Joins }
+}
+
+/// The bytes that may start a character not known [`Stretch::Alone`] at once: all lead bytes but those
+/// of U+5000 to U+9FFF (Han). ASCII and continuation bytes start none.
+const MAY_COMPOSE: ByteSet = {
+    let mut set = [0u8; 64 - 5];
+    let mut n = 0;
+    let mut b = 0xc0u8;
+    loop {
+        if !(b >= 0xe5 && b <= 0xe9) {
+            set[n] = b;
+            n += 1;
+        }
+        if b == 0xff {
+            break;
+        }
+        b += 1;
+    }
+    ByteSet::new(&set)
+};
+
+avx2_variant! {
+    /// NFKC of `text`: the stretches NFKC leaves alone are copied, the others normalised (the
+    /// normaliser's own result, piece by piece).
+    fn nfkc(text: &str) -> String = nfkc_body
+}
+
+/// [`nfkc`], inlined into its two builds.
+#[inline(always)]
+fn nfkc_body(text: &str) -> String {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut copied = 0; // text[..copied] is in `out`
     let mut stretch = 0; // where the current stretch starts
     let mut pending = false; // whether the current stretch is to be normalised
-    for (p, c) in text.char_indices() {
-        if starts_stretch(c) {
+    let table = first_plane();
+    let mut p = 0;
+    while p < bytes.len() {
+        let q = MAY_COMPOSE.find(bytes, p);
+        // text[p..q]: characters NFKC leaves alone, each starting a stretch; the last one's is current
+        let (kind, next) = if q > p { (Stretch::Alone, q) } else { stretch_at(bytes, p, table) };
+        if kind != Stretch::Joins {
             if pending {
                 push_nfkc(&text[stretch..p], &mut out);
                 copied = p;
                 pending = false;
             }
-            stretch = p;
-        } else if !pending {
+            stretch = next - 1;
+            while bytes[stretch] & 0xc0 == 0x80 {
+                stretch -= 1;
+            }
+        }
+        if kind != Stretch::Alone && !pending {
             out.push_str(&text[copied..stretch]);
             pending = true;
         }
+        p = next;
     }
     if pending {
         push_nfkc(&text[stretch..], &mut out);
@@ -411,7 +650,7 @@ fn nfkc(text: &str) -> String {
 }
 
 /// NFKC of one stretch into `out`. A stretch of one full-width ASCII form or the ideographic space
-/// (Chinese punctuation: most stretches) is its narrow form, without the normaliser.
+/// (Chinese punctuation: most stretches normalised) is its narrow form, without the normaliser.
 fn push_nfkc(stretch: &str, out: &mut String) {
     use unicode_normalization::UnicodeNormalization;
     let mut it = stretch.chars();
@@ -441,6 +680,26 @@ pub fn normalize(text: &str, lower: bool) -> Option<String> {
     Some(fold_space(&cased))
 }
 
+/// The bytes that may start a character lower-casing changes: capital ASCII letters and the lead
+/// bytes of all but U+3000 to U+9FFF (continuation bytes and other ASCII start none).
+const MAY_CHANGE: ByteSet = {
+    let mut set = [0u8; 26 + 32 + 3 + 6 + 8];
+    let mut n = 0;
+    let mut b = 0u8;
+    loop {
+        if b.is_ascii_uppercase() || (b >= 0xc0 && b <= 0xe2) || (b >= 0xea && b <= 0xf7) {
+            set[n] = b;
+            n += 1;
+        }
+        if b == 0xff {
+            break;
+        }
+        b += 1;
+    }
+    assert!(n == set.len());
+    ByteSet::new(&set)
+};
+
 /// `str::to_lowercase` (Python's `str.lower` where the reference's tables agree), without a case
 /// table search for the characters no mapping changes that news text is mostly made of: ASCII, the
 /// general punctuation block (U+2000 to U+20FF) and U+3000 to U+9FFF (CJK punctuation, kana, Han).
@@ -450,14 +709,14 @@ pub fn to_lowercase(text: &str) -> String {
     let mut run = 0; // text[run..i] holds no character a mapping changes, not yet copied
     let mut i = 0;
     while i < bytes.len() {
+        i = MAY_CHANGE.find(bytes, i);
+        if i == bytes.len() {
+            break;
+        }
         let b = bytes[i];
         let len = if b < 0x80 {
-            if !b.is_ascii_uppercase() {
-                i += 1;
-                continue;
-            }
             1
-        } else if (0xe3..=0xe9).contains(&b) || (b == 0xe2 && bytes[i + 1] < 0x84) {
+        } else if b == 0xe2 && bytes[i + 1] < 0x84 {
             i += 3;
             continue;
         } else if b >= 0xf0 {
@@ -481,10 +740,16 @@ pub fn to_lowercase(text: &str) -> String {
     out
 }
 
-/// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
-/// folded, `"\n".join(line.strip() ...).strip()` after `\n\s*\n+` became `\n` is the non-blank lines,
-/// each with its inner space runs as one space, joined by line breaks.
-fn fold_space(text: &str) -> String {
+avx2_variant! {
+    /// The space steps of `normalize` in one pass: with `\r` and `\n` as line breaks and every other space
+    /// folded, `"\n".join(line.strip() ...).strip()` after `\n\s*\n+` became `\n` is the non-blank lines,
+    /// each with its inner space runs as one space, joined by line breaks.
+    fn fold_space(text: &str) -> String = fold_space_body
+}
+
+/// [`fold_space`], inlined into its two builds.
+#[inline(always)]
+fn fold_space_body(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut in_line = false; // the current line has had a character that is not space
@@ -492,16 +757,10 @@ fn fold_space(text: &str) -> String {
     let mut run = 0; // text[run..i] is the current stretch of such characters, not yet copied
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        // whether the character at i is space (and its length): only these lead bytes can start one
-        let (is_space, len) = if b < 0x80 {
-            (matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' '), 1)
-        } else if matches!(b, 0xc2 | 0xe1 | 0xe2 | 0xe3) {
-            let c = text[i..].chars().next().expect("a character");
-            (py_isspace(c), c.len_utf8())
-        } else {
-            (false, if b >= 0xf0 { 4 } else if b >= 0xe0 { 3 } else { 2 })
-        };
+        // whether the character at i is space, and its length (characters up to the next byte that may
+        // start a space count as one that is not)
+        let j = MAY_SPACE.find(bytes, i);
+        let (is_space, len) = if j > i { (false, j - i) } else { space_at(text, i) };
         if !is_space {
             if run == i {
                 // a stretch starts: what separates it from the text before
@@ -519,7 +778,7 @@ fn fold_space(text: &str) -> String {
             continue;
         }
         out.push_str(&text[run..i]);
-        if b == b'\n' || b == b'\r' {
+        if bytes[i] == b'\n' || bytes[i] == b'\r' {
             in_line = false;
         }
         space = in_line;

@@ -21,6 +21,9 @@ pub struct Weighing {
     pub weights: Vec<f64>,
     rest: Vec<f64>,
     keys: Vec<u128>,
+    short: Vec<u64>,
+    /// per column, the order key of its score in the row being weighed
+    full: Vec<u64>,
 }
 
 /// An integer in the order of the number `x` (not NaN) as `partial_cmp` orders numbers: -0.0 and 0.0
@@ -33,7 +36,7 @@ fn order_key(x: f64) -> u64 {
 }
 
 impl Weighing {
-    /// The row of `counts` whose non-zero columns are `present` (ascending): `tf ** tf_power * idf`
+    /// The row of `counts` whose non-zero columns are `present` (in any order): `tf ** tf_power * idf`
     /// over the row's total, the top `k` (0 = all), each capped at `max_share` of the capped total.
     /// `pows[c]` is [`tf_pow`] of `c`.
     #[allow(clippy::too_many_arguments)]
@@ -45,21 +48,27 @@ impl Weighing {
         let norm = if tf_power == 1.0 { total as f64 } else { (total as f64).powf(tf_power) };
         let score = |j: usize| -pows[counts[j] as usize] * idf[j];
         // the reference sorts every column, the row's absent terms (score +inf) last, stably; sorting the
-        // present ones alone gives the same order of those, and only they are folded. `present` is
-        // ascending, so ties broken by column are the stable order: one integer per column, its score's
-        // order in the high half and the column in the low, sorted, gives it
-        self.keys.clear();
-        self.keys.extend(present.iter().map(|&j| (order_key(score(j)) as u128) << 64 | j as u128));
-        let n = if k > 0 { self.keys.len().min(k) } else { self.keys.len() };
-        if n < self.keys.len() {
-            if n > 0 {
-                self.keys.select_nth_unstable(n - 1);
-            }
-            self.keys.truncate(n);
-        }
-        self.keys.sort_unstable();
+        // present ones alone gives the same order of those, and only they are folded: by score, ties by
+        // column (the stable order)
+        let n = if k > 0 { present.len().min(k) } else { present.len() };
+        let top = present.iter().max().map_or(0, |&j| j);
+        let bits = usize::BITS - top.leading_zeros();
         self.order.clear();
-        self.order.extend(self.keys.iter().map(|&key| key as u64 as usize));
+        if n == present.len() && bits <= 16 {
+            self.sort_short(present, top + 1, bits, score);
+        } else {
+            // one integer per column, its score's order in the high half and the column in the low
+            self.keys.clear();
+            self.keys.extend(present.iter().map(|&j| (order_key(score(j)) as u128) << 64 | j as u128));
+            if n < self.keys.len() {
+                if n > 0 {
+                    self.keys.select_nth_unstable(n - 1);
+                }
+                self.keys.truncate(n);
+            }
+            self.keys.sort_unstable();
+            self.order.extend(self.keys.iter().map(|&key| key as u64 as usize));
+        }
         self.weights.clear();
         self.weights.extend(self.order.iter().map(|&j| score(j)));
         if max_share < 1.0 && n > 1 {
@@ -71,6 +80,43 @@ impl Weighing {
         for x in self.weights.iter_mut() {
             *x = -*x / norm;
         }
+    }
+}
+
+impl Weighing {
+    /// `order`: all of `present` (columns below `width`, and below `1 << bits`, `bits` at most 16) by
+    /// score, ties by column. One integer per column, its score's order key with the low `bits` bits replaced by the
+    /// column, is sorted (a single-word sort); columns whose keys then tie on the rest are re-sorted by
+    /// their whole keys where these differ.
+    #[inline]
+    fn sort_short(&mut self, present: &[usize], width: usize, bits: u32, score: impl Fn(usize) -> f64) {
+        let low = (1u64 << bits) - 1;
+        if self.full.len() < width {
+            self.full.resize(width, 0);
+        }
+        self.short.clear();
+        for &j in present {
+            let key = order_key(score(j));
+            self.full[j] = key;
+            self.short.push(key & !low | j as u64);
+        }
+        self.short.sort_unstable();
+        let mut i = 0;
+        while i < self.short.len() {
+            let high = self.short[i] & !low;
+            let mut e = i + 1;
+            while e < self.short.len() && self.short[e] & !low == high {
+                e += 1;
+            }
+            let run = &mut self.short[i..e];
+            let first = self.full[(run[0] & low) as usize];
+            if run.len() > 1 && run.iter().any(|&k| self.full[(k & low) as usize] != first) {
+                let full = &self.full;
+                run.sort_unstable_by_key(|&k| (full[(k & low) as usize], k & low));
+            }
+            i = e;
+        }
+        self.order.extend(self.short.iter().map(|&k| (k & low) as usize));
     }
 }
 
@@ -87,15 +133,62 @@ fn share_cap(w: &[f64], n: usize, share: f64, rest: &mut Vec<f64>) -> f64 {
         acc += a(j + 1);
         rest[j] = acc;
     }
-    for j in 0..n {
+    for (j, &after) in rest.iter().enumerate() {
         let m = (j + 1) as f64;
-        if !(share * m < 1.0) || j + 1 >= n {
+        let below = share * m < 1.0; // false for NaN too
+        if !below || j + 1 >= n {
             continue;
         }
-        let cap = share * rest[j] / (1.0 - share * m);
+        let cap = share * after / (1.0 - share * m);
         if cap >= a(j + 1) {
             return cap;
         }
     }
     a(n.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_order_by_score_then_column() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut weigh = Weighing::default();
+        for width in [1usize, 2, 5, 40, 300, 5000, 70000] {
+            // IDF values with many ties and some a unit in the last place apart (the short key's tie runs)
+            let base = [3.5f64, 7.25, 11.0, 13.9];
+            let idf: Vec<f64> = (0..width)
+                .map(|_| {
+                    let v = base[(next() % 4) as usize];
+                    match next() % 4 {
+                        0 => f64::from_bits(v.to_bits() + next() % 3),
+                        1 => v + (next() % 1000) as f64 * 1e-3,
+                        _ => v,
+                    }
+                })
+                .collect();
+            let counts: Vec<i64> = (0..width).map(|_| (next() % 4) as i64).collect();
+            let mut present: Vec<usize> = (0..width).filter(|&j| counts[j] > 0).collect();
+            // any order of the present columns
+            for i in (1..present.len()).rev() {
+                present.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            let pows: Vec<f64> = (0..4).map(|c| tf_pow(c, 3.0)).collect();
+            for k in [0, 3] {
+                weigh.row(&counts, &present, &idf, &pows, k, 3.0, 0.2);
+                let score = |j: usize| -pows[counts[j] as usize] * idf[j];
+                let mut want = present.clone();
+                want.sort_by(|&a, &b| score(a).partial_cmp(&score(b)).unwrap().then(a.cmp(&b)));
+                want.truncate(if k > 0 { k.min(want.len()) } else { want.len() });
+                assert_eq!(weigh.order, want, "width {width} k {k}");
+            }
+        }
+    }
 }
