@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{py_isspace, sentence_matches, sentence_spans, strip};
+use crate::text::{ascii_space, py_isspace, sentence_matches, sentence_spans, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -624,12 +624,6 @@ fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> 
     Ok(true)
 }
 
-/// Python's `bisect_right(starts, x) - 1`, with -1 as the last index (Python's `list[-1]`).
-fn unit_of(spans: &[(usize, usize)], x: usize) -> Option<usize> {
-    let i = spans.partition_point(|&(a, _)| a <= x);
-    if i > 0 { Some(i - 1) } else { spans.len().checked_sub(1) }
-}
-
 /// An occurrence of a name: the unit it starts in, the name (its index in `longest_first`), its start.
 type Occurrence = (usize, usize, usize);
 
@@ -642,31 +636,64 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
     if longest_first.is_empty() {
         return Ok(out);
     }
-    let mut firsts: Vec<(char, usize)> = longest_first
+    // the names by the low twelve bits of their first character: a bit in `starts_some` for each, and
+    // in `firsts` the names in 64 buckets (the bits' words), each by character then index
+    let bucket = |c: char| (c as usize & 4095) >> 6;
+    let bit = |c: char| 1u64 << (c as u32 & 63);
+    let mut firsts: Vec<(usize, char, usize)> = longest_first
         .iter()
         .enumerate()
-        .map(|(id, n)| (n.chars().next().expect("a name is not empty"), id))
+        .map(|(id, n)| {
+            let c = n.chars().next().expect("a name is not empty");
+            (bucket(c), c, id)
+        })
         .collect();
     firsts.sort_unstable();
-    // the names' first characters by their low twelve bits: most characters of a text start none
-    let slot = |c: char| (c as usize & 4095) >> 6;
-    let bit = |c: char| 1u64 << (c as u32 & 63);
     let mut starts_some = [0u64; 64];
-    for &(c, _) in &firsts {
-        starts_some[slot(c)] |= bit(c);
+    let mut bucket_end = [0u32; 64]; // firsts[bucket_end[k - 1]..bucket_end[k]]: bucket k's names
+    for (i, &(k, c, _)) in firsts.iter().enumerate() {
+        starts_some[k] |= bit(c);
+        bucket_end[k] = i as u32 + 1;
     }
+    for k in 1..64 {
+        bucket_end[k] = bucket_end[k].max(bucket_end[k - 1]);
+    }
+    let bytes = text.as_bytes();
+    // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
+    let mut unit = 0;
+    let mut before_first = false; // an occurrence before the first unit (it goes to the last)
     for (p, c) in text.char_indices() {
-        if starts_some[slot(c)] & bit(c) == 0 {
+        let k = bucket(c);
+        if starts_some[k] & bit(c) == 0 {
             continue;
         }
-        let from = firsts.partition_point(|&(f, _)| f < c);
-        for &(_, id) in firsts[from..].iter().take_while(|&&(f, _)| f == c) {
-            if text[p..].starts_with(longest_first[id]) {
-                out.push((unit_of(spans, p).ok_or(())?, id, p)); // no unit: the reference fails
+        let from = if k == 0 { 0 } else { bucket_end[k - 1] as usize };
+        for &(_, f, id) in &firsts[from..bucket_end[k] as usize] {
+            if f != c || !bytes[p..].starts_with(longest_first[id].as_bytes()) {
+                continue;
+            }
+            let (first, _) = *spans.first().ok_or(())?; // no unit: the reference fails
+            while unit + 1 < spans.len() && spans[unit + 1].0 <= p {
+                unit += 1;
+            }
+            if p < first {
+                before_first = true;
+                out.push((spans.len() - 1, id, p));
+            } else {
+                out.push((unit, id, p));
             }
         }
     }
-    out.sort_unstable();
+    if before_first {
+        out.sort_unstable();
+    } else {
+        // in order of start, so of unit: each unit's occurrences by name then start
+        for run in out.chunk_by_mut(|x, y| x.0 == y.0) {
+            if run.len() > 1 {
+                run.sort_unstable();
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -782,70 +809,77 @@ fn mask_occurrences<'a, 'f>(
     out
 }
 
-fn is_mask_word(w: &str) -> bool {
-    word_of(w).is_some()
-}
-
-/// `str.isspace` of an ASCII byte.
-fn ascii_space(b: u8) -> bool {
-    matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' ')
+/// The character that starts at `p` (a character boundary of the UTF-8 `bytes`) and its length.
+#[inline(always)]
+fn decode(bytes: &[u8], p: usize) -> (char, usize) {
+    let b = bytes[p] as u32;
+    let cont = |i: usize| bytes[p + i] as u32 & 0x3f;
+    let (v, n) = if b < 0x80 {
+        (b, 1)
+    } else if b < 0xe0 {
+        ((b & 0x1f) << 6 | cont(1), 2)
+    } else if b < 0xf0 {
+        ((b & 0x0f) << 12 | cont(1) << 6 | cont(2), 3)
+    } else {
+        ((b & 0x07) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3), 4)
+    };
+    (char::from_u32(v).expect("UTF-8"), n)
 }
 
 /// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
-/// separator), Chinese numeral runs and number words or months become `#`, spaces go.
+/// separator), Chinese numeral runs and number words or months become `#`, spaces go. What stays is
+/// copied a run at a time.
 fn skeleton_into(unit: &str, out: &mut String) {
     out.clear();
     let bytes = unit.as_bytes();
     let mut prev: Option<char> = None;
+    let mut kept = 0; // unit[kept..p] stays and is not written yet
     let mut p = 0;
     while p < bytes.len() {
         let b = bytes[p];
-        let masked = if !b.is_ascii() {
-            let c = char_at(unit, p).expect("a character");
+        let masked = if b < 0x80 {
+            if ascii_space(b) {
+                out.push_str(&unit[kept..p]);
+                kept = p + 1;
+                None
+            } else if b.is_ascii_digit() {
+                Some(figure_end(unit, p, true))
+            } else if b.is_ascii_lowercase() && boundary_after(prev) {
+                lower_word_at(unit, p).filter(|w| word_of(w).is_some()).map(|w| p + w.len())
+            } else {
+                None
+            }
+        } else {
+            let (c, n) = decode(bytes, p);
             if is_digit(c) {
                 Some(figure_end(unit, p, true))
             } else if is_cn(c) {
                 Some(run_end(unit, p, is_cn))
             } else {
-                if !py_isspace(c) {
-                    out.push(c);
+                if py_isspace(c) {
+                    out.push_str(&unit[kept..p]);
+                    kept = p + n;
                 }
                 prev = Some(c);
-                p += c.len_utf8();
+                p += n;
                 continue;
             }
-        } else if ascii_space(b) {
-            prev = Some(b as char);
-            p += 1;
-            continue;
-        } else if b.is_ascii_digit() {
-            Some(figure_end(unit, p, true))
-        } else if b.is_ascii_lowercase() && boundary_after(prev) {
-            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
-        } else {
-            None
         };
-        if let Some(e) = masked {
-            out.push('#');
-            prev = char_before(unit, e);
-            p = e;
-            continue;
-        }
-        // this ASCII character stays, and so do those after it up to a space, a digit, a word start
-        // or a character beyond ASCII
-        let start = p;
-        prev = Some(b as char);
-        p += 1;
-        while p < bytes.len() {
-            let b = bytes[p];
-            if !b.is_ascii() || ascii_space(b) || b.is_ascii_digit() || (b.is_ascii_lowercase() && boundary_after(prev)) {
-                break;
+        match masked {
+            Some(e) => {
+                out.push_str(&unit[kept..p]);
+                out.push('#');
+                prev = char_before(unit, e);
+                p = e;
+                kept = e;
             }
-            prev = Some(b as char);
-            p += 1;
+            None => {
+                prev = Some(b as char);
+                p += 1;
+            }
         }
-        out.push_str(&unit[start..p]);
     }
+    out.push_str(&unit[kept..]);
 }
 
 /// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)` (equal facts are neighbours
