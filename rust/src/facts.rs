@@ -629,13 +629,103 @@ type Occurrence = (usize, usize, usize);
 
 /// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text): every
 /// occurrence of every name, sorted (so each unit's names come longest first, and each name's
-/// occurrences in order). One pass: at each character only the names that start with it are compared
-/// (most characters start none).
+/// occurrences in order).
 fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
     let mut out = Vec::new();
-    if longest_first.is_empty() {
+    let Some(shortest) = longest_first.last() else {
         return Ok(out);
+    };
+    let starts = if shortest.len() >= MIN_KEY { starts_by_key(text, longest_first) } else { starts_by_char(text, longest_first) };
+    // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
+    let mut unit = 0;
+    let mut before_first = false; // an occurrence before the first unit (it goes to the last)
+    for (p, id) in starts {
+        let (first, _) = *spans.first().ok_or(())?; // no unit: the reference fails
+        while unit + 1 < spans.len() && spans[unit + 1].0 <= p {
+            unit += 1;
+        }
+        if p < first {
+            before_first = true;
+            out.push((spans.len() - 1, id, p));
+        } else {
+            out.push((unit, id, p));
+        }
     }
+    if before_first {
+        out.sort_unstable();
+    } else {
+        // in order of start, so of unit: each unit's occurrences by name then start
+        for run in out.chunk_by_mut(|x, y| x.0 == y.0) {
+            if run.len() > 1 {
+                run.sort_unstable();
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The fewest bytes of a name for `starts_by_key`: two Han characters are six.
+const MIN_KEY: usize = 4;
+
+/// Where each name starts in `text` (every name at least `MIN_KEY` bytes long), as (start, name), in
+/// order of start: at each byte the first bytes there (up to eight, as many as the shortest name has)
+/// are hashed into a filter of the names' first bytes, and only where it holds are names compared. A
+/// name starts with a whole character, so it is found at character boundaries only.
+fn starts_by_key(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let width = longest_first.iter().map(|n| n.len()).min().expect("names").min(8);
+    let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
+    let load = |at: &[u8]| -> u64 {
+        let mut word = [0u8; 8];
+        let n = at.len().min(8);
+        word[..n].copy_from_slice(&at[..n]);
+        u64::from_le_bytes(word) & mask
+    };
+    let slot = |key: u64| (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize; // twelve bits
+    // a bit of `filter` for each name's slot; the names in 256 buckets by the low bits of their slot
+    // (`keyed[heads[b]..heads[b + 1]]`), each by key then index
+    let mut keyed: Vec<(usize, u64, usize)> =
+        longest_first.iter().enumerate().map(|(id, n)| (load(n.as_bytes()), id)).map(|(k, id)| (slot(k) & 255, k, id)).collect();
+    keyed.sort_unstable();
+    let mut filter = [0u64; 64];
+    let mut heads = [0u32; 257];
+    for &(b, key, _) in &keyed {
+        filter[slot(key) >> 6] |= 1 << (slot(key) & 63);
+        heads[b + 1] += 1;
+    }
+    for b in 0..256 {
+        heads[b + 1] += heads[b];
+    }
+    let mut out = Vec::new();
+    let mut names_at = |p: usize, key: u64, b: usize| {
+        for &(_, k, id) in &keyed[heads[b] as usize..heads[b + 1] as usize] {
+            if k == key && bytes[p..].starts_with(longest_first[id].as_bytes()) {
+                out.push((p, id));
+            }
+        }
+    };
+    let end = bytes.len().saturating_sub(width - 1); // the last place a name fits, and one more
+    let whole = bytes.len().saturating_sub(7).min(end); // from here on fewer than eight bytes are left
+    for p in 0..end {
+        if (bytes[p] as i8) < -0x40 {
+            continue; // a continuation byte: no name starts there
+        }
+        let key = if p < whole {
+            u64::from_le_bytes(bytes[p..p + 8].try_into().expect("eight bytes")) & mask
+        } else {
+            load(&bytes[p..])
+        };
+        let s = slot(key);
+        if filter[s >> 6] >> (s & 63) & 1 == 1 {
+            names_at(p, key, s & 255);
+        }
+    }
+    out
+}
+
+/// `starts_by_key` for names of any length: at each character only the names that start with it are
+/// compared (most characters start none).
+fn starts_by_char(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
     // the names by the low twelve bits of their first character: a bit in `starts_some` for each, and
     // in `firsts` the names in 64 buckets (the bits' words), each by character then index
     let bucket = |c: char| (c as usize & 4095) >> 6;
@@ -659,9 +749,7 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
         bucket_end[k] = bucket_end[k].max(bucket_end[k - 1]);
     }
     let bytes = text.as_bytes();
-    // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
-    let mut unit = 0;
-    let mut before_first = false; // an occurrence before the first unit (it goes to the last)
+    let mut out = Vec::new();
     for (p, c) in text.char_indices() {
         let k = bucket(c);
         if starts_some[k] & bit(c) == 0 {
@@ -669,32 +757,12 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
         }
         let from = if k == 0 { 0 } else { bucket_end[k - 1] as usize };
         for &(_, f, id) in &firsts[from..bucket_end[k] as usize] {
-            if f != c || !bytes[p..].starts_with(longest_first[id].as_bytes()) {
-                continue;
-            }
-            let (first, _) = *spans.first().ok_or(())?; // no unit: the reference fails
-            while unit + 1 < spans.len() && spans[unit + 1].0 <= p {
-                unit += 1;
-            }
-            if p < first {
-                before_first = true;
-                out.push((spans.len() - 1, id, p));
-            } else {
-                out.push((unit, id, p));
+            if f == c && bytes[p..].starts_with(longest_first[id].as_bytes()) {
+                out.push((p, id));
             }
         }
     }
-    if before_first {
-        out.sort_unstable();
-    } else {
-        // in order of start, so of unit: each unit's occurrences by name then start
-        for run in out.chunk_by_mut(|x, y| x.0 == y.0) {
-            if run.len() > 1 {
-                run.sort_unstable();
-            }
-        }
-    }
-    Ok(out)
+    out
 }
 
 /// `"@" + name` of each name (by index in `longest_first`), then of each Latin-script name.
@@ -1245,6 +1313,23 @@ mod tests {
     #[test]
     fn no_digit_in_the_gap() {
         assert!(crate::unicode::DECIMAL.iter().all(|&(a, b)| b < 0x2000 || a >= 0xa620));
+    }
+
+    #[test]
+    fn name_starts() {
+        let texts = ["北京人民大会堂在北京, abcd北京x 大会堂北", "大会堂", "x北京", "北京x", "abcde", "", "北"];
+        let names = ["北京人民大会堂", "北京x", "大会堂", "abcd", "北京"];
+        for text in texts {
+            let mut naive: Vec<(usize, usize)> = text
+                .char_indices()
+                .flat_map(|(p, _)| names.iter().enumerate().filter(move |(_, n)| text[p..].starts_with(**n)).map(move |(id, _)| (p, id)))
+                .collect();
+            naive.sort_unstable();
+            for mut got in [starts_by_key(text, &names), starts_by_char(text, &names)] {
+                got.sort_unstable();
+                assert_eq!(got, naive, "{text}");
+            }
+        }
     }
 
     #[test]
