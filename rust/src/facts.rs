@@ -974,17 +974,23 @@ fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
 pub fn analyse(
     text: &str, names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
 ) -> Option<(Vec<String>, Vec<u64>)> {
+    let text = join_split_figures(text);
+    let spans = unit_spans(&text).ok()?;
+    analyse_units(&text, &spans, names, latin, max_facts, max_frames)
+}
+
+/// `analyse` of `text` (its split figures joined already) and its units `spans`.
+fn analyse_units(
+    text: &str, spans: &[(usize, usize)], names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
+) -> Option<(Vec<String>, Vec<u64>)> {
     if names.iter().any(|n| n.is_empty()) {
         return None;
     }
     let longest_first = longest_first(names);
-    let text = join_split_figures(text);
-    let text: &str = &text;
-    let spans = unit_spans(text).ok()?;
     let mut numbers = NumberFacts::default();
-    let one_by_one = unit_numbers(text, &spans, &mut numbers).ok()?;
+    let one_by_one = unit_numbers(text, spans, &mut numbers).ok()?;
     // unit by unit, every name is a candidate in every unit (the reference returns before its search)
-    let named = if one_by_one { None } else { Some(named_units(text, &spans, &longest_first).ok()?) };
+    let named = if one_by_one { None } else { Some(named_units(text, spans, &longest_first).ok()?) };
     // masking by occurrence holds while no name holds `@` (see `mask_occurrences`)
     let by_occurrence = !longest_first.iter().any(|n| n.contains(NAME));
     let name_facts = NameFacts::new(longest_first.iter().chain(latin).copied());
@@ -1055,13 +1061,18 @@ pub fn analyse(
 struct Lowering<'l> {
     line: &'l str,
     lower: &'l str,
-    /// A character boundary of `line` and the same boundary in `lower`; None when they are one (ASCII).
+    /// A character boundary of `line` and the same boundary in `lower`; None when they are one.
     at: Option<(usize, usize)>,
 }
 
 impl<'l> Lowering<'l> {
     fn new(line: &'l str, lower: &'l str) -> Option<Self> {
-        if line.is_ascii() && lower.len() == line.len() {
+        // lower-casing that changes ASCII letters only: each character is lowered to itself or its
+        // ASCII small letter (the first character of a character's lowering is never another one
+        // unless it is a small letter of ASCII), so boundaries are where they were
+        let ascii_only = lower.len() == line.len()
+            && line.bytes().zip(lower.bytes()).fold(true, |same, (c, l)| same & (c.to_ascii_lowercase() == l));
+        if ascii_only {
             return Some(Lowering { line, lower, at: None });
         }
         if line.chars().count() != lower.chars().count() || line.contains('\u{3a3}') {
@@ -1127,31 +1138,88 @@ fn cased_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'&' | b'\'' | b'-')
 }
 
+/// The first capital ASCII letter of `bytes` from `i` on, or the end: sixteen bytes at a time while
+/// none of them is one.
+fn next_capital(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
+        if chunk.iter().fold(false, |any, b| any | b.is_ascii_uppercase()) {
+            break;
+        }
+        i += 16;
+    }
+    while i < bytes.len() && !bytes[i].is_ascii_uppercase() {
+        i += 1;
+    }
+    i
+}
+
+/// The matches of `_CASED_WORD` (`[A-Z][A-Za-z0-9&'-]*`) in `text`, as byte ranges.
+fn cased_words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        i = next_capital(bytes, i);
+        if i == bytes.len() {
+            return None;
+        }
+        let at = i;
+        i += 1;
+        while i < bytes.len() && cased_word_byte(bytes[i]) {
+            i += 1;
+        }
+        Some((at, i))
+    })
+}
+
+/// A cased word as a name has it (`m.group().rstrip("'-")`, not lower-cased yet); a name has two
+/// characters at least.
+fn name_word(word: &str) -> &str {
+    word.trim_end_matches(['\'', '-'])
+}
+
 /// `latin_body_names(cased, body, stopwords)`, given `lower` = `cased.lower()`; None where the
 /// reference must run.
 pub fn latin_body_names(
     cased: &str, lower: &str, body: &str, stopwords: &FxHashSet<String>,
 ) -> Option<FxHashSet<String>> {
+    latin_names_in(cased, lower, body, None, stopwords)
+}
+
+/// `latin_body_names`, given the body's sentences (`unit_spans(body)`) when they are known.
+fn latin_names_in(
+    cased: &str, lower: &str, body: &str, sentences: Option<&[(usize, usize)]>, stopwords: &FxHashSet<String>,
+) -> Option<FxHashSet<String>> {
     let mut out = FxHashSet::default();
     // a name starts with a capital ASCII letter: text without one has none (whichever way the
     // reference would read its lines)
-    if !cased.bytes().any(|b| b.is_ascii_uppercase()) {
+    if next_capital(cased.as_bytes(), 0) == cased.len() {
         return Some(out);
     }
-    let mut kept_lines: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(64, Default::default());
-    kept_lines.extend(body.split('\n'));
+    let mut kept_lines: Option<FxHashSet<&str>> = None; // the body's lines, once a line asks
     let mut kept: Option<FxHashSet<&str>> = None;
-    let mut opens = true;
     let mut name = String::new();
     let mut lowered = lower.split('\n');
+    let mut before: Option<(&str, &str)> = None; // the line before and its lower-casing
     for line in cased.split('\n') {
         let low = lowered.next()?;
-        let whole = kept_lines.contains(low);
-        if !line.bytes().any(|b| b.is_ascii_uppercase()) {
-            // no name on the line: only whether the next line's first word may open a sentence counts
-            opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
+        let last = before.replace((line, low));
+        // a line without a cased word of two characters has no name (a sentence's words are its
+        // line's: none runs over a sentence's end, which is punctuation and closing quotes)
+        if !cased_words(line).any(|(a, b)| name_word(&line[a..b]).len() >= 2) {
             continue;
         }
+        let kept_lines = kept_lines.get_or_insert_with(|| {
+            let mut lines = FxHashSet::with_capacity_and_hasher(64, Default::default());
+            lines.extend(body.split('\n'));
+            lines
+        });
+        // after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26
+        // cts") a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
+        let opens = last.is_none_or(|(line, low)| {
+            closes(line) || line.len() <= 40 || line.chars().count() <= 40 || !kept_lines.contains(low)
+        });
+        let whole = kept_lines.contains(low);
         let (pieces_of_line, mut lowering) = if whole {
             (Vec::new(), None)
         } else {
@@ -1160,7 +1228,11 @@ pub fn latin_body_names(
         let whole_line = [(0, line.len())];
         let spans: &[(usize, usize)] = if whole { &whole_line } else { &pieces_of_line };
         if !whole && kept.is_none() {
-            kept = Some(kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect());
+            // the sentences of the body's lines (each line's sentences are its units)
+            kept = Some(match sentences {
+                Some(sentences) => sentences.iter().map(|&(a, b)| &body[a..b]).collect(),
+                None => kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect(),
+            });
         }
         for (n, &(a, b)) in spans.iter().enumerate() {
             let first = n == 0 && !opens;
@@ -1170,22 +1242,11 @@ pub fn latin_body_names(
                 }
             }
             let piece = &line[a..b];
-            let bytes = piece.as_bytes();
-            let mut i = 0;
-            while i < bytes.len() {
-                if !bytes[i].is_ascii_uppercase() {
-                    i += 1;
-                    continue;
-                }
-                let at = i;
-                i += 1;
-                while i < bytes.len() && cased_word_byte(bytes[i]) {
-                    i += 1;
-                }
+            for (at, end) in cased_words(piece) {
                 if (at == 0 && !first) || opens_before(piece, at) {
                     continue;
                 }
-                let word = piece[at..i].trim_end_matches(['\'', '-']);
+                let word = name_word(&piece[at..end]);
                 if word.len() >= 2 {
                     name.clear();
                     name.extend(word.chars().map(|c| c.to_ascii_lowercase()));
@@ -1195,7 +1256,6 @@ pub fn latin_body_names(
                 }
             }
         }
-        opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
     }
     if lowered.next().is_some() {
         return None;
@@ -1210,9 +1270,13 @@ pub fn body_facts(
     body: &str, names: &[&str], cased: &str, lower: &str, stopwords: &FxHashSet<String>,
     max_facts: usize, max_frames: usize,
 ) -> Option<(Vec<String>, Vec<u64>)> {
-    let latin = latin_body_names(cased, lower, body, stopwords)?;
+    let text = join_split_figures(body);
+    let spans = unit_spans(&text).ok()?;
+    // the units are the body's sentences unless a figure was joined
+    let sentences = matches!(text, Cow::Borrowed(_)).then_some(&spans[..]);
+    let latin = latin_names_in(cased, lower, body, sentences, stopwords)?;
     let latin: Vec<&str> = latin.iter().map(String::as_str).collect();
-    analyse(body, names, &latin, max_facts, max_frames)
+    analyse_units(&text, &spans, names, &latin, max_facts, max_frames)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`, or None where the
@@ -1330,6 +1394,27 @@ mod tests {
                 assert_eq!(got, naive, "{text}");
             }
         }
+    }
+
+    #[test]
+    fn cased() {
+        let text = "abc Ab-' x A B2 de&F ".repeat(3) + "0123456789abcdefghij Xy";
+        let words: Vec<&str> = cased_words(&text).map(|(a, b)| &text[a..b]).collect();
+        assert_eq!(words[..4], ["Ab-'", "A", "B2", "F"]);
+        assert_eq!(words.last(), Some(&"Xy"));
+        assert_eq!(words.len(), 13);
+        assert_eq!(next_capital(b"abcdefghijklmnopqrstuvwxyz", 0), 26);
+        assert_eq!(name_word("Ab-'"), "Ab");
+    }
+
+    #[test]
+    fn lowering() {
+        let mut l = Lowering::new("ÄB 北京 Cd", "äb 北京 cd").expect("char for char");
+        assert_eq!((l.slice(0, 3), l.slice(4, 10), l.slice(11, 13)), ("äb", "北京", "cd"));
+        let mut l = Lowering::new("X 北京 Cd", "x 北京 cd").expect("ASCII letters only");
+        assert!(l.at.is_none());
+        assert_eq!(l.slice(2, 8), "北京");
+        assert!(Lowering::new("ΑΣ", "ας").is_none());
     }
 
     #[test]
