@@ -205,12 +205,33 @@ fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     e
 }
 
+/// The first byte of `bytes` from `i` on that `test` holds for, or the end: sixteen bytes at a time
+/// while it holds for none of them.
+#[inline(always)]
+fn next_byte(bytes: &[u8], mut i: usize, test: impl Fn(u8) -> bool) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
+        if chunk.iter().fold(false, |any, &b| any | test(b)) {
+            break;
+        }
+        i += 16;
+    }
+    while i < bytes.len() && !test(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
 // ------------------------------------------------------------------------------- split figures
 
 /// Where a match of `_SPLIT_FIGURE` (`(?<=\d)([.,])\s+(?=\d)`) whose separator is at `p` ends (the
 /// digit after the spaces), or None when none starts there.
 fn split_figure_at(text: &str, p: usize) -> Option<usize> {
-    if !matches!(text.as_bytes()[p], b'.' | b',') || !char_before(text, p).is_some_and(is_digit) {
+    let bytes = text.as_bytes();
+    if !matches!(bytes[p], b'.' | b',') || bytes.get(p + 1).is_some_and(|&b| b.is_ascii() && !ascii_space(b)) {
+        return None; // no separator, or no space after it
+    }
+    if !char_before(text, p).is_some_and(is_digit) {
         return None;
     }
     let k = run_end(text, p + 1, py_isspace);
@@ -223,7 +244,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0; // text[..copied] is in `out`
     let bytes = text.as_bytes();
-    let mut p = 0;
+    let mut p = next_byte(bytes, 0, |b| matches!(b, b'.' | b','));
     while p < bytes.len() {
         if let Some(k) = split_figure_at(text, p) {
             let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -233,6 +254,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
         } else {
             p += 1;
         }
+        p = next_byte(bytes, p, |b| matches!(b, b'.' | b','));
     }
     match out {
         None => Cow::Borrowed(text),
@@ -831,13 +853,11 @@ fn mask_names<'a, 'f>(
 /// name then start) instead of searching: a name is in the unit as masked when one of its occurrences
 /// lies inside the unit and overlaps none masked before (no name holds `@`, so masking makes no new
 /// occurrence and leaves the others whole), and `str.replace` masks the leftmost of those and each
-/// next that starts after the last masked. The unit `text[a..b]` as masked: itself when no name was in
-/// it, else `out`.
-#[allow(clippy::too_many_arguments)]
-fn mask_occurrences<'a, 'f>(
-    text: &'a str, (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str],
-    name_facts: &'f NameFacts, here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>, out: &'a mut String,
-) -> &'a str {
+/// next that starts after the last masked. What the unit `(a, b)` has masked goes to `masked`, in order.
+fn mask_occurrences<'f>(
+    (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str], name_facts: &'f NameFacts,
+    here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>,
+) {
     masked.clear();
     let mut g = 0;
     while g < occurrences.len() {
@@ -862,19 +882,7 @@ fn mask_occurrences<'a, 'f>(
             here.push(name_facts.get(id));
         }
     }
-    if masked.is_empty() {
-        return &text[a..b];
-    }
     masked.sort_unstable();
-    out.clear();
-    let mut at = a;
-    for &(s, e) in masked.iter() {
-        out.push_str(&text[at..s]);
-        out.push(NAME);
-        at = e;
-    }
-    out.push_str(&text[at..b]);
-    out
 }
 
 /// The character that starts at `p` (a character boundary of the UTF-8 `bytes`) and its length.
@@ -894,11 +902,29 @@ fn decode(bytes: &[u8], p: usize) -> (char, usize) {
     (char::from_u32(v).expect("UTF-8"), n)
 }
 
-/// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
-/// separator), Chinese numeral runs and number words or months become `#`, spaces go. What stays is
-/// copied a run at a time.
+/// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`.
 fn skeleton_into(unit: &str, out: &mut String) {
     out.clear();
+    push_skeleton(unit, out);
+}
+
+/// `skeleton_into` of the unit `text[a..b]` with the spans `masked` (in order, inside it) replaced by
+/// `@`: the pieces between them are read apart, as no pattern of `_MASK_NUMBERS` reads across a `@`
+/// (no word character, space, digit or separator) and after one a word starts as at the start.
+fn masked_skeleton_into(text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], out: &mut String) {
+    out.clear();
+    let mut at = a;
+    for &(s, e) in masked {
+        push_skeleton(&text[at..s], out);
+        out.push(NAME);
+        at = e;
+    }
+    push_skeleton(&text[at..b], out);
+}
+
+/// The skeleton of `unit` added to `out`: figures (spaces allowed after a separator), Chinese numeral
+/// runs and number words or months become `#`, spaces go. What stays is copied a run at a time.
+fn push_skeleton(unit: &str, out: &mut String) {
     let bytes = unit.as_bytes();
     let mut prev: Option<char> = None;
     let mut kept = 0; // unit[kept..p] stays and is not written yet
@@ -1016,10 +1042,11 @@ fn analyse_units(
                 q += 1;
             }
         }
+        // the unit as masked, or None when what it masked is in `masked`
         let unit = match &named {
             Some(named) if by_occurrence => {
-                let (out, _) = &mut buffers;
-                mask_occurrences(text, (a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked, out)
+                mask_occurrences((a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked);
+                None
             }
             _ => {
                 // the names found in the unit, or unit by unit every name (as the reference)
@@ -1029,7 +1056,7 @@ fn analyse_units(
                     None => candidates.extend(0..longest_first.len()),
                 }
                 candidates.dedup();
-                mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers)
+                Some(mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers))
             }
         };
         if here.is_empty() {
@@ -1037,7 +1064,10 @@ fn analyse_units(
         }
         here.sort_unstable();
         here.dedup();
-        skeleton_into(unit, &mut skeleton);
+        match unit {
+            Some(unit) => skeleton_into(unit, &mut skeleton),
+            None => masked_skeleton_into(text, (a, b), &masked, &mut skeleton),
+        }
         filled.clear();
         for (j, f) in here.iter().enumerate() {
             if j > 0 {
@@ -1138,20 +1168,9 @@ fn cased_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'&' | b'\'' | b'-')
 }
 
-/// The first capital ASCII letter of `bytes` from `i` on, or the end: sixteen bytes at a time while
-/// none of them is one.
-fn next_capital(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 16) {
-        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
-        if chunk.iter().fold(false, |any, b| any | b.is_ascii_uppercase()) {
-            break;
-        }
-        i += 16;
-    }
-    while i < bytes.len() && !bytes[i].is_ascii_uppercase() {
-        i += 1;
-    }
-    i
+/// The first capital ASCII letter of `bytes` from `i` on, or the end.
+fn next_capital(bytes: &[u8], i: usize) -> usize {
+    next_byte(bytes, i, |b| b.is_ascii_uppercase())
 }
 
 /// The matches of `_CASED_WORD` (`[A-Z][A-Za-z0-9&'-]*`) in `text`, as byte ranges.
@@ -1415,6 +1434,17 @@ mod tests {
         assert!(l.at.is_none());
         assert_eq!(l.slice(2, 8), "北京");
         assert!(Lowering::new("ΑΣ", "ας").is_none());
+    }
+
+    #[test]
+    fn masked_skeletons() {
+        let text = "在3,北京4和一北京二, march北京5 two北京 x北京y 北京北京";
+        let masked: Vec<(usize, usize)> = text.match_indices("北京").map(|(i, n)| (i, i + n.len())).collect();
+        let (mut got, mut want) = (String::new(), String::new());
+        masked_skeleton_into(text, (0, text.len()), &masked, &mut got);
+        skeleton_into(&text.replace("北京", "@"), &mut want);
+        assert_eq!(got, want);
+        assert_eq!(got, "在#,@#和#@#,#@##@x@y@@");
     }
 
     #[test]
