@@ -425,9 +425,20 @@ struct Resume {
 fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
     let mut resume = Resume::default();
     let mut prev: Option<char> = None;
-    for (p, c) in text.char_indices() {
-        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern
-        if c.is_ascii() && !(c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))) {
+    let bytes = text.as_bytes();
+    let mut next = 0;
+    while next < bytes.len() {
+        let p = next;
+        let (c, n) = decode(bytes, p);
+        next += n;
+        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern,
+        // of the others only digits, 第 and those of Chinese numerals
+        let starts = if n == 1 {
+            c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))
+        } else {
+            c == '第' || is_cn(c) || is_digit(c)
+        };
+        if !starts {
             prev = Some(c);
             continue;
         }
