@@ -619,7 +619,7 @@ fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
 /// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
 /// where a sentence is longer than the reference's slices (not ported).
 fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
     let mut a = 0;
     for line in text.split('\n') {
         if !line.is_empty() {
@@ -664,11 +664,11 @@ type Occurrence = (usize, usize, usize);
 /// occurrence of every name, sorted (so each unit's names come longest first, and each name's
 /// occurrences in order).
 fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
-    let mut out = Vec::new();
-    let Some(shortest) = longest_first.last() else {
-        return Ok(out);
+    let Some(shortest) = longest_first.iter().map(|n| n.len()).min() else {
+        return Ok(Vec::new());
     };
-    let starts = if shortest.len() >= MIN_KEY { starts_by_key(text, longest_first) } else { starts_by_char(text, longest_first) };
+    let starts = if shortest >= MIN_KEY { starts_by_key(text, longest_first) } else { starts_by_char(text, longest_first) };
+    let mut out = Vec::with_capacity(starts.len());
     // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
     let mut unit = 0;
     let mut before_first = false; // an occurrence before the first unit (it goes to the last)
@@ -729,7 +729,7 @@ fn starts_by_key(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
     for b in 0..256 {
         heads[b + 1] += heads[b];
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(text.len() / 32 + 4);
     let mut names_at = |p: usize, key: u64, b: usize| {
         for &(_, k, id) in &keyed[heads[b] as usize..heads[b + 1] as usize] {
             if k == key && bytes[p..].starts_with(longest_first[id].as_bytes()) {
@@ -806,7 +806,7 @@ struct NameFacts {
 
 impl NameFacts {
     fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
-        let (mut arena, mut ends) = (String::new(), Vec::new());
+        let (mut arena, mut ends) = (String::with_capacity(256), Vec::with_capacity(64));
         for n in names {
             arena.push(NAME);
             arena.push_str(n);
@@ -1024,7 +1024,7 @@ fn analyse_units(
         return None;
     }
     let longest_first = longest_first(names);
-    let mut numbers = NumberFacts::default();
+    let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
     let one_by_one = unit_numbers(text, spans, &mut numbers).ok()?;
     // unit by unit, every name is a candidate in every unit (the reference returns before its search)
     let named = if one_by_one { None } else { Some(named_units(text, spans, &longest_first).ok()?) };
@@ -1036,10 +1036,10 @@ fn analyse_units(
     let mut facts: Vec<&str> = name_facts.all().collect();
     facts.extend((0..numbers.found.len()).map(|k| numbers.fact(k)));
 
-    let mut frames: Vec<u64> = Vec::new();
+    let mut frames: Vec<u64> = Vec::with_capacity(spans.len());
     // buffers reused from unit to unit
     let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
-    let (mut skeleton, mut filled) = (String::new(), String::new());
+    let (mut skeleton, mut filled) = (String::with_capacity(512), String::with_capacity(256));
     let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
     for (i, &(a, b)) in spans.iter().enumerate() {
         here.clear();
