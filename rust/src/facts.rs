@@ -942,6 +942,15 @@ fn push_skeleton(unit: &str, out: &mut String) {
     let mut p = 0;
     while p < bytes.len() {
         let b = bytes[p];
+        if (0xe4..=0xe9).contains(&b) {
+            // U+4000 to U+9FFF (Han mostly): neither digits nor spaces, only Chinese numerals count
+            let (c, _) = decode(bytes, p);
+            if !is_cn(c) {
+                prev = Some(c);
+                p += 3;
+                continue;
+            }
+        }
         let masked = if b < 0x80 {
             if ascii_space(b) {
                 out.push_str(&unit[kept..p]);
@@ -1407,6 +1416,8 @@ mod tests {
     #[test]
     fn no_digit_in_the_gap() {
         assert!(crate::unicode::DECIMAL.iter().all(|&(a, b)| b < 0x2000 || a >= 0xa620));
+        // nor a space where Han characters are (the skeleton's quick path)
+        assert!(('\u{4000}'..='\u{9fff}').all(|c| !py_isspace(c) && !is_digit(c)));
     }
 
     #[test]
