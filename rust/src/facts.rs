@@ -140,8 +140,20 @@ const CN_FILTER: [u64; 16] = {
 /// Whether `c` is of `_CN_RUN`.
 #[inline]
 fn is_cn(c: char) -> bool {
-    let low = c as u32 & 1023;
-    CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.contains(&c)
+    is_cn_code(c as u32)
+}
+
+/// Whether the code point `v` is of `_CN_RUN`.
+#[inline]
+fn is_cn_code(v: u32) -> bool {
+    let low = v & 1023;
+    CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.iter().any(|&c| c as u32 == v)
+}
+
+/// The code point of the three-byte character that starts at `p` of the UTF-8 `bytes`.
+#[inline(always)]
+fn code3(bytes: &[u8], p: usize) -> u32 {
+    (bytes[p] as u32 & 0x0f) << 12 | (bytes[p + 1] as u32 & 0x3f) << 6 | bytes[p + 2] as u32 & 0x3f
 }
 
 /// `_OCCURRENCE_UNITS`: 届次号期批轮年月日时.
@@ -190,6 +202,16 @@ fn run_end(text: &str, p: usize, test: impl Fn(char) -> bool) -> usize {
 #[inline]
 fn boundary_after(prev: Option<char>) -> bool {
     !prev.is_some_and(|c| if c.is_ascii() { c.is_ascii_alphanumeric() || c == '_' } else { is_word(c) })
+}
+
+/// Whether `\b` holds before a word character at `p` of `text`.
+#[inline]
+fn word_starts_at(text: &str, p: usize) -> bool {
+    match p.checked_sub(1).map(|q| text.as_bytes()[q]) {
+        None => true,
+        Some(b) if b < 0x80 => !(b.is_ascii_alphanumeric() || b == b'_'),
+        Some(_) => boundary_after(char_before(text, p)),
+    }
 }
 
 /// The end of `\d+(?:[.,]\d+)*` from `p` (a digit), with `\s*` after each separator when `spaced`.
@@ -424,22 +446,19 @@ struct Resume {
 /// patterns that can start with it are tried. `Err` where a numeral leaves 128 bits (not ported).
 fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
     let mut resume = Resume::default();
-    let mut prev: Option<char> = None;
-    let bytes = text.as_bytes();
     let mut next = 0;
-    while next < bytes.len() {
+    while next < text.len() {
         let p = next;
-        let (c, n) = decode(bytes, p);
+        let (c, n) = decode(text, p);
         next += n;
         // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern,
         // of the others only digits, 第 and those of Chinese numerals
         let starts = if n == 1 {
-            c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))
+            c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && word_starts_at(text, p))
         } else {
             c == '第' || is_cn(c) || is_digit(c)
         };
         if !starts {
-            prev = Some(c);
             continue;
         }
         let digit = is_digit(c);
@@ -460,10 +479,9 @@ fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
                 }
                 en_word_at(text, p, w, kind, out);
             }
-        } else if digit && p >= resume.date && boundary_after(prev) {
+        } else if digit && p >= resume.date && word_starts_at(text, p) {
             resume.date = date_at(text, p, out).unwrap_or(resume.date);
         }
-        prev = Some(c);
     }
     Ok(())
 }
@@ -896,9 +914,10 @@ fn mask_occurrences<'f>(
     masked.sort_unstable();
 }
 
-/// The character that starts at `p` (a character boundary of the UTF-8 `bytes`) and its length.
+/// The character that starts at `p` (a character boundary) of `text` and its length.
 #[inline(always)]
-fn decode(bytes: &[u8], p: usize) -> (char, usize) {
+fn decode(text: &str, p: usize) -> (char, usize) {
+    let bytes = text.as_bytes();
     let b = bytes[p] as u32;
     let cont = |i: usize| bytes[p + i] as u32 & 0x3f;
     let (v, n) = if b < 0x80 {
@@ -937,19 +956,14 @@ fn masked_skeleton_into(text: &str, (a, b): (usize, usize), masked: &[(usize, us
 /// runs and number words or months become `#`, spaces go. What stays is copied a run at a time.
 fn push_skeleton(unit: &str, out: &mut String) {
     let bytes = unit.as_bytes();
-    let mut prev: Option<char> = None;
     let mut kept = 0; // unit[kept..p] stays and is not written yet
     let mut p = 0;
     while p < bytes.len() {
         let b = bytes[p];
-        if (0xe4..=0xe9).contains(&b) {
-            // U+4000 to U+9FFF (Han mostly): neither digits nor spaces, only Chinese numerals count
-            let (c, _) = decode(bytes, p);
-            if !is_cn(c) {
-                prev = Some(c);
-                p += 3;
-                continue;
-            }
+        // U+4000 to U+9FFF (Han mostly): neither digits nor spaces, only Chinese numerals count
+        if (0xe4..=0xe9).contains(&b) && !is_cn_code(code3(bytes, p)) {
+            p += 3;
+            continue;
         }
         let masked = if b < 0x80 {
             if ascii_space(b) {
@@ -958,13 +972,13 @@ fn push_skeleton(unit: &str, out: &mut String) {
                 None
             } else if b.is_ascii_digit() {
                 Some(figure_end(unit, p, true))
-            } else if b.is_ascii_lowercase() && boundary_after(prev) {
+            } else if b.is_ascii_lowercase() && word_starts_at(unit, p) {
                 lower_word_at(unit, p).filter(|w| word_of(w).is_some()).map(|w| p + w.len())
             } else {
                 None
             }
         } else {
-            let (c, n) = decode(bytes, p);
+            let (c, n) = decode(unit, p);
             if is_digit(c) {
                 Some(figure_end(unit, p, true))
             } else if is_cn(c) {
@@ -974,7 +988,6 @@ fn push_skeleton(unit: &str, out: &mut String) {
                     out.push_str(&unit[kept..p]);
                     kept = p + n;
                 }
-                prev = Some(c);
                 p += n;
                 continue;
             }
@@ -983,14 +996,10 @@ fn push_skeleton(unit: &str, out: &mut String) {
             Some(e) => {
                 out.push_str(&unit[kept..p]);
                 out.push('#');
-                prev = char_before(unit, e);
                 p = e;
                 kept = e;
             }
-            None => {
-                prev = Some(b as char);
-                p += 1;
-            }
+            None => p += 1,
         }
     }
     out.push_str(&unit[kept..]);
@@ -1008,10 +1017,19 @@ fn by_hash(items: Vec<&str>, limit: usize) -> Vec<String> {
 /// The names, distinct, longest (in characters) first, then in code-point order
 /// (`sorted(found, key=lambda n: (-len(n), n))`).
 fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
-    let mut keyed: Vec<(usize, &str)> = names.iter().map(|n| (n.chars().count(), *n)).collect();
-    keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut keyed: Vec<(usize, u64, &str)> = names.iter().map(|n| (usize::MAX - n.chars().count(), prefix(n), *n)).collect();
+    keyed.sort_unstable();
     keyed.dedup();
-    keyed.into_iter().map(|(_, n)| n).collect()
+    keyed.into_iter().map(|(_, _, n)| n).collect()
+}
+
+/// The first eight bytes of `s` (zeros after a shorter one) as a number that orders as `s` does
+/// wherever two differ: strings are compared whole only where these are equal.
+fn prefix(s: &str) -> u64 {
+    let mut word = [0u8; 8];
+    let n = s.len().min(8);
+    word[..n].copy_from_slice(&s.as_bytes()[..n]);
+    u64::from_be_bytes(word)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`: the facts (bottom
@@ -1082,7 +1100,7 @@ fn analyse_units(
         if here.is_empty() {
             continue;
         }
-        here.sort_unstable();
+        here.sort_unstable_by(|x, y| prefix(x).cmp(&prefix(y)).then_with(|| x.cmp(y)));
         here.dedup();
         match unit {
             Some(unit) => skeleton_into(unit, &mut skeleton),
