@@ -718,57 +718,93 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
 /// The fewest bytes of a name for `starts_by_key`: two Han characters are six.
 const MIN_KEY: usize = 4;
 
-/// Where each name starts in `text` (every name at least `MIN_KEY` bytes long), as (start, name), in
-/// order of start: at each byte the first bytes there (up to eight, as many as the shortest name has)
-/// are hashed into a filter of the names' first bytes, and only where it holds are names compared. A
-/// name starts with a whole character, so it is found at character boundaries only.
-fn starts_by_key(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let width = longest_first.iter().map(|n| n.len()).min().expect("names").min(8);
-    let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
-    let load = |at: &[u8]| -> u64 {
+/// The names by their first bytes (up to eight, as many as the shortest name has): a filter of their
+/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`), each
+/// by key then index.
+struct NameKeys<'n> {
+    names: &'n [&'n str],
+    width: usize,
+    mask: u64,
+    filter: [u64; 64],
+    heads: [u32; 257],
+    keyed: Vec<(usize, u64, usize)>,
+}
+
+impl<'n> NameKeys<'n> {
+    fn new(names: &'n [&'n str]) -> Self {
+        let width = names.iter().map(|n| n.len()).min().unwrap_or(1).clamp(1, 8);
+        let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
+        let mut keys = NameKeys { names, width, mask, filter: [0; 64], heads: [0; 257], keyed: Vec::new() };
+        keys.keyed = names.iter().map(|n| keys.load(n.as_bytes())).zip(0..).map(|(k, id)| (Self::slot(k) & 255, k, id)).collect();
+        keys.keyed.sort_unstable();
+        for &(b, key, _) in &keys.keyed {
+            keys.filter[Self::slot(key) >> 6] |= 1 << (Self::slot(key) & 63);
+            keys.heads[b + 1] += 1;
+        }
+        for b in 0..256 {
+            keys.heads[b + 1] += keys.heads[b];
+        }
+        keys
+    }
+
+    /// Twelve bits of a key's hash.
+    #[inline(always)]
+    fn slot(key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize
+    }
+
+    /// The key of the bytes `at` (zeros after fewer than `width`).
+    fn load(&self, at: &[u8]) -> u64 {
         let mut word = [0u8; 8];
         let n = at.len().min(8);
         word[..n].copy_from_slice(&at[..n]);
-        u64::from_le_bytes(word) & mask
-    };
-    let slot = |key: u64| (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize; // twelve bits
-    // a bit of `filter` for each name's slot; the names in 256 buckets by the low bits of their slot
-    // (`keyed[heads[b]..heads[b + 1]]`), each by key then index
-    let mut keyed: Vec<(usize, u64, usize)> =
-        longest_first.iter().enumerate().map(|(id, n)| (load(n.as_bytes()), id)).map(|(k, id)| (slot(k) & 255, k, id)).collect();
-    keyed.sort_unstable();
-    let mut filter = [0u64; 64];
-    let mut heads = [0u32; 257];
-    for &(b, key, _) in &keyed {
-        filter[slot(key) >> 6] |= 1 << (slot(key) & 63);
-        heads[b + 1] += 1;
+        u64::from_le_bytes(word) & self.mask
     }
-    for b in 0..256 {
-        heads[b + 1] += heads[b];
+
+    /// Whether a name may start with the key's bytes.
+    #[inline(always)]
+    fn may_start(&self, key: u64) -> bool {
+        let s = Self::slot(key);
+        self.filter[s >> 6] >> (s & 63) & 1 == 1
     }
-    let mut out = Vec::with_capacity(text.len() / 32 + 4);
-    let mut names_at = |p: usize, key: u64, b: usize| {
-        for &(_, k, id) in &keyed[heads[b] as usize..heads[b + 1] as usize] {
-            if k == key && bytes[p..].starts_with(longest_first[id].as_bytes()) {
+
+    /// Each name that starts at `p` of `bytes` (where the key is `key`), added to `out` as (p, name).
+    #[inline(never)]
+    fn names_at(&self, bytes: &[u8], p: usize, key: u64, out: &mut Vec<(usize, usize)>) {
+        let b = Self::slot(key) & 255;
+        for &(_, k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
+            if k == key && bytes[p..].starts_with(self.names[id].as_bytes()) {
                 out.push((p, id));
             }
         }
-    };
-    let end = bytes.len().saturating_sub(width - 1); // the last place a name fits, and one more
-    let whole = bytes.len().saturating_sub(7).min(end); // from here on fewer than eight bytes are left
-    for p in 0..end {
-        if (bytes[p] as i8) < -0x40 {
-            continue; // a continuation byte: no name starts there
+    }
+}
+
+/// Where each name starts in `text` (every name at least `MIN_KEY` bytes long), as (start, name), in
+/// order of start: at each character start the first bytes there are looked up in the names' filter
+/// (`NameKeys`), and only where it holds are names compared. A name starts with a whole character.
+fn starts_by_key(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let keys = NameKeys::new(longest_first);
+    let mut out = Vec::with_capacity(text.len() / 32 + 4);
+    let end = bytes.len().saturating_sub(keys.width - 1); // the last place a name fits, and one more
+    // eight bytes read in place while eight are left, then copied
+    let mut p = 0;
+    for window in bytes.windows(8).take(end) {
+        if (window[0] as i8) >= -0x40 {
+            let key = u64::from_le_bytes(window.try_into().expect("eight bytes")) & keys.mask;
+            if keys.may_start(key) {
+                keys.names_at(bytes, p, key, &mut out);
+            }
         }
-        let key = if p < whole {
-            u64::from_le_bytes(bytes[p..p + 8].try_into().expect("eight bytes")) & mask
-        } else {
-            load(&bytes[p..])
-        };
-        let s = slot(key);
-        if filter[s >> 6] >> (s & 63) & 1 == 1 {
-            names_at(p, key, s & 255);
+        p += 1;
+    }
+    for p in p..end {
+        if (bytes[p] as i8) >= -0x40 {
+            let key = keys.load(&bytes[p..]);
+            if keys.may_start(key) {
+                keys.names_at(bytes, p, key, &mut out);
+            }
         }
     }
     out
@@ -1005,13 +1041,35 @@ fn push_skeleton(unit: &str, out: &mut String) {
     out.push_str(&unit[kept..]);
 }
 
+/// Facts in order, in one text (no string apiece).
+#[derive(Default)]
+pub struct Facts {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Facts {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.ends.len()).map(|i| &self.text[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
+    }
+}
+
 /// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)` (equal facts are neighbours
 /// once sorted by hash and fact).
-fn by_hash(items: Vec<&str>, limit: usize) -> Vec<String> {
+fn by_hash(items: Vec<&str>, limit: usize) -> Facts {
     let mut keyed: Vec<(u64, &str)> = items.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
     keyed.sort_unstable();
     keyed.dedup();
-    keyed.into_iter().take(limit).map(|(_, f)| f.to_owned()).collect()
+    keyed.truncate(limit);
+    let mut out = Facts {
+        text: String::with_capacity(keyed.iter().map(|(_, f)| f.len()).sum()),
+        ends: Vec::with_capacity(keyed.len()),
+    };
+    for (_, f) in keyed {
+        out.text.push_str(f);
+        out.ends.push(out.text.len());
+    }
+    out
 }
 
 /// The names, distinct, longest (in characters) first, then in code-point order
@@ -1037,7 +1095,7 @@ fn prefix(s: &str) -> u64 {
 /// must run.
 pub fn analyse(
     text: &str, names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
-) -> Option<(Vec<String>, Vec<u64>)> {
+) -> Option<(Facts, Vec<u64>)> {
     let text = join_split_figures(text);
     let spans = unit_spans(&text).ok()?;
     analyse_units(&text, &spans, names, latin, max_facts, max_frames)
@@ -1046,7 +1104,7 @@ pub fn analyse(
 /// `analyse` of `text` (its split figures joined already) and its units `spans`.
 fn analyse_units(
     text: &str, spans: &[(usize, usize)], names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
-) -> Option<(Vec<String>, Vec<u64>)> {
+) -> Option<(Facts, Vec<u64>)> {
     if names.iter().any(|n| n.is_empty()) {
         return None;
     }
@@ -1326,7 +1384,7 @@ fn latin_names_in(
 pub fn body_facts(
     body: &str, names: &[&str], cased: &str, lower: &str, stopwords: &FxHashSet<String>,
     max_facts: usize, max_frames: usize,
-) -> Option<(Vec<String>, Vec<u64>)> {
+) -> Option<(Facts, Vec<u64>)> {
     let text = join_split_figures(body);
     let spans = unit_spans(&text).ok()?;
     // the units are the body's sentences unless a figure was joined
@@ -1345,7 +1403,8 @@ fn py_analyse(
     py.detach(|| {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let latin: Vec<&str> = latin.iter().map(String::as_str).collect();
-        analyse(text, &names, &latin, max_facts, max_frames)
+        let (facts, frames) = analyse(text, &names, &latin, max_facts, max_frames)?;
+        Some((facts.iter().map(str::to_owned).collect(), frames))
     })
 }
 
