@@ -445,12 +445,20 @@ struct Resume {
 /// `_EN_WORD` with its fact, in one pass (matches in order of their start): at each character only the
 /// patterns that can start with it are tried. `Err` where a numeral leaves 128 bits (not ported).
 fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
+    number_facts_visiting(text, out, |_| {})
+}
+
+/// `number_facts`, calling `visit` at the start of each character (so that another scan of the text
+/// rides on this one).
+#[inline(always)]
+fn number_facts_visiting(text: &str, out: &mut NumberFacts, mut visit: impl FnMut(usize)) -> Result<(), ()> {
     let mut resume = Resume::default();
     let mut next = 0;
     while next < text.len() {
         let p = next;
         let (c, n) = decode(text, p);
         next += n;
+        visit(p);
         // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern,
         // of the others only digits, 第 and those of Chinese numerals
         let starts = if n == 1 {
@@ -651,9 +659,12 @@ fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
 
 /// The number facts of each unit (`_units_with_facts`): the whole text's matches go to the units they
 /// start in, in order; when one starts before the first unit or runs past its own, each unit is
-/// scanned alone (the reference's unit-by-unit way). True when it went unit by unit.
-fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> Result<bool, ()> {
-    number_facts(text, out)?;
+/// scanned alone (the reference's unit-by-unit way). True when it went unit by unit. `visit` is
+/// called at each character of the whole text's scan.
+fn unit_numbers(
+    text: &str, spans: &[(usize, usize)], out: &mut NumberFacts, visit: impl FnMut(usize),
+) -> Result<bool, ()> {
+    number_facts_visiting(text, out, visit)?;
     let mut i = 0; // the last unit that starts at or before the match (`bisect_right(starts, start) - 1`)
     let fits = out.found.iter_mut().all(|f| {
         while i + 1 < spans.len() && spans[i + 1].0 <= f.start {
@@ -679,18 +690,14 @@ fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> 
 type Occurrence = (usize, usize, usize);
 
 /// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text): every
-/// occurrence of every name, sorted (so each unit's names come longest first, and each name's
-/// occurrences in order).
-fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
-    let Some(shortest) = longest_first.iter().map(|n| n.len()).min() else {
-        return Ok(Vec::new());
-    };
-    let starts = if shortest >= MIN_KEY { starts_by_key(text, longest_first) } else { starts_by_char(text, longest_first) };
+/// occurrence of every name (`starts`: where each starts, in order of start), sorted (so each unit's
+/// names come longest first, and each name's occurrences in order).
+fn named_units(spans: &[(usize, usize)], starts: &[(usize, usize)]) -> Result<Vec<Occurrence>, ()> {
     let mut out = Vec::with_capacity(starts.len());
     // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
     let mut unit = 0;
     let mut before_first = false; // an occurrence before the first unit (it goes to the last)
-    for (p, id) in starts {
+    for &(p, id) in starts {
         let (first, _) = *spans.first().ok_or(())?; // no unit: the reference fails
         while unit + 1 < spans.len() && spans[unit + 1].0 <= p {
             unit += 1;
@@ -715,7 +722,7 @@ fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> 
     Ok(out)
 }
 
-/// The fewest bytes of a name for `starts_by_key`: two Han characters are six.
+/// The fewest bytes of a name for `NameKeys`: two Han characters are six.
 const MIN_KEY: usize = 4;
 
 /// The names by their first bytes (up to eight, as many as the shortest name has): a filter of their
@@ -768,6 +775,22 @@ impl<'n> NameKeys<'n> {
         self.filter[s >> 6] >> (s & 63) & 1 == 1
     }
 
+    /// Each name that starts at `p` (a character start) of `bytes`, added to `out` as (p, name): the
+    /// first bytes there are looked up in the filter, and only where it holds are names compared.
+    #[inline(always)]
+    fn visit(&self, bytes: &[u8], p: usize, out: &mut Vec<(usize, usize)>) {
+        if p + self.width > bytes.len() {
+            return; // no name fits
+        }
+        let key = match bytes.get(p..p + 8) {
+            Some(word) => u64::from_le_bytes(word.try_into().expect("eight bytes")) & self.mask,
+            None => self.load(&bytes[p..]),
+        };
+        if self.may_start(key) {
+            self.names_at(bytes, p, key, out);
+        }
+    }
+
     /// Each name that starts at `p` of `bytes` (where the key is `key`), added to `out` as (p, name).
     #[inline(never)]
     fn names_at(&self, bytes: &[u8], p: usize, key: u64, out: &mut Vec<(usize, usize)>) {
@@ -780,38 +803,9 @@ impl<'n> NameKeys<'n> {
     }
 }
 
-/// Where each name starts in `text` (every name at least `MIN_KEY` bytes long), as (start, name), in
-/// order of start: at each character start the first bytes there are looked up in the names' filter
-/// (`NameKeys`), and only where it holds are names compared. A name starts with a whole character.
-fn starts_by_key(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let keys = NameKeys::new(longest_first);
-    let mut out = Vec::with_capacity(text.len() / 32 + 4);
-    let end = bytes.len().saturating_sub(keys.width - 1); // the last place a name fits, and one more
-    // eight bytes read in place while eight are left, then copied
-    let mut p = 0;
-    for window in bytes.windows(8).take(end) {
-        if (window[0] as i8) >= -0x40 {
-            let key = u64::from_le_bytes(window.try_into().expect("eight bytes")) & keys.mask;
-            if keys.may_start(key) {
-                keys.names_at(bytes, p, key, &mut out);
-            }
-        }
-        p += 1;
-    }
-    for p in p..end {
-        if (bytes[p] as i8) >= -0x40 {
-            let key = keys.load(&bytes[p..]);
-            if keys.may_start(key) {
-                keys.names_at(bytes, p, key, &mut out);
-            }
-        }
-    }
-    out
-}
-
-/// `starts_by_key` for names of any length: at each character only the names that start with it are
-/// compared (most characters start none).
+/// Where each name starts in `text`, as (start, name), in order of start, for names of any length
+/// (`NameKeys` takes those of `MIN_KEY` bytes or more along the number scan): at each character only
+/// the names that start with it are compared (most characters start none).
 fn starts_by_char(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
     // the names by the low twelve bits of their first character: a bit in `starts_some` for each, and
     // in `firsts` the names in 64 buckets (the bits' words), each by character then index
@@ -1110,9 +1104,25 @@ fn analyse_units(
     }
     let longest_first = longest_first(names);
     let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
-    let one_by_one = unit_numbers(text, spans, &mut numbers).ok()?;
+    // where the names start: found along the number scan by their first bytes, or for names shorter
+    // than a key by a scan of their own
+    let keys = longest_first.iter().all(|n| n.len() >= MIN_KEY).then(|| NameKeys::new(&longest_first));
+    let mut starts = Vec::with_capacity(text.len() / 32 + 4);
+    let one_by_one = unit_numbers(text, spans, &mut numbers, |p| {
+        if let Some(keys) = &keys {
+            keys.visit(text.as_bytes(), p, &mut starts);
+        }
+    })
+    .ok()?;
     // unit by unit, every name is a candidate in every unit (the reference returns before its search)
-    let named = if one_by_one { None } else { Some(named_units(text, spans, &longest_first).ok()?) };
+    let named = if one_by_one {
+        None
+    } else {
+        if keys.is_none() {
+            starts = starts_by_char(text, &longest_first);
+        }
+        Some(named_units(spans, &starts).ok()?)
+    };
     // masking by occurrence holds while no name holds `@` (see `mask_occurrences`)
     let by_occurrence = !longest_first.iter().any(|n| n.contains(NAME));
     let name_facts = NameFacts::new(longest_first.iter().chain(latin).copied());
@@ -1507,7 +1517,10 @@ mod tests {
                 .flat_map(|(p, _)| names.iter().enumerate().filter(move |(_, n)| text[p..].starts_with(**n)).map(move |(id, _)| (p, id)))
                 .collect();
             naive.sort_unstable();
-            for mut got in [starts_by_key(text, &names), starts_by_char(text, &names)] {
+            let keys = NameKeys::new(&names);
+            let mut by_key = Vec::new();
+            number_facts_visiting(text, &mut NumberFacts::default(), |p| keys.visit(text.as_bytes(), p, &mut by_key)).unwrap();
+            for mut got in [by_key, starts_by_char(text, &names)] {
                 got.sort_unstable();
                 assert_eq!(got, naive, "{text}");
             }
