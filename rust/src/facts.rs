@@ -947,19 +947,12 @@ fn mask_occurrences<'f>(
 /// The character that starts at `p` (a character boundary) of `text` and its length.
 #[inline(always)]
 fn decode(text: &str, p: usize) -> (char, usize) {
-    let bytes = text.as_bytes();
-    let b = bytes[p] as u32;
-    let cont = |i: usize| bytes[p + i] as u32 & 0x3f;
-    let (v, n) = if b < 0x80 {
-        (b, 1)
-    } else if b < 0xe0 {
-        ((b & 0x1f) << 6 | cont(1), 2)
-    } else if b < 0xf0 {
-        ((b & 0x0f) << 12 | cont(1) << 6 | cont(2), 3)
-    } else {
-        ((b & 0x07) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3), 4)
-    };
-    (char::from_u32(v).expect("UTF-8"), n)
+    let b = text.as_bytes()[p];
+    if b < 0x80 {
+        return (b as char, 1);
+    }
+    let c = char_at(text, p).expect("a character");
+    (c, if b < 0xe0 { 2 } else if b < 0xf0 { 3 } else { 4 })
 }
 
 /// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`.
