@@ -1099,7 +1099,8 @@ fn analyse_units(
     let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
     // where the names start: found along the number scan by their first bytes, or for names shorter
     // than a key by a scan of their own
-    let keys = longest_first.iter().all(|n| n.len() >= MIN_KEY).then(|| NameKeys::new(&longest_first));
+    let by_key = !longest_first.is_empty() && longest_first.iter().all(|n| n.len() >= MIN_KEY);
+    let keys = by_key.then(|| NameKeys::new(&longest_first));
     let mut starts = Vec::with_capacity(text.len() / 32 + 4);
     let one_by_one = unit_numbers(text, spans, &mut numbers, |p| {
         if let Some(keys) = &keys {
@@ -1111,7 +1112,7 @@ fn analyse_units(
     let named = if one_by_one {
         None
     } else {
-        if keys.is_none() {
+        if !by_key && !longest_first.is_empty() {
             starts = starts_by_char(text, &longest_first);
         }
         Some(named_units(spans, &starts).ok()?)
@@ -1200,7 +1201,7 @@ impl<'l> Lowering<'l> {
         // ASCII small letter (the first character of a character's lowering is never another one
         // unless it is a small letter of ASCII), so boundaries are where they were
         let ascii_only = lower.len() == line.len()
-            && line.bytes().zip(lower.bytes()).fold(true, |same, (c, l)| same & (c.to_ascii_lowercase() == l));
+            && (line.is_ascii() || line.bytes().zip(lower.bytes()).all(|(c, l)| c.to_ascii_lowercase() == l));
         if ascii_only {
             return Some(Lowering { line, lower, at: None });
         }
@@ -1318,10 +1319,11 @@ fn latin_names_in(
     let mut kept: Option<FxHashSet<&str>> = None;
     let mut name = String::new();
     let mut lowered = lower.split('\n');
-    let mut before: Option<(&str, &str)> = None; // the line before and its lower-casing
+    // the line before, its lower-casing and whether it was kept whole (when that was asked)
+    let mut before: Option<(&str, &str, Option<bool>)> = None;
     for line in cased.split('\n') {
         let low = lowered.next()?;
-        let last = before.replace((line, low));
+        let last = before.replace((line, low, None));
         // a line without a cased word of two characters has no name (a sentence's words are its
         // line's: none runs over a sentence's end, which is punctuation and closing quotes)
         if !cased_words(line).any(|(a, b)| name_word(&line[a..b]).len() >= 2) {
@@ -1334,10 +1336,11 @@ fn latin_names_in(
         });
         // after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26
         // cts") a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
-        let opens = last.is_none_or(|(line, low)| {
-            closes(line) || line.len() <= 40 || line.chars().count() <= 40 || !kept_lines.contains(low)
+        let opens = last.is_none_or(|(line, low, whole)| {
+            closes(line) || line.len() <= 40 || line.chars().count() <= 40 || !whole.unwrap_or_else(|| kept_lines.contains(low))
         });
         let whole = kept_lines.contains(low);
+        before = Some((line, low, Some(whole)));
         let (pieces_of_line, mut lowering) = if whole {
             (Vec::new(), None)
         } else {
