@@ -1348,21 +1348,22 @@ fn latin_names_in(
         };
         let whole_line = [(0, line.len())];
         let spans: &[(usize, usize)] = if whole { &whole_line } else { &pieces_of_line };
-        if !whole && kept.is_none() {
-            // the sentences of the body's lines (each line's sentences are its units)
-            kept = Some(match sentences {
-                Some(sentences) => sentences.iter().map(|&(a, b)| &body[a..b]).collect(),
-                None => kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect(),
-            });
-        }
         for (n, &(a, b)) in spans.iter().enumerate() {
             let first = n == 0 && !opens;
+            let piece = &line[a..b];
+            if !whole && !cased_words(piece).any(|(x, y)| name_word(&piece[x..y]).len() >= 2) {
+                continue; // no name in this sentence, whether it was kept or not
+            }
             if let Some(l) = &mut lowering {
-                if !kept.as_ref().expect("kept sentences").contains(l.slice(a, b)) {
+                // the sentences of the body's lines (each line's sentences are its units)
+                let kept = kept.get_or_insert_with(|| match sentences {
+                    Some(sentences) => sentences.iter().map(|&(a, b)| &body[a..b]).collect(),
+                    None => kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect(),
+                });
+                if !kept.contains(l.slice(a, b)) {
                     continue;
                 }
             }
-            let piece = &line[a..b];
             for (at, end) in cased_words(piece) {
                 if (at == 0 && !first) || opens_before(piece, at) {
                     continue;
