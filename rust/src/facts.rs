@@ -7,9 +7,9 @@
 //! functions give None and the reference runs.
 //!
 //! The number patterns are scanned in one pass (each pattern resuming where its own last match ended,
-//! as `finditer` does), facts are slices of one buffer, names are masked from where the one scan for
-//! them found them, and a unit is copied only when names are masked in it: the reference's sets and
-//! string replacements, without an allocation per fact.
+//! as `finditer` does) that also finds where the names start, facts are slices of one buffer, names
+//! are masked from where that scan found them, and a unit's skeleton is read around its masked names:
+//! the reference's sets and string replacements, without an allocation per fact.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{py_isspace, sentence_matches, sentence_spans, strip};
+use crate::text::{ascii_space, py_isspace, sentence_matches, sentence_spans, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -140,8 +140,20 @@ const CN_FILTER: [u64; 16] = {
 /// Whether `c` is of `_CN_RUN`.
 #[inline]
 fn is_cn(c: char) -> bool {
-    let low = c as u32 & 1023;
-    CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.contains(&c)
+    is_cn_code(c as u32)
+}
+
+/// Whether the code point `v` is of `_CN_RUN`.
+#[inline]
+fn is_cn_code(v: u32) -> bool {
+    let low = v & 1023;
+    CN_FILTER[(low >> 6) as usize] >> (low & 63) & 1 == 1 && CN_RUN.iter().any(|&c| c as u32 == v)
+}
+
+/// The code point of the three-byte character that starts at `p` of the UTF-8 `bytes`.
+#[inline(always)]
+fn code3(bytes: &[u8], p: usize) -> u32 {
+    (bytes[p] as u32 & 0x0f) << 12 | (bytes[p + 1] as u32 & 0x3f) << 6 | bytes[p + 2] as u32 & 0x3f
 }
 
 /// `_OCCURRENCE_UNITS`: 届次号期批轮年月日时.
@@ -192,6 +204,16 @@ fn boundary_after(prev: Option<char>) -> bool {
     !prev.is_some_and(|c| if c.is_ascii() { c.is_ascii_alphanumeric() || c == '_' } else { is_word(c) })
 }
 
+/// Whether `\b` holds before a word character at `p` of `text`.
+#[inline]
+fn word_starts_at(text: &str, p: usize) -> bool {
+    match p.checked_sub(1).map(|q| text.as_bytes()[q]) {
+        None => true,
+        Some(b) if b < 0x80 => !(b.is_ascii_alphanumeric() || b == b'_'),
+        Some(_) => boundary_after(char_before(text, p)),
+    }
+}
+
 /// The end of `\d+(?:[.,]\d+)*` from `p` (a digit), with `\s*` after each separator when `spaced`.
 fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     let mut e = run_end(text, p, is_digit);
@@ -205,12 +227,33 @@ fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     e
 }
 
+/// The first byte of `bytes` from `i` on that `test` holds for, or the end: sixteen bytes at a time
+/// while it holds for none of them.
+#[inline(always)]
+fn next_byte(bytes: &[u8], mut i: usize, test: impl Fn(u8) -> bool) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
+        if chunk.iter().fold(false, |any, &b| any | test(b)) {
+            break;
+        }
+        i += 16;
+    }
+    while i < bytes.len() && !test(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
 // ------------------------------------------------------------------------------- split figures
 
 /// Where a match of `_SPLIT_FIGURE` (`(?<=\d)([.,])\s+(?=\d)`) whose separator is at `p` ends (the
 /// digit after the spaces), or None when none starts there.
 fn split_figure_at(text: &str, p: usize) -> Option<usize> {
-    if !matches!(text.as_bytes()[p], b'.' | b',') || !char_before(text, p).is_some_and(is_digit) {
+    let bytes = text.as_bytes();
+    if !matches!(bytes[p], b'.' | b',') || bytes.get(p + 1).is_some_and(|&b| b.is_ascii() && !ascii_space(b)) {
+        return None; // no separator, or no space after it
+    }
+    if !char_before(text, p).is_some_and(is_digit) {
         return None;
     }
     let k = run_end(text, p + 1, py_isspace);
@@ -223,7 +266,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0; // text[..copied] is in `out`
     let bytes = text.as_bytes();
-    let mut p = 0;
+    let mut p = next_byte(bytes, 0, |b| matches!(b, b'.' | b','));
     while p < bytes.len() {
         if let Some(k) = split_figure_at(text, p) {
             let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -233,6 +276,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
         } else {
             p += 1;
         }
+        p = next_byte(bytes, p, |b| matches!(b, b'.' | b','));
     }
     match out {
         None => Cow::Borrowed(text),
@@ -401,12 +445,28 @@ struct Resume {
 /// `_EN_WORD` with its fact, in one pass (matches in order of their start): at each character only the
 /// patterns that can start with it are tried. `Err` where a numeral leaves 128 bits (not ported).
 fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
+    number_facts_visiting(text, out, |_| {})
+}
+
+/// `number_facts`, calling `visit` at the start of each character (so that another scan of the text
+/// rides on this one).
+#[inline(always)]
+fn number_facts_visiting(text: &str, out: &mut NumberFacts, mut visit: impl FnMut(usize)) -> Result<(), ()> {
     let mut resume = Resume::default();
-    let mut prev: Option<char> = None;
-    for (p, c) in text.char_indices() {
-        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern
-        if c.is_ascii() && !(c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && boundary_after(prev))) {
-            prev = Some(c);
+    let mut next = 0;
+    while next < text.len() {
+        let p = next;
+        let (c, n) = decode(text, p);
+        next += n;
+        visit(p);
+        // of ASCII characters only digits, `(` and lower-case letters at a word start begin a pattern,
+        // of the others only digits, 第 and those of Chinese numerals
+        let starts = if n == 1 {
+            c.is_ascii_digit() || c == '(' || (c.is_ascii_lowercase() && word_starts_at(text, p))
+        } else {
+            c == '第' || is_cn(c) || is_digit(c)
+        };
+        if !starts {
             continue;
         }
         let digit = is_digit(c);
@@ -427,10 +487,9 @@ fn number_facts(text: &str, out: &mut NumberFacts) -> Result<(), ()> {
                 }
                 en_word_at(text, p, w, kind, out);
             }
-        } else if digit && p >= resume.date && boundary_after(prev) {
+        } else if digit && p >= resume.date && word_starts_at(text, p) {
             resume.date = date_at(text, p, out).unwrap_or(resume.date);
         }
-        prev = Some(c);
     }
     Ok(())
 }
@@ -586,7 +645,7 @@ fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
 /// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
 /// where a sentence is longer than the reference's slices (not ported).
 fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
     let mut a = 0;
     for line in text.split('\n') {
         if !line.is_empty() {
@@ -600,9 +659,12 @@ fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
 
 /// The number facts of each unit (`_units_with_facts`): the whole text's matches go to the units they
 /// start in, in order; when one starts before the first unit or runs past its own, each unit is
-/// scanned alone (the reference's unit-by-unit way). True when it went unit by unit.
-fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> Result<bool, ()> {
-    number_facts(text, out)?;
+/// scanned alone (the reference's unit-by-unit way). True when it went unit by unit. `visit` is
+/// called at each character of the whole text's scan.
+fn unit_numbers(
+    text: &str, spans: &[(usize, usize)], out: &mut NumberFacts, visit: impl FnMut(usize),
+) -> Result<bool, ()> {
+    number_facts_visiting(text, out, visit)?;
     let mut i = 0; // the last unit that starts at or before the match (`bisect_right(starts, start) - 1`)
     let fits = out.found.iter_mut().all(|f| {
         while i + 1 < spans.len() && spans[i + 1].0 <= f.start {
@@ -624,50 +686,164 @@ fn unit_numbers(text: &str, spans: &[(usize, usize)], out: &mut NumberFacts) -> 
     Ok(true)
 }
 
-/// Python's `bisect_right(starts, x) - 1`, with -1 as the last index (Python's `list[-1]`).
-fn unit_of(spans: &[(usize, usize)], x: usize) -> Option<usize> {
-    let i = spans.partition_point(|&(a, _)| a <= x);
-    if i > 0 { Some(i - 1) } else { spans.len().checked_sub(1) }
-}
-
 /// An occurrence of a name: the unit it starts in, the name (its index in `longest_first`), its start.
 type Occurrence = (usize, usize, usize);
 
 /// Where the names occur, by unit (`_units_with_facts`' search of each name in the whole text): every
-/// occurrence of every name, sorted (so each unit's names come longest first, and each name's
-/// occurrences in order). One pass: at each character only the names that start with it are compared
-/// (most characters start none).
-fn named_units(text: &str, spans: &[(usize, usize)], longest_first: &[&str]) -> Result<Vec<Occurrence>, ()> {
-    let mut out = Vec::new();
-    if longest_first.is_empty() {
-        return Ok(out);
-    }
-    let mut firsts: Vec<(char, usize)> = longest_first
-        .iter()
-        .enumerate()
-        .map(|(id, n)| (n.chars().next().expect("a name is not empty"), id))
-        .collect();
-    firsts.sort_unstable();
-    // the names' first characters by their low twelve bits: most characters of a text start none
-    let slot = |c: char| (c as usize & 4095) >> 6;
-    let bit = |c: char| 1u64 << (c as u32 & 63);
-    let mut starts_some = [0u64; 64];
-    for &(c, _) in &firsts {
-        starts_some[slot(c)] |= bit(c);
-    }
-    for (p, c) in text.char_indices() {
-        if starts_some[slot(c)] & bit(c) == 0 {
-            continue;
+/// occurrence of every name (`starts`: where each starts, in order of start), sorted (so each unit's
+/// names come longest first, and each name's occurrences in order).
+fn named_units(spans: &[(usize, usize)], starts: &[(usize, usize)]) -> Result<Vec<Occurrence>, ()> {
+    let mut out = Vec::with_capacity(starts.len());
+    // the unit of a start (`bisect_right(starts, p) - 1`, -1 being the last), found going forward
+    let mut unit = 0;
+    let mut before_first = false; // an occurrence before the first unit (it goes to the last)
+    for &(p, id) in starts {
+        let (first, _) = *spans.first().ok_or(())?; // no unit: the reference fails
+        while unit + 1 < spans.len() && spans[unit + 1].0 <= p {
+            unit += 1;
         }
-        let from = firsts.partition_point(|&(f, _)| f < c);
-        for &(_, id) in firsts[from..].iter().take_while(|&&(f, _)| f == c) {
-            if text[p..].starts_with(longest_first[id]) {
-                out.push((unit_of(spans, p).ok_or(())?, id, p)); // no unit: the reference fails
+        if p < first {
+            before_first = true;
+            out.push((spans.len() - 1, id, p));
+        } else {
+            out.push((unit, id, p));
+        }
+    }
+    if before_first {
+        out.sort_unstable();
+    } else {
+        // in order of start, so of unit: each unit's occurrences by name then start
+        for run in out.chunk_by_mut(|x, y| x.0 == y.0) {
+            if run.len() > 1 {
+                run.sort_unstable();
             }
         }
     }
-    out.sort_unstable();
     Ok(out)
+}
+
+/// The fewest bytes of a name for `NameKeys`: two Han characters are six.
+const MIN_KEY: usize = 4;
+
+/// The names by their first bytes (up to eight, as many as the shortest name has): a filter of their
+/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`), each
+/// by key then index.
+struct NameKeys<'n> {
+    names: &'n [&'n str],
+    width: usize,
+    mask: u64,
+    filter: [u64; 64],
+    heads: [u32; 257],
+    keyed: Vec<(usize, u64, usize)>,
+}
+
+impl<'n> NameKeys<'n> {
+    fn new(names: &'n [&'n str]) -> Self {
+        let width = names.iter().map(|n| n.len()).min().unwrap_or(1).clamp(1, 8);
+        let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
+        let mut keys = NameKeys { names, width, mask, filter: [0; 64], heads: [0; 257], keyed: Vec::new() };
+        keys.keyed = names.iter().map(|n| keys.load(n.as_bytes())).zip(0..).map(|(k, id)| (Self::slot(k) & 255, k, id)).collect();
+        keys.keyed.sort_unstable();
+        for &(b, key, _) in &keys.keyed {
+            keys.filter[Self::slot(key) >> 6] |= 1 << (Self::slot(key) & 63);
+            keys.heads[b + 1] += 1;
+        }
+        for b in 0..256 {
+            keys.heads[b + 1] += keys.heads[b];
+        }
+        keys
+    }
+
+    /// Twelve bits of a key's hash.
+    #[inline(always)]
+    fn slot(key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize
+    }
+
+    /// The key of the bytes `at` (zeros after fewer than `width`).
+    fn load(&self, at: &[u8]) -> u64 {
+        let mut word = [0u8; 8];
+        let n = at.len().min(8);
+        word[..n].copy_from_slice(&at[..n]);
+        u64::from_le_bytes(word) & self.mask
+    }
+
+    /// Whether a name may start with the key's bytes.
+    #[inline(always)]
+    fn may_start(&self, key: u64) -> bool {
+        let s = Self::slot(key);
+        self.filter[s >> 6] >> (s & 63) & 1 == 1
+    }
+
+    /// Each name that starts at `p` (a character start) of `bytes`, added to `out` as (p, name): the
+    /// first bytes there are looked up in the filter, and only where it holds are names compared.
+    #[inline(always)]
+    fn visit(&self, bytes: &[u8], p: usize, out: &mut Vec<(usize, usize)>) {
+        if p + self.width > bytes.len() {
+            return; // no name fits
+        }
+        let key = match bytes.get(p..p + 8) {
+            Some(word) => u64::from_le_bytes(word.try_into().expect("eight bytes")) & self.mask,
+            None => self.load(&bytes[p..]),
+        };
+        if self.may_start(key) {
+            self.names_at(bytes, p, key, out);
+        }
+    }
+
+    /// Each name that starts at `p` of `bytes` (where the key is `key`), added to `out` as (p, name).
+    #[inline(never)]
+    fn names_at(&self, bytes: &[u8], p: usize, key: u64, out: &mut Vec<(usize, usize)>) {
+        let b = Self::slot(key) & 255;
+        for &(_, k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
+            if k == key && bytes[p..].starts_with(self.names[id].as_bytes()) {
+                out.push((p, id));
+            }
+        }
+    }
+}
+
+/// Where each name starts in `text`, as (start, name), in order of start, for names of any length
+/// (`NameKeys` takes those of `MIN_KEY` bytes or more along the number scan): at each character only
+/// the names that start with it are compared (most characters start none).
+fn starts_by_char(text: &str, longest_first: &[&str]) -> Vec<(usize, usize)> {
+    // the names by the low twelve bits of their first character: a bit in `starts_some` for each, and
+    // in `firsts` the names in 64 buckets (the bits' words), each by character then index
+    let bucket = |c: char| (c as usize & 4095) >> 6;
+    let bit = |c: char| 1u64 << (c as u32 & 63);
+    let mut firsts: Vec<(usize, char, usize)> = longest_first
+        .iter()
+        .enumerate()
+        .map(|(id, n)| {
+            let c = n.chars().next().expect("a name is not empty");
+            (bucket(c), c, id)
+        })
+        .collect();
+    firsts.sort_unstable();
+    let mut starts_some = [0u64; 64];
+    let mut bucket_end = [0u32; 64]; // firsts[bucket_end[k - 1]..bucket_end[k]]: bucket k's names
+    for (i, &(k, c, _)) in firsts.iter().enumerate() {
+        starts_some[k] |= bit(c);
+        bucket_end[k] = i as u32 + 1;
+    }
+    for k in 1..64 {
+        bucket_end[k] = bucket_end[k].max(bucket_end[k - 1]);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    for (p, c) in text.char_indices() {
+        let k = bucket(c);
+        if starts_some[k] & bit(c) == 0 {
+            continue;
+        }
+        let from = if k == 0 { 0 } else { bucket_end[k - 1] as usize };
+        for &(_, f, id) in &firsts[from..bucket_end[k] as usize] {
+            if f == c && bytes[p..].starts_with(longest_first[id].as_bytes()) {
+                out.push((p, id));
+            }
+        }
+    }
+    out
 }
 
 /// `"@" + name` of each name (by index in `longest_first`), then of each Latin-script name.
@@ -678,7 +854,7 @@ struct NameFacts {
 
 impl NameFacts {
     fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
-        let (mut arena, mut ends) = (String::new(), Vec::new());
+        let (mut arena, mut ends) = (String::with_capacity(256), Vec::with_capacity(64));
         for n in names {
             arena.push(NAME);
             arena.push_str(n);
@@ -736,13 +912,11 @@ fn mask_names<'a, 'f>(
 /// name then start) instead of searching: a name is in the unit as masked when one of its occurrences
 /// lies inside the unit and overlaps none masked before (no name holds `@`, so masking makes no new
 /// occurrence and leaves the others whole), and `str.replace` masks the leftmost of those and each
-/// next that starts after the last masked. The unit `text[a..b]` as masked: itself when no name was in
-/// it, else `out`.
-#[allow(clippy::too_many_arguments)]
-fn mask_occurrences<'a, 'f>(
-    text: &'a str, (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str],
-    name_facts: &'f NameFacts, here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>, out: &'a mut String,
-) -> &'a str {
+/// next that starts after the last masked. What the unit `(a, b)` has masked goes to `masked`, in order.
+fn mask_occurrences<'f>(
+    (a, b): (usize, usize), occurrences: &[Occurrence], longest_first: &[&str], name_facts: &'f NameFacts,
+    here: &mut Vec<&'f str>, masked: &mut Vec<(usize, usize)>,
+) {
     masked.clear();
     let mut g = 0;
     while g < occurrences.len() {
@@ -767,103 +941,140 @@ fn mask_occurrences<'a, 'f>(
             here.push(name_facts.get(id));
         }
     }
-    if masked.is_empty() {
-        return &text[a..b];
-    }
     masked.sort_unstable();
+}
+
+/// The character that starts at `p` (a character boundary) of `text` and its length.
+#[inline(always)]
+fn decode(text: &str, p: usize) -> (char, usize) {
+    let b = text.as_bytes()[p];
+    if b < 0x80 {
+        return (b as char, 1);
+    }
+    let c = char_at(text, p).expect("a character");
+    (c, if b < 0xe0 { 2 } else if b < 0xf0 { 3 } else { 4 })
+}
+
+/// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`.
+fn skeleton_into(unit: &str, out: &mut String) {
+    out.clear();
+    push_skeleton(unit, out);
+}
+
+/// `skeleton_into` of the unit `text[a..b]` with the spans `masked` (in order, inside it) replaced by
+/// `@`: the pieces between them are read apart, as no pattern of `_MASK_NUMBERS` reads across a `@`
+/// (no word character, space, digit or separator) and after one a word starts as at the start.
+fn masked_skeleton_into(text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], out: &mut String) {
     out.clear();
     let mut at = a;
-    for &(s, e) in masked.iter() {
-        out.push_str(&text[at..s]);
+    for &(s, e) in masked {
+        push_skeleton(&text[at..s], out);
         out.push(NAME);
         at = e;
     }
-    out.push_str(&text[at..b]);
-    out
+    push_skeleton(&text[at..b], out);
 }
 
-fn is_mask_word(w: &str) -> bool {
-    word_of(w).is_some()
-}
-
-/// `str.isspace` of an ASCII byte.
-fn ascii_space(b: u8) -> bool {
-    matches!(b, b'\t'..=b'\r' | 0x1c..=0x1f | b' ')
-}
-
-/// `"".join(_MASK_NUMBERS.sub("#", unit).split())`, written to `out`: figures (spaces allowed after a
-/// separator), Chinese numeral runs and number words or months become `#`, spaces go.
-fn skeleton_into(unit: &str, out: &mut String) {
-    out.clear();
+/// The skeleton of `unit` added to `out`: figures (spaces allowed after a separator), Chinese numeral
+/// runs and number words or months become `#`, spaces go. What stays is copied a run at a time.
+fn push_skeleton(unit: &str, out: &mut String) {
     let bytes = unit.as_bytes();
-    let mut prev: Option<char> = None;
+    let mut kept = 0; // unit[kept..p] stays and is not written yet
     let mut p = 0;
     while p < bytes.len() {
         let b = bytes[p];
-        let masked = if !b.is_ascii() {
-            let c = char_at(unit, p).expect("a character");
+        // U+4000 to U+9FFF (Han mostly): neither digits nor spaces, only Chinese numerals count
+        if (0xe4..=0xe9).contains(&b) && !is_cn_code(code3(bytes, p)) {
+            p += 3;
+            continue;
+        }
+        let masked = if b < 0x80 {
+            if ascii_space(b) {
+                out.push_str(&unit[kept..p]);
+                kept = p + 1;
+                None
+            } else if b.is_ascii_digit() {
+                Some(figure_end(unit, p, true))
+            } else if b.is_ascii_lowercase() && word_starts_at(unit, p) {
+                lower_word_at(unit, p).filter(|w| word_of(w).is_some()).map(|w| p + w.len())
+            } else {
+                None
+            }
+        } else {
+            let (c, n) = decode(unit, p);
             if is_digit(c) {
                 Some(figure_end(unit, p, true))
             } else if is_cn(c) {
                 Some(run_end(unit, p, is_cn))
             } else {
-                if !py_isspace(c) {
-                    out.push(c);
+                if py_isspace(c) {
+                    out.push_str(&unit[kept..p]);
+                    kept = p + n;
                 }
-                prev = Some(c);
-                p += c.len_utf8();
+                p += n;
                 continue;
             }
-        } else if ascii_space(b) {
-            prev = Some(b as char);
-            p += 1;
-            continue;
-        } else if b.is_ascii_digit() {
-            Some(figure_end(unit, p, true))
-        } else if b.is_ascii_lowercase() && boundary_after(prev) {
-            lower_word_at(unit, p).filter(|w| is_mask_word(w)).map(|w| p + w.len())
-        } else {
-            None
         };
-        if let Some(e) = masked {
-            out.push('#');
-            prev = char_before(unit, e);
-            p = e;
-            continue;
-        }
-        // this ASCII character stays, and so do those after it up to a space, a digit, a word start
-        // or a character beyond ASCII
-        let start = p;
-        prev = Some(b as char);
-        p += 1;
-        while p < bytes.len() {
-            let b = bytes[p];
-            if !b.is_ascii() || ascii_space(b) || b.is_ascii_digit() || (b.is_ascii_lowercase() && boundary_after(prev)) {
-                break;
+        match masked {
+            Some(e) => {
+                out.push_str(&unit[kept..p]);
+                out.push('#');
+                p = e;
+                kept = e;
             }
-            prev = Some(b as char);
-            p += 1;
+            None => p += 1,
         }
-        out.push_str(&unit[start..p]);
+    }
+    out.push_str(&unit[kept..]);
+}
+
+/// Facts in order, in one text (no string apiece).
+#[derive(Default)]
+pub struct Facts {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Facts {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.ends.len()).map(|i| &self.text[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
     }
 }
 
 /// `_by_hash(facts, limit)`: the distinct facts of smallest `(hash, fact)` (equal facts are neighbours
 /// once sorted by hash and fact).
-fn by_hash(items: Vec<&str>, limit: usize) -> Vec<String> {
+fn by_hash(items: Vec<&str>, limit: usize) -> Facts {
     let mut keyed: Vec<(u64, &str)> = items.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
     keyed.sort_unstable();
     keyed.dedup();
-    keyed.into_iter().take(limit).map(|(_, f)| f.to_owned()).collect()
+    keyed.truncate(limit);
+    let mut out = Facts {
+        text: String::with_capacity(keyed.iter().map(|(_, f)| f.len()).sum()),
+        ends: Vec::with_capacity(keyed.len()),
+    };
+    for (_, f) in keyed {
+        out.text.push_str(f);
+        out.ends.push(out.text.len());
+    }
+    out
 }
 
 /// The names, distinct, longest (in characters) first, then in code-point order
 /// (`sorted(found, key=lambda n: (-len(n), n))`).
 fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
-    let mut keyed: Vec<(usize, &str)> = names.iter().map(|n| (n.chars().count(), *n)).collect();
-    keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut keyed: Vec<(usize, u64, &str)> = names.iter().map(|n| (usize::MAX - n.chars().count(), prefix(n), *n)).collect();
+    keyed.sort_unstable();
     keyed.dedup();
-    keyed.into_iter().map(|(_, n)| n).collect()
+    keyed.into_iter().map(|(_, _, n)| n).collect()
+}
+
+/// The first eight bytes of `s` (zeros after a shorter one) as a number that orders as `s` does
+/// wherever two differ: strings are compared whole only where these are equal.
+fn prefix(s: &str) -> u64 {
+    let mut word = [0u8; 8];
+    let n = s.len().min(8);
+    word[..n].copy_from_slice(&s.as_bytes()[..n]);
+    u64::from_be_bytes(word)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`: the facts (bottom
@@ -871,18 +1082,41 @@ fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
 /// must run.
 pub fn analyse(
     text: &str, names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
-) -> Option<(Vec<String>, Vec<u64>)> {
+) -> Option<(Facts, Vec<u64>)> {
+    let text = join_split_figures(text);
+    let spans = unit_spans(&text).ok()?;
+    analyse_units(&text, &spans, names, latin, max_facts, max_frames)
+}
+
+/// `analyse` of `text` (its split figures joined already) and its units `spans`.
+fn analyse_units(
+    text: &str, spans: &[(usize, usize)], names: &[&str], latin: &[&str], max_facts: usize, max_frames: usize,
+) -> Option<(Facts, Vec<u64>)> {
     if names.iter().any(|n| n.is_empty()) {
         return None;
     }
     let longest_first = longest_first(names);
-    let text = join_split_figures(text);
-    let text: &str = &text;
-    let spans = unit_spans(text).ok()?;
-    let mut numbers = NumberFacts::default();
-    let one_by_one = unit_numbers(text, &spans, &mut numbers).ok()?;
+    let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
+    // where the names start: found along the number scan by their first bytes, or for names shorter
+    // than a key by a scan of their own
+    let by_key = !longest_first.is_empty() && longest_first.iter().all(|n| n.len() >= MIN_KEY);
+    let keys = by_key.then(|| NameKeys::new(&longest_first));
+    let mut starts = Vec::with_capacity(text.len() / 32 + 4);
+    let one_by_one = unit_numbers(text, spans, &mut numbers, |p| {
+        if let Some(keys) = &keys {
+            keys.visit(text.as_bytes(), p, &mut starts);
+        }
+    })
+    .ok()?;
     // unit by unit, every name is a candidate in every unit (the reference returns before its search)
-    let named = if one_by_one { None } else { Some(named_units(text, &spans, &longest_first).ok()?) };
+    let named = if one_by_one {
+        None
+    } else {
+        if !by_key && !longest_first.is_empty() {
+            starts = starts_by_char(text, &longest_first);
+        }
+        Some(named_units(spans, &starts).ok()?)
+    };
     // masking by occurrence holds while no name holds `@` (see `mask_occurrences`)
     let by_occurrence = !longest_first.iter().any(|n| n.contains(NAME));
     let name_facts = NameFacts::new(longest_first.iter().chain(latin).copied());
@@ -891,10 +1125,10 @@ pub fn analyse(
     let mut facts: Vec<&str> = name_facts.all().collect();
     facts.extend((0..numbers.found.len()).map(|k| numbers.fact(k)));
 
-    let mut frames: Vec<u64> = Vec::new();
+    let mut frames: Vec<u64> = Vec::with_capacity(spans.len());
     // buffers reused from unit to unit
     let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
-    let (mut skeleton, mut filled) = (String::new(), String::new());
+    let (mut skeleton, mut filled) = (String::with_capacity(512), String::with_capacity(256));
     let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
     for (i, &(a, b)) in spans.iter().enumerate() {
         here.clear();
@@ -908,10 +1142,11 @@ pub fn analyse(
                 q += 1;
             }
         }
+        // the unit as masked, or None when what it masked is in `masked`
         let unit = match &named {
             Some(named) if by_occurrence => {
-                let (out, _) = &mut buffers;
-                mask_occurrences(text, (a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked, out)
+                mask_occurrences((a, b), &named[from..q], &longest_first, &name_facts, &mut here, &mut masked);
+                None
             }
             _ => {
                 // the names found in the unit, or unit by unit every name (as the reference)
@@ -921,15 +1156,18 @@ pub fn analyse(
                     None => candidates.extend(0..longest_first.len()),
                 }
                 candidates.dedup();
-                mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers)
+                Some(mask_names(&text[a..b], candidates.iter().copied(), &longest_first, &name_facts, &mut here, &mut buffers))
             }
         };
         if here.is_empty() {
             continue;
         }
-        here.sort_unstable();
+        here.sort_unstable_by(|x, y| prefix(x).cmp(&prefix(y)).then_with(|| x.cmp(y)));
         here.dedup();
-        skeleton_into(unit, &mut skeleton);
+        match unit {
+            Some(unit) => skeleton_into(unit, &mut skeleton),
+            None => masked_skeleton_into(text, (a, b), &masked, &mut skeleton),
+        }
         filled.clear();
         for (j, f) in here.iter().enumerate() {
             if j > 0 {
@@ -953,13 +1191,18 @@ pub fn analyse(
 struct Lowering<'l> {
     line: &'l str,
     lower: &'l str,
-    /// A character boundary of `line` and the same boundary in `lower`; None when they are one (ASCII).
+    /// A character boundary of `line` and the same boundary in `lower`; None when they are one.
     at: Option<(usize, usize)>,
 }
 
 impl<'l> Lowering<'l> {
     fn new(line: &'l str, lower: &'l str) -> Option<Self> {
-        if line.is_ascii() && lower.len() == line.len() {
+        // lower-casing that changes ASCII letters only: each character is lowered to itself or its
+        // ASCII small letter (the first character of a character's lowering is never another one
+        // unless it is a small letter of ASCII), so boundaries are where they were
+        let ascii_only = lower.len() == line.len()
+            && (line.is_ascii() || line.bytes().zip(lower.bytes()).all(|(c, l)| c.to_ascii_lowercase() == l));
+        if ascii_only {
             return Some(Lowering { line, lower, at: None });
         }
         if line.chars().count() != lower.chars().count() || line.contains('\u{3a3}') {
@@ -1025,31 +1268,79 @@ fn cased_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'&' | b'\'' | b'-')
 }
 
+/// The first capital ASCII letter of `bytes` from `i` on, or the end.
+fn next_capital(bytes: &[u8], i: usize) -> usize {
+    next_byte(bytes, i, |b| b.is_ascii_uppercase())
+}
+
+/// The matches of `_CASED_WORD` (`[A-Z][A-Za-z0-9&'-]*`) in `text`, as byte ranges.
+fn cased_words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        i = next_capital(bytes, i);
+        if i == bytes.len() {
+            return None;
+        }
+        let at = i;
+        i += 1;
+        while i < bytes.len() && cased_word_byte(bytes[i]) {
+            i += 1;
+        }
+        Some((at, i))
+    })
+}
+
+/// A cased word as a name has it (`m.group().rstrip("'-")`, not lower-cased yet); a name has two
+/// characters at least.
+fn name_word(word: &str) -> &str {
+    word.trim_end_matches(['\'', '-'])
+}
+
 /// `latin_body_names(cased, body, stopwords)`, given `lower` = `cased.lower()`; None where the
 /// reference must run.
 pub fn latin_body_names(
     cased: &str, lower: &str, body: &str, stopwords: &FxHashSet<String>,
 ) -> Option<FxHashSet<String>> {
+    latin_names_in(cased, lower, body, None, stopwords)
+}
+
+/// `latin_body_names`, given the body's sentences (`unit_spans(body)`) when they are known.
+fn latin_names_in(
+    cased: &str, lower: &str, body: &str, sentences: Option<&[(usize, usize)]>, stopwords: &FxHashSet<String>,
+) -> Option<FxHashSet<String>> {
     let mut out = FxHashSet::default();
     // a name starts with a capital ASCII letter: text without one has none (whichever way the
     // reference would read its lines)
-    if !cased.bytes().any(|b| b.is_ascii_uppercase()) {
+    if next_capital(cased.as_bytes(), 0) == cased.len() {
         return Some(out);
     }
-    let mut kept_lines: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(64, Default::default());
-    kept_lines.extend(body.split('\n'));
+    let mut kept_lines: Option<FxHashSet<&str>> = None; // the body's lines, once a line asks
     let mut kept: Option<FxHashSet<&str>> = None;
-    let mut opens = true;
     let mut name = String::new();
     let mut lowered = lower.split('\n');
+    // the line before, its lower-casing and whether it was kept whole (when that was asked)
+    let mut before: Option<(&str, &str, Option<bool>)> = None;
     for line in cased.split('\n') {
         let low = lowered.next()?;
-        let whole = kept_lines.contains(low);
-        if !line.bytes().any(|b| b.is_ascii_uppercase()) {
-            // no name on the line: only whether the next line's first word may open a sentence counts
-            opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
+        let last = before.replace((line, low, None));
+        // a line without a cased word of two characters has no name (a sentence's words are its
+        // line's: none runs over a sentence's end, which is punctuation and closing quotes)
+        if !cased_words(line).any(|(a, b)| name_word(&line[a..b]).len() >= 2) {
             continue;
         }
+        let kept_lines = kept_lines.get_or_insert_with(|| {
+            let mut lines = FxHashSet::with_capacity_and_hasher(64, Default::default());
+            lines.extend(body.split('\n'));
+            lines
+        });
+        // after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26
+        // cts") a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
+        let opens = last.is_none_or(|(line, low, whole)| {
+            closes(line) || line.len() <= 40 || line.chars().count() <= 40 || !whole.unwrap_or_else(|| kept_lines.contains(low))
+        });
+        let whole = kept_lines.contains(low);
+        before = Some((line, low, Some(whole)));
         let (pieces_of_line, mut lowering) = if whole {
             (Vec::new(), None)
         } else {
@@ -1057,33 +1348,27 @@ pub fn latin_body_names(
         };
         let whole_line = [(0, line.len())];
         let spans: &[(usize, usize)] = if whole { &whole_line } else { &pieces_of_line };
-        if !whole && kept.is_none() {
-            kept = Some(kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect());
-        }
         for (n, &(a, b)) in spans.iter().enumerate() {
             let first = n == 0 && !opens;
+            let piece = &line[a..b];
+            if !whole && !cased_words(piece).any(|(x, y)| name_word(&piece[x..y]).len() >= 2) {
+                continue; // no name in this sentence, whether it was kept or not
+            }
             if let Some(l) = &mut lowering {
-                if !kept.as_ref().expect("kept sentences").contains(l.slice(a, b)) {
+                // the sentences of the body's lines (each line's sentences are its units)
+                let kept = kept.get_or_insert_with(|| match sentences {
+                    Some(sentences) => sentences.iter().map(|&(a, b)| &body[a..b]).collect(),
+                    None => kept_lines.iter().flat_map(|x| pieces(x).into_iter().map(|(a, b)| &x[a..b])).collect(),
+                });
+                if !kept.contains(l.slice(a, b)) {
                     continue;
                 }
             }
-            let piece = &line[a..b];
-            let bytes = piece.as_bytes();
-            let mut i = 0;
-            while i < bytes.len() {
-                if !bytes[i].is_ascii_uppercase() {
-                    i += 1;
-                    continue;
-                }
-                let at = i;
-                i += 1;
-                while i < bytes.len() && cased_word_byte(bytes[i]) {
-                    i += 1;
-                }
+            for (at, end) in cased_words(piece) {
                 if (at == 0 && !first) || opens_before(piece, at) {
                     continue;
                 }
-                let word = piece[at..i].trim_end_matches(['\'', '-']);
+                let word = name_word(&piece[at..end]);
                 if word.len() >= 2 {
                     name.clear();
                     name.extend(word.chars().map(|c| c.to_ascii_lowercase()));
@@ -1093,7 +1378,6 @@ pub fn latin_body_names(
                 }
             }
         }
-        opens = !whole || closes(line) || line.len() <= 40 || line.chars().count() <= 40;
     }
     if lowered.next().is_some() {
         return None;
@@ -1107,10 +1391,14 @@ pub fn latin_body_names(
 pub fn body_facts(
     body: &str, names: &[&str], cased: &str, lower: &str, stopwords: &FxHashSet<String>,
     max_facts: usize, max_frames: usize,
-) -> Option<(Vec<String>, Vec<u64>)> {
-    let latin = latin_body_names(cased, lower, body, stopwords)?;
+) -> Option<(Facts, Vec<u64>)> {
+    let text = join_split_figures(body);
+    let spans = unit_spans(&text).ok()?;
+    // the units are the body's sentences unless a figure was joined
+    let sentences = matches!(text, Cow::Borrowed(_)).then_some(&spans[..]);
+    let latin = latin_names_in(cased, lower, body, sentences, stopwords)?;
     let latin: Vec<&str> = latin.iter().map(String::as_str).collect();
-    analyse(body, names, &latin, max_facts, max_frames)
+    analyse_units(&text, &spans, names, &latin, max_facts, max_frames)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`, or None where the
@@ -1122,7 +1410,8 @@ fn py_analyse(
     py.detach(|| {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let latin: Vec<&str> = latin.iter().map(String::as_str).collect();
-        analyse(text, &names, &latin, max_facts, max_frames)
+        let (facts, frames) = analyse(text, &names, &latin, max_facts, max_frames)?;
+        Some((facts.iter().map(str::to_owned).collect(), frames))
     })
 }
 
@@ -1211,6 +1500,60 @@ mod tests {
     #[test]
     fn no_digit_in_the_gap() {
         assert!(crate::unicode::DECIMAL.iter().all(|&(a, b)| b < 0x2000 || a >= 0xa620));
+        // nor a space where Han characters are (the skeleton's quick path)
+        assert!(('\u{4000}'..='\u{9fff}').all(|c| !py_isspace(c) && !is_digit(c)));
+    }
+
+    #[test]
+    fn name_starts() {
+        let texts = ["北京人民大会堂在北京, abcd北京x 大会堂北", "大会堂", "x北京", "北京x", "abcde", "", "北"];
+        let names = ["北京人民大会堂", "北京x", "大会堂", "abcd", "北京"];
+        for text in texts {
+            let mut naive: Vec<(usize, usize)> = text
+                .char_indices()
+                .flat_map(|(p, _)| names.iter().enumerate().filter(move |(_, n)| text[p..].starts_with(**n)).map(move |(id, _)| (p, id)))
+                .collect();
+            naive.sort_unstable();
+            let keys = NameKeys::new(&names);
+            let mut by_key = Vec::new();
+            number_facts_visiting(text, &mut NumberFacts::default(), |p| keys.visit(text.as_bytes(), p, &mut by_key)).unwrap();
+            for mut got in [by_key, starts_by_char(text, &names)] {
+                got.sort_unstable();
+                assert_eq!(got, naive, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn cased() {
+        let text = "abc Ab-' x A B2 de&F ".repeat(3) + "0123456789abcdefghij Xy";
+        let words: Vec<&str> = cased_words(&text).map(|(a, b)| &text[a..b]).collect();
+        assert_eq!(words[..4], ["Ab-'", "A", "B2", "F"]);
+        assert_eq!(words.last(), Some(&"Xy"));
+        assert_eq!(words.len(), 13);
+        assert_eq!(next_capital(b"abcdefghijklmnopqrstuvwxyz", 0), 26);
+        assert_eq!(name_word("Ab-'"), "Ab");
+    }
+
+    #[test]
+    fn lowering() {
+        let mut l = Lowering::new("ÄB 北京 Cd", "äb 北京 cd").expect("char for char");
+        assert_eq!((l.slice(0, 3), l.slice(4, 10), l.slice(11, 13)), ("äb", "北京", "cd"));
+        let mut l = Lowering::new("X 北京 Cd", "x 北京 cd").expect("ASCII letters only");
+        assert!(l.at.is_none());
+        assert_eq!(l.slice(2, 8), "北京");
+        assert!(Lowering::new("ΑΣ", "ας").is_none());
+    }
+
+    #[test]
+    fn masked_skeletons() {
+        let text = "在3,北京4和一北京二, march北京5 two北京 x北京y 北京北京";
+        let masked: Vec<(usize, usize)> = text.match_indices("北京").map(|(i, n)| (i, i + n.len())).collect();
+        let (mut got, mut want) = (String::new(), String::new());
+        masked_skeleton_into(text, (0, text.len()), &masked, &mut got);
+        skeleton_into(&text.replace("北京", "@"), &mut want);
+        assert_eq!(got, want);
+        assert_eq!(got, "在#,@#和#@#,#@##@x@y@@");
     }
 
     #[test]

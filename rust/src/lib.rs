@@ -159,6 +159,7 @@ impl Core {
         })?;
         // the names are read only where the reference's facts run
         let names: &[&str] = if analysed.is_some() { &[] } else { &got.names };
+        let analysed = analysed.as_ref().map(|(found, frames)| (found.iter().collect::<Vec<&str>>(), frames));
         (body, got.fingerprint, got.chunks, got.top_terms, got.n_tokens, got.n_terms,
          PyBytes::new(py, &got.sketch), names, analysed).into_pyobject(py).ok()
     }
@@ -202,13 +203,12 @@ impl Core {
         })?;
         let (got, found, frames, digests, blocks) = py.detach(|| {
             let got = run(&self.jieba, &self.settings, &body, &flat)?;
-            let (mut found, frames) = if facts {
+            let (found, frames) = if facts {
                 facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, plan.max_facts,
                                   plan.max_frames)?
             } else {
-                (Vec::new(), Vec::new())
+                Default::default()
             };
-            found.extend(extra);
             let compact = text::without_space(&lower);
             let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
             let blocks = plan.keys(got.fingerprint);
@@ -218,7 +218,8 @@ impl Core {
         let top_terms = Py::new(py, document::Terms::pack(&got.top_terms)).ok()?;
         (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
          got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
-         PyTuple::new(py, found).ok()?, PyTuple::new(py, frames).ok()?, (day_read, headline)).into_pyobject(py).ok()
+         PyTuple::new(py, found.iter().chain(extra.iter().map(String::as_str)).collect::<Vec<&str>>()).ok()?,
+         PyTuple::new(py, frames).ok()?, (day_read, headline)).into_pyobject(py).ok()
     }
 
     /// `title_facts(title, terms(title), latin_names(raw))` of `fingerprint/facts.py`, where `title` is
