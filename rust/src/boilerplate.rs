@@ -3,6 +3,7 @@
 //! Text holding a character on which Python's and this crate's Unicode classes could disagree (see
 //! [`risky`]) is left to the reference.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -184,10 +185,10 @@ fn py_strip(s: &str) -> &str {
 }
 
 /// The line without its short marker-carrying sentences (`_strip_sentences`).
-fn strip_sentences(line: &str, marker: &Regex) -> String {
+fn strip_sentences<'a>(line: &'a str, marker: &Regex) -> Cow<'a, str> {
     // a stripped line is its sentences end to end, none of them blank: without a marker every one stays
     if !marker.is_match(line) {
-        return line.to_owned();
+        return Cow::Borrowed(line);
     }
     let mut kept = String::new();
     for (a, b) in sentence_matches_with(line, true) {
@@ -200,7 +201,7 @@ fn strip_sentences(line: &str, marker: &Regex) -> String {
             kept.push_str(piece);
         }
     }
-    py_strip(&kept).to_owned()
+    Cow::Owned(py_strip(&kept).to_owned())
 }
 
 fn is_edge_furniture(line: &str) -> bool {
@@ -216,11 +217,11 @@ fn runs_on(line: &str) -> bool {
     })
 }
 
-fn introduced_table(kept: &str, rows: &[String]) -> bool {
+fn introduced_table(kept: &str, rows: &[Cow<str>]) -> bool {
     (kept.ends_with(':') || kept.ends_with(" -")) && rows.iter().any(|r| patterns().digit.is_match(r))
 }
 
-fn opening_table(rows: &[String]) -> Option<usize> {
+fn opening_table(rows: &[Cow<str>]) -> Option<usize> {
     let p = patterns();
     let figures: Vec<usize> = (0..rows.len()).filter(|&i| p.digit.is_match(&rows[i])).collect();
     let compares = (0..rows.len()).find(|&i| rows[i].contains("vs") && p.compares.is_match(&rows[i]));
@@ -252,7 +253,7 @@ pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
             }
         }
     }
-    let mut lines: Vec<String> = Vec::new();
+    let mut lines: Vec<Cow<str>> = Vec::new();
     let mut goes_on: Vec<bool> = Vec::new();
     let mut prose: Vec<&str> = Vec::new();
     for (i, raw) in raw_lines.iter().enumerate() {
@@ -294,8 +295,9 @@ pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
     if out.is_empty() {
         out = lines.join("\n");
     }
-    let rest = prose.join("\n");
-    Some(if chars(&out) as f64 >= MIN_KEPT * chars(&rest) as f64 { out } else { rest })
+    // the prose lines joined by newlines, counted without joining them unless they are returned
+    let rest = prose.iter().map(|l| chars(l)).sum::<usize>() + prose.len().saturating_sub(1);
+    Some(if chars(&out) as f64 >= MIN_KEPT * rest as f64 { out } else { prose.join("\n") })
 }
 
 #[cfg(test)]
