@@ -93,6 +93,17 @@ pub fn risky(text: &str) -> bool {
     patterns().risky.any_in(text)
 }
 
+/// Whether `cased` is `text` with some ASCII letters capital: byte for byte the same but where
+/// `cased` has a capital ASCII letter and `text` its small one.
+fn ascii_case_apart(text: &str, cased: &str) -> bool {
+    let (t, c) = (text.as_bytes(), cased.as_bytes());
+    // in blocks, each compared without branches, so that the comparison is vectorised
+    t.len() == c.len()
+        && t.chunks(64).zip(c.chunks(64)).all(|(t, c)| {
+            t.iter().zip(c).fold(true, |same, (&a, &b)| same & (a == b || (b.wrapping_sub(b'A') < 26 && a == b | 0x20)))
+        })
+}
+
 fn is_word(c: char) -> bool {
     c == '_' || c.is_ascii_alphanumeric() || (!c.is_ascii() && {
         let mut buf = [0; 4];
@@ -236,7 +247,9 @@ fn opening_table(rows: &[Cow<str>]) -> Option<usize> {
 pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
     let (marker, line_markers) = MARKERS.get()?;
     let suspect = patterns().either.any_in(text) && (risky(text) || marks_in_bounded_code(text));
-    if suspect || risky(cased) {
+    // text that is not suspect holds no risky character, nor does `cased` if it is that text but for
+    // capital ASCII letters
+    if suspect || (!ascii_case_apart(text, cased) && risky(cased)) {
         return None;
     }
     let p = patterns();
@@ -329,5 +342,37 @@ mod tests {
             }
         }
         assert!(matched > 1000, "the lines exercise the pattern ({matched} matched)");
+    }
+
+    /// `ascii_case_apart` holds exactly where `cased` is `text` but for capitals of some of its ASCII
+    /// letters, character by character.
+    #[test]
+    fn ascii_case_apart_is_ascii_lowercase() {
+        const PIECES: [&str; 12] = ["a", "A", "z", "Z", "@", "[", "`", "{", "中", "Σ", "σ", "\u{1c}"];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut apart = 0;
+        for _ in 0..100_000 {
+            let len = next(90);
+            let cased: String = (0..len).map(|_| PIECES[next(PIECES.len())]).collect();
+            let mut text = cased.to_ascii_lowercase();
+            if next(3) == 0 && !text.is_empty() {
+                let i = next(text.len());
+                if text.is_char_boundary(i) {
+                    text.insert(i, PIECES[next(PIECES.len())].chars().next().unwrap());
+                    text.pop();
+                }
+            }
+            let want = text.chars().count() == cased.chars().count()
+                && text.chars().zip(cased.chars()).all(|(t, c)| t == c || (c.is_ascii_uppercase() && t == c.to_ascii_lowercase()));
+            assert_eq!(ascii_case_apart(&text, &cased), want, "{text:?} {cased:?}");
+            apart += want as usize;
+        }
+        assert!(apart > 10_000 && apart < 100_000, "both answers are exercised ({apart})");
     }
 }
