@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{ascii_space, py_isspace, sentence_matches, sentence_spans, strip};
+use crate::text::{ascii_space, push_sentence_spans, py_isspace, sentence_matches, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -648,9 +648,8 @@ fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
     let mut a = 0;
     for line in text.split('\n') {
-        if !line.is_empty() {
-            let got = sentence_spans(line, MAX_SENTENCE).ok_or(())?;
-            spans.extend(got.into_iter().map(|(s, e)| (a + s, a + e)));
+        if !line.is_empty() && !push_sentence_spans(line, a, MAX_SENTENCE, &mut spans) {
+            return Err(());
         }
         a += line.len() + 1;
     }

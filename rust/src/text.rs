@@ -232,6 +232,18 @@ avx2_variant! {
 /// [`sentence_matches_with`], inlined into its two builds.
 #[inline(always)]
 fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    each_sentence_match(text, dot_at_end, |a, b| {
+        out.push((a, b));
+        true
+    });
+    out
+}
+
+/// Calls `visit` with each match of the sentence pattern (see [`sentence_matches_with`]) in order,
+/// until it returns false.
+#[inline(always)]
+fn each_sentence_match(text: &str, dot_at_end: bool, mut visit: impl FnMut(usize, usize) -> bool) {
     let n = text.len();
     // the character at byte `i` and where the next one starts
     let at = |i: usize| -> (char, usize) {
@@ -239,7 +251,6 @@ fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
         (c, i + c.len_utf8())
     };
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
     let mut pos = 0;
     while pos < n {
         let mut e = at(pos).1; // `.+?` takes one character at least
@@ -273,26 +284,40 @@ fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
             }
             e = next;
         };
-        out.push((pos, end));
+        if !visit(pos, end) {
+            return;
+        }
         pos = end;
     }
-    out
 }
 
 /// `sentence_spans` of `fingerprint/chunks.py`: where each stripped, non-empty sentence lies; None when
 /// one is longer than `max_chars` characters (the reference then cuts it into slices).
 pub fn sentence_spans(text: &str, max_chars: usize) -> Option<Vec<(usize, usize)>> {
     let mut spans = Vec::new();
-    for (a, b) in sentence_matches(text) {
+    push_sentence_spans(text, 0, max_chars, &mut spans).then_some(spans)
+}
+
+avx2_variant! {
+    /// [`sentence_spans`] of `text` added to `out`, each moved by `offset` (where `text` lies in a
+    /// longer one); false when a sentence is too long (what was added is then to be ignored).
+    pub fn push_sentence_spans(text: &str, offset: usize, max_chars: usize, out: &mut Vec<(usize, usize)>) -> bool = push_sentence_spans_body
+}
+
+/// [`push_sentence_spans`], inlined into its two builds.
+#[inline(always)]
+fn push_sentence_spans_body(text: &str, offset: usize, max_chars: usize, out: &mut Vec<(usize, usize)>) -> bool {
+    let mut fits = true;
+    each_sentence_match(text, false, |a, b| {
         let (s, e) = strip(text, a, b);
         if e - s > max_chars && text[s..e].chars().count() > max_chars {
-            return None;
+            fits = false;
+        } else if e > s {
+            out.push((offset + s, offset + e));
         }
-        if e > s {
-            spans.push((s, e));
-        }
-    }
-    Some(spans)
+        fits
+    });
+    fits
 }
 
 fn word_byte(b: u8) -> bool {
@@ -341,6 +366,23 @@ mod tests {
         let t = "a. b。。」c d.e f";
         let m: Vec<&str> = sentence_matches(t).iter().map(|&(a, b)| &t[a..b]).collect();
         assert_eq!(m, vec!["a.", " b。。」", "c d.e f"]);
+    }
+
+    #[test]
+    fn sentence_spans_pushed_with_offset() {
+        let t = "  a. b。。」 c d.e f  ";
+        let spans = sentence_spans(t, 100).expect("short sentences");
+        let got: Vec<&str> = spans.iter().map(|&(a, b)| &t[a..b]).collect();
+        assert_eq!(got, vec!["a.", "b。。」", "c d.e f"]);
+        let mut pushed = vec![(0, 1)];
+        assert!(push_sentence_spans(t, 7, 100, &mut pushed));
+        let moved: Vec<(usize, usize)> = spans.iter().map(|&(a, b)| (a + 7, b + 7)).collect();
+        assert_eq!(pushed[1..], moved[..]);
+        // a sentence of more than `max_chars` characters: none after it is added
+        assert_eq!(sentence_spans(t, 6), None);
+        let mut pushed = Vec::new();
+        assert!(!push_sentence_spans("ab. cdefgh. i.", 0, 4, &mut pushed));
+        assert_eq!(pushed, vec![(0, 3)]);
     }
 
     #[test]
