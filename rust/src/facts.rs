@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{ascii_space, push_sentence_spans, py_isspace, sentence_matches, strip};
+use crate::text::{ascii_space, push_sentence_spans, ByteSet, py_isspace, sentence_matches, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -260,13 +260,16 @@ fn split_figure_at(text: &str, p: usize) -> Option<usize> {
     (k > p + 1 && char_at(text, k).is_some_and(is_digit)).then_some(k)
 }
 
+/// The separators of a figure, where `_SPLIT_FIGURE` may match.
+const SEPARATORS: ByteSet = ByteSet::new(b".,");
+
 /// `_SPLIT_FIGURE.sub(r"\1", text)`: a break inside a figure (`82.\n7`) is dropped; the text itself
 /// when it has none.
 pub fn join_split_figures(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0; // text[..copied] is in `out`
     let bytes = text.as_bytes();
-    let mut p = next_byte(bytes, 0, |b| matches!(b, b'.' | b','));
+    let mut p = SEPARATORS.find(bytes, 0);
     while p < bytes.len() {
         if let Some(k) = split_figure_at(text, p) {
             let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -276,7 +279,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
         } else {
             p += 1;
         }
-        p = next_byte(bytes, p, |b| matches!(b, b'.' | b','));
+        p = SEPARATORS.find(bytes, p);
     }
     match out {
         None => Cow::Borrowed(text),
@@ -642,16 +645,20 @@ fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
 
 // ------------------------------------------------------------------------------------------ units
 
+const LINE_BREAK: ByteSet = ByteSet::new(b"\n");
+
 /// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
 /// where a sentence is longer than the reference's slices (not ported).
 fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
+    let bytes = text.as_bytes();
     let mut a = 0;
-    for line in text.split('\n') {
-        if !line.is_empty() && !push_sentence_spans(line, a, MAX_SENTENCE, &mut spans) {
+    while a < bytes.len() {
+        let b = LINE_BREAK.find(bytes, a);
+        if b > a && !push_sentence_spans(&text[a..b], a, MAX_SENTENCE, &mut spans) {
             return Err(());
         }
-        a += line.len() + 1;
+        a = b + 1;
     }
     Ok(spans)
 }
@@ -1494,6 +1501,19 @@ mod tests {
         assert_eq!(word_of("seventeen"), Some(("seventeen", Word::Number(17))));
         assert_eq!(month_at("marching may 5", 0), None);
         assert_eq!(month_at("marching may 5", 9), Some("may"));
+    }
+
+    #[test]
+    fn units_of_lines() {
+        // long lines, so that the searches for separators and line breaks go a block at a time
+        let long = "长".repeat(20);
+        let text = format!("{long}82.\n7m。 {long} b\n\n  c. d\n{long}3, 4");
+        let joined = join_split_figures(&text);
+        assert_eq!(joined, format!("{long}82.7m。 {long} b\n\n  c. d\n{long}3,4"));
+        let spans = unit_spans(&joined).expect("short sentences");
+        let units: Vec<&str> = spans.iter().map(|&(a, b)| &joined[a..b]).collect();
+        assert_eq!(units, vec![format!("{long}82.7m。"), format!("{long} b"), "c.".into(), "d".into(), format!("{long}3,4")]);
+        assert_eq!(unit_spans(&"长".repeat(MAX_SENTENCE + 1)), Err(()));
     }
 
     #[test]
