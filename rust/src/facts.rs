@@ -647,18 +647,28 @@ fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
 
 const LINE_BREAK: ByteSet = ByteSet::new(b"\n");
 
+/// `text.split('\n')`, the line breaks looked for a block of bytes at a time.
+fn lines(text: &str) -> impl Iterator<Item = &str> + '_ {
+    let bytes = text.as_bytes();
+    let mut at = Some(0); // where the next line starts, None after the last
+    std::iter::from_fn(move || {
+        let a = at?;
+        let b = LINE_BREAK.find(bytes, a);
+        at = (b < bytes.len()).then_some(b + 1);
+        Some(&text[a..b])
+    })
+}
+
 /// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
 /// where a sentence is longer than the reference's slices (not ported).
 fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
-    let bytes = text.as_bytes();
     let mut a = 0;
-    while a < bytes.len() {
-        let b = LINE_BREAK.find(bytes, a);
-        if b > a && !push_sentence_spans(&text[a..b], a, MAX_SENTENCE, &mut spans) {
+    for line in lines(text) {
+        if !line.is_empty() && !push_sentence_spans(line, a, MAX_SENTENCE, &mut spans) {
             return Err(());
         }
-        a = b + 1;
+        a += line.len() + 1;
     }
     Ok(spans)
 }
@@ -1324,10 +1334,10 @@ fn latin_names_in(
     let mut kept_lines: Option<FxHashSet<&str>> = None; // the body's lines, once a line asks
     let mut kept: Option<FxHashSet<&str>> = None;
     let mut name = String::new();
-    let mut lowered = lower.split('\n');
+    let mut lowered = lines(lower);
     // the line before, its lower-casing and whether it was kept whole (when that was asked)
     let mut before: Option<(&str, &str, Option<bool>)> = None;
-    for line in cased.split('\n') {
+    for line in lines(cased) {
         let low = lowered.next()?;
         let last = before.replace((line, low, None));
         // a line without a cased word of two characters has no name (a sentence's words are its
@@ -1336,9 +1346,9 @@ fn latin_names_in(
             continue;
         }
         let kept_lines = kept_lines.get_or_insert_with(|| {
-            let mut lines = FxHashSet::with_capacity_and_hasher(64, Default::default());
-            lines.extend(body.split('\n'));
-            lines
+            let mut set = FxHashSet::with_capacity_and_hasher(64, Default::default());
+            set.extend(lines(body));
+            set
         });
         // after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26
         // cts") a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
@@ -1514,6 +1524,9 @@ mod tests {
         let units: Vec<&str> = spans.iter().map(|&(a, b)| &joined[a..b]).collect();
         assert_eq!(units, vec![format!("{long}82.7m。"), format!("{long} b"), "c.".into(), "d".into(), format!("{long}3,4")]);
         assert_eq!(unit_spans(&"长".repeat(MAX_SENTENCE + 1)), Err(()));
+        for t in ["", "\n", "a", "a\n", "\na\n\nb", &text, &format!("{text}\n")] {
+            assert_eq!(lines(t).collect::<Vec<_>>(), t.split('\n').collect::<Vec<_>>(), "{t:?}");
+        }
     }
 
     #[test]
