@@ -24,9 +24,14 @@ const MAY_SPACE: ByteSet =
 /// byte is in [`MAY_SPACE`].
 #[inline]
 fn space_at(text: &str, i: usize) -> (bool, usize) {
-    let b = text.as_bytes()[i];
+    let bytes = text.as_bytes();
+    let b = bytes[i];
     if b < 0x80 {
         return (true, 1);
+    }
+    if b == 0xe3 {
+        // U+3000 to U+3FFF (CJK punctuation mostly): only U+3000 is space
+        return (bytes[i + 1] == 0x80 && bytes[i + 2] == 0x80, 3);
     }
     let c = text[i..].chars().next().expect("a character");
     (py_isspace(c), c.len_utf8())
@@ -34,22 +39,9 @@ fn space_at(text: &str, i: usize) -> (bool, usize) {
 
 /// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`).
 pub fn without_space(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let j = MAY_SPACE.find(bytes, i);
-        out.extend_from_slice(&bytes[i..j]);
-        if j == bytes.len() {
-            break;
-        }
-        let (space, len) = space_at(text, j);
-        if !space {
-            out.extend_from_slice(&bytes[j..j + len]);
-        }
-        i = j + len;
-    }
-    out
+    let mut out = String::with_capacity(text.len());
+    push_without_space(text, &mut out);
+    out.into_bytes()
 }
 
 /// `fn $name($args) -> $ret` calling `$body` (an `#[inline(always)]` function of the same arguments)
@@ -71,6 +63,32 @@ macro_rules! avx2_variant {
             $body($($arg),*)
         }
     };
+}
+
+avx2_variant! {
+    /// `"".join(text.split())` added to `out`.
+    pub fn push_without_space(text: &str, out: &mut String) -> () = push_without_space_body
+}
+
+/// [`push_without_space`], inlined into its two builds: what is not space is copied a run at a time.
+#[inline(always)]
+fn push_without_space_body(text: &str, out: &mut String) {
+    let bytes = text.as_bytes();
+    let mut kept = 0; // text[kept..i] stays and is not written yet
+    let mut i = 0;
+    while i < bytes.len() {
+        let j = MAY_SPACE.find(bytes, i);
+        if j == bytes.len() {
+            break;
+        }
+        let (space, len) = space_at(text, j);
+        if space {
+            out.push_str(&text[kept..j]);
+            kept = j + len;
+        }
+        i = j + len;
+    }
+    out.push_str(&text[kept..]);
 }
 
 /// A set of byte values, for finding the next byte of a text that is one of them: 32 bytes at a time
