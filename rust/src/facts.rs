@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{ascii_space, push_sentence_spans, ByteSet, py_isspace, sentence_matches, strip};
+use crate::text::{ascii_space, push_sentence_spans, push_without_space, ByteSet, py_isspace, sentence_matches, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -386,11 +386,13 @@ fn push_chinese_number(run: &str, out: &mut String) -> Result<bool, ()> {
 // ------------------------------------------------------------------------------------ number facts
 
 /// The number facts of a text: each match's span, the unit it goes to and its fact (a slice of
-/// `arena`).
+/// `arena`); and what the skeleton masks (`_MASK_NUMBERS`: each figure, run of Chinese numerals and
+/// whole number word or month), in order.
 #[derive(Default)]
 struct NumberFacts {
     arena: String,
     found: Vec<Found>,
+    marks: Vec<(usize, usize)>,
 }
 
 struct Found {
@@ -513,6 +515,9 @@ fn arabic_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Option<usi
         return None;
     }
     let e = figure_end(text, d, false);
+    // the skeleton's figure allows spaces after a separator, but the text has no such figure left
+    // (`join_split_figures`)
+    out.marks.push((d, e));
     let unit = char_at(text, e).filter(|&u| is_occurrence_unit(u));
     let end = e + unit.map_or(0, char::len_utf8);
     out.push(p, end, d > p, unit, |s| {
@@ -531,6 +536,7 @@ fn chinese_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Result<Op
         return Ok(None);
     }
     let e = run_end(text, r, is_cn);
+    out.marks.push((r, e));
     let ordinal = r > p;
     let classifier = char_at(text, e).filter(|&u| is_classifier(u));
     let numeral = &text[r..e];
@@ -573,6 +579,7 @@ fn en_word_at(text: &str, p: usize, w: &str, kind: Word, out: &mut NumberFacts) 
     if char_at(text, end).is_some_and(is_word) {
         return;
     }
+    out.marks.push((p, end));
     match kind {
         Word::Number(v) => out.push_text(p, end, format_args!("{FIGURE}{v}")),
         Word::Month if w != "may" => out.push_text(p, end, format_args!("{FIGURE}{w}")),
@@ -699,6 +706,7 @@ fn unit_numbers(
         number_facts(&text[a..b], out)?;
         out.found[from..].iter_mut().for_each(|f| f.unit = i);
     }
+    out.marks.clear(); // each unit's own, not the text's
     Ok(true)
 }
 
@@ -980,15 +988,49 @@ fn skeleton_into(unit: &str, out: &mut String) {
 /// `skeleton_into` of the unit `text[a..b]` with the spans `masked` (in order, inside it) replaced by
 /// `@`: the pieces between them are read apart, as no pattern of `_MASK_NUMBERS` reads across a `@`
 /// (no word character, space, digit or separator) and after one a word starts as at the start.
-fn masked_skeleton_into(text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], out: &mut String) {
+/// `marks` are what the skeleton masks in the whole text (see `NumberFacts`), from the first that
+/// may reach into the unit (`mark`, moved on as units come in order).
+fn masked_skeleton_into(
+    text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], marks: &[(usize, usize)], mark: &mut usize,
+    out: &mut String,
+) {
     out.clear();
     let mut at = a;
     for &(s, e) in masked {
-        push_skeleton(&text[at..s], out);
+        push_marked_skeleton(text, (at, s), (at > a, true), marks, mark, out);
         out.push(NAME);
         at = e;
     }
-    push_skeleton(&text[at..b], out);
+    push_marked_skeleton(text, (at, b), (at > a, false), marks, mark, out);
+}
+
+/// `push_skeleton` of the piece `text[s..e]`, copied between the `marks` inside it, spaces dropped.
+/// The whole text's marks are the piece's unless a name borders it (`names`: one ends at `s`, one
+/// starts at `e`): where one cuts a mark or a lower-case word (whether a word starts or ends there
+/// then differs), the piece is read alone.
+fn push_marked_skeleton(
+    text: &str, (s, e): (usize, usize), names: (bool, bool), marks: &[(usize, usize)], mark: &mut usize,
+    out: &mut String,
+) {
+    while *mark < marks.len() && marks[*mark].1 <= s {
+        *mark += 1;
+    }
+    let bytes = text.as_bytes();
+    let inside = marks[*mark..].iter().take_while(|&&(x, _)| x < e);
+    let cut = (names.0 && bytes.get(s).is_some_and(u8::is_ascii_lowercase))
+        || (names.1 && e > s && bytes[e - 1].is_ascii_lowercase())
+        || inside.clone().any(|&(x, y)| x < s || y > e);
+    if cut {
+        push_skeleton(&text[s..e], out);
+        return;
+    }
+    let mut at = s;
+    for &(x, y) in inside {
+        push_without_space(&text[at..x], out);
+        out.push('#');
+        at = y;
+    }
+    push_without_space(&text[at..e], out);
 }
 
 /// The skeleton of `unit` added to `out`: figures (spaces allowed after a separator), Chinese numeral
@@ -1112,7 +1154,8 @@ fn analyse_units(
         return None;
     }
     let longest_first = longest_first(names);
-    let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
+    let mut numbers =
+        NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32), marks: Vec::with_capacity(32) };
     // where the names start: found along the number scan by their first bytes, or for names shorter
     // than a key by a scan of their own
     let by_key = !longest_first.is_empty() && longest_first.iter().all(|n| n.len() >= MIN_KEY);
@@ -1145,7 +1188,9 @@ fn analyse_units(
     // buffers reused from unit to unit
     let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
     let (mut skeleton, mut filled) = (String::with_capacity(512), String::with_capacity(256));
-    let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
+    // the next number fact, the next occurrence of a name, the first mark of the skeleton that may
+    // reach into the unit
+    let (mut k, mut q, mut mark) = (0, 0, 0);
     for (i, &(a, b)) in spans.iter().enumerate() {
         here.clear();
         while k < numbers.found.len() && numbers.found[k].unit == i {
@@ -1182,7 +1227,7 @@ fn analyse_units(
         here.dedup();
         match unit {
             Some(unit) => skeleton_into(unit, &mut skeleton),
-            None => masked_skeleton_into(text, (a, b), &masked, &mut skeleton),
+            None => masked_skeleton_into(text, (a, b), &masked, &numbers.marks, &mut mark, &mut skeleton),
         }
         filled.clear();
         for (j, f) in here.iter().enumerate() {
@@ -1582,10 +1627,29 @@ mod tests {
         let text = "在3,北京4和一北京二, march北京5 two北京 x北京y 北京北京";
         let masked: Vec<(usize, usize)> = text.match_indices("北京").map(|(i, n)| (i, i + n.len())).collect();
         let (mut got, mut want) = (String::new(), String::new());
-        masked_skeleton_into(text, (0, text.len()), &masked, &mut got);
+        let mut numbers = NumberFacts::default();
+        number_facts(text, &mut numbers).expect("small numerals");
+        masked_skeleton_into(text, (0, text.len()), &masked, &numbers.marks, &mut 0, &mut got);
         skeleton_into(&text.replace("北京", "@"), &mut want);
         assert_eq!(got, want);
         assert_eq!(got, "在#,@#和#@#,#@##@x@y@@");
+        // the whole text's marks where names cut them or words touch names, and where they do not
+        let texts = [
+            "二十三星期三 三星7 G20峰会 20 3.5亿 一G2 0三星二",
+            "北京two 北京seven北京 seven北京 twelve\u{3000}北京 june 5北京 10,北京000",
+            " 三 星 march 5 在 1. 5 ８ 千 北京 sixty-two北京sixth 二三星",
+        ];
+        for text in texts {
+            for name in ["三星", "G2", "北京", "星二", "十三", "e北"] {
+                let text = join_split_figures(text);
+                let masked: Vec<(usize, usize)> = text.match_indices(name).map(|(i, n)| (i, i + n.len())).collect();
+                let mut numbers = NumberFacts::default();
+                number_facts(&text, &mut numbers).expect("small numerals");
+                masked_skeleton_into(&text, (0, text.len()), &masked, &numbers.marks, &mut 0, &mut got);
+                skeleton_into(&text.replace(name, "@"), &mut want);
+                assert_eq!(got, want, "{text:?} {name}");
+            }
+        }
     }
 
     #[test]
