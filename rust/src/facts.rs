@@ -750,15 +750,15 @@ fn named_units(spans: &[(usize, usize)], starts: &[(usize, usize)]) -> Result<Ve
 const MIN_KEY: usize = 4;
 
 /// The names by their first bytes (up to eight, as many as the shortest name has): a filter of their
-/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`), each
-/// by key then index.
+/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`: key and
+/// index), each in order of index.
 struct NameKeys<'n> {
     names: &'n [&'n str],
     width: usize,
     mask: u64,
     filter: [u64; 64],
     heads: [u32; 257],
-    keyed: Vec<(usize, u64, usize)>,
+    keyed: Vec<(u64, usize)>,
 }
 
 impl<'n> NameKeys<'n> {
@@ -766,14 +766,21 @@ impl<'n> NameKeys<'n> {
         let width = names.iter().map(|n| n.len()).min().unwrap_or(1).clamp(1, 8);
         let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
         let mut keys = NameKeys { names, width, mask, filter: [0; 64], heads: [0; 257], keyed: Vec::new() };
-        keys.keyed = names.iter().map(|n| keys.load(n.as_bytes())).zip(0..).map(|(k, id)| (Self::slot(k) & 255, k, id)).collect();
-        keys.keyed.sort_unstable();
-        for &(b, key, _) in &keys.keyed {
+        let loaded: Vec<u64> = names.iter().map(|n| keys.load(n.as_bytes())).collect();
+        // the names counted by bucket, then placed (the order within a bucket does not matter)
+        for &key in &loaded {
             keys.filter[Self::slot(key) >> 6] |= 1 << (Self::slot(key) & 63);
-            keys.heads[b + 1] += 1;
+            keys.heads[(Self::slot(key) & 255) + 1] += 1;
         }
         for b in 0..256 {
             keys.heads[b + 1] += keys.heads[b];
+        }
+        let mut next = keys.heads;
+        keys.keyed = vec![(0, 0); names.len()];
+        for (id, &key) in loaded.iter().enumerate() {
+            let b = Self::slot(key) & 255;
+            keys.keyed[next[b] as usize] = (key, id);
+            next[b] += 1;
         }
         keys
     }
@@ -819,7 +826,7 @@ impl<'n> NameKeys<'n> {
     #[inline(never)]
     fn names_at(&self, bytes: &[u8], p: usize, key: u64, out: &mut Vec<(usize, usize)>) {
         let b = Self::slot(key) & 255;
-        for &(_, k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
+        for &(k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
             if k == key && bytes[p..].starts_with(self.names[id].as_bytes()) {
                 out.push((p, id));
             }
