@@ -227,23 +227,6 @@ fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     e
 }
 
-/// The first byte of `bytes` from `i` on that `test` holds for, or the end: sixteen bytes at a time
-/// while it holds for none of them.
-#[inline(always)]
-fn next_byte(bytes: &[u8], mut i: usize, test: impl Fn(u8) -> bool) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 16) {
-        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
-        if chunk.iter().fold(false, |any, &b| any | test(b)) {
-            break;
-        }
-        i += 16;
-    }
-    while i < bytes.len() && !test(bytes[i]) {
-        i += 1;
-    }
-    i
-}
-
 // ------------------------------------------------------------------------------- split figures
 
 /// Where a match of `_SPLIT_FIGURE` (`(?<=\d)([.,])\s+(?=\d)`) whose separator is at `p` ends (the
@@ -1336,9 +1319,11 @@ fn cased_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'&' | b'\'' | b'-')
 }
 
+const CAPITALS: ByteSet = ByteSet::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+
 /// The first capital ASCII letter of `bytes` from `i` on, or the end.
 fn next_capital(bytes: &[u8], i: usize) -> usize {
-    next_byte(bytes, i, |b| b.is_ascii_uppercase())
+    CAPITALS.find(bytes, i)
 }
 
 /// The matches of `_CASED_WORD` (`[A-Z][A-Za-z0-9&'-]*`) in `text`, as byte ranges.
