@@ -7,9 +7,10 @@
 //! functions give None and the reference runs.
 //!
 //! The number patterns are scanned in one pass (each pattern resuming where its own last match ended,
-//! as `finditer` does) that also finds where the names start, facts are slices of one buffer, names
-//! are masked from where that scan found them, and a unit's skeleton is read around its masked names:
-//! the reference's sets and string replacements, without an allocation per fact.
+//! as `finditer` does) that also finds where the names start and what the skeletons mask, facts are
+//! slices of one buffer, names are masked from where that scan found them, and a unit's skeleton is
+//! copied around its masked names and the scan's figures, numerals and number words: the reference's
+//! sets and string replacements, without an allocation per fact.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
