@@ -7,9 +7,10 @@
 //! functions give None and the reference runs.
 //!
 //! The number patterns are scanned in one pass (each pattern resuming where its own last match ended,
-//! as `finditer` does) that also finds where the names start, facts are slices of one buffer, names
-//! are masked from where that scan found them, and a unit's skeleton is read around its masked names:
-//! the reference's sets and string replacements, without an allocation per fact.
+//! as `finditer` does) that also finds where the names start and what the skeletons mask, facts are
+//! slices of one buffer, names are masked from where that scan found them, and a unit's skeleton is
+//! copied around its masked names and the scan's figures, numerals and number words: the reference's
+//! sets and string replacements, without an allocation per fact.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -19,7 +20,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{ascii_space, py_isspace, sentence_matches, sentence_spans, strip};
+use crate::text::{ascii_space, push_sentence_spans, push_without_space, ByteSet, py_isspace, sentence_matches, strip};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -227,23 +228,6 @@ fn figure_end(text: &str, p: usize, spaced: bool) -> usize {
     e
 }
 
-/// The first byte of `bytes` from `i` on that `test` holds for, or the end: sixteen bytes at a time
-/// while it holds for none of them.
-#[inline(always)]
-fn next_byte(bytes: &[u8], mut i: usize, test: impl Fn(u8) -> bool) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 16) {
-        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
-        if chunk.iter().fold(false, |any, &b| any | test(b)) {
-            break;
-        }
-        i += 16;
-    }
-    while i < bytes.len() && !test(bytes[i]) {
-        i += 1;
-    }
-    i
-}
-
 // ------------------------------------------------------------------------------- split figures
 
 /// Where a match of `_SPLIT_FIGURE` (`(?<=\d)([.,])\s+(?=\d)`) whose separator is at `p` ends (the
@@ -260,13 +244,16 @@ fn split_figure_at(text: &str, p: usize) -> Option<usize> {
     (k > p + 1 && char_at(text, k).is_some_and(is_digit)).then_some(k)
 }
 
+/// The separators of a figure, where `_SPLIT_FIGURE` may match.
+const SEPARATORS: ByteSet = ByteSet::new(b".,");
+
 /// `_SPLIT_FIGURE.sub(r"\1", text)`: a break inside a figure (`82.\n7`) is dropped; the text itself
 /// when it has none.
 pub fn join_split_figures(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0; // text[..copied] is in `out`
     let bytes = text.as_bytes();
-    let mut p = next_byte(bytes, 0, |b| matches!(b, b'.' | b','));
+    let mut p = SEPARATORS.find(bytes, 0);
     while p < bytes.len() {
         if let Some(k) = split_figure_at(text, p) {
             let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -276,7 +263,7 @@ pub fn join_split_figures(text: &str) -> Cow<'_, str> {
         } else {
             p += 1;
         }
-        p = next_byte(bytes, p, |b| matches!(b, b'.' | b','));
+        p = SEPARATORS.find(bytes, p);
     }
     match out {
         None => Cow::Borrowed(text),
@@ -383,11 +370,13 @@ fn push_chinese_number(run: &str, out: &mut String) -> Result<bool, ()> {
 // ------------------------------------------------------------------------------------ number facts
 
 /// The number facts of a text: each match's span, the unit it goes to and its fact (a slice of
-/// `arena`).
+/// `arena`); and what the skeleton masks (`_MASK_NUMBERS`: each figure, run of Chinese numerals and
+/// whole number word or month), in order.
 #[derive(Default)]
 struct NumberFacts {
     arena: String,
     found: Vec<Found>,
+    marks: Vec<(usize, usize)>,
 }
 
 struct Found {
@@ -510,6 +499,9 @@ fn arabic_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Option<usi
         return None;
     }
     let e = figure_end(text, d, false);
+    // the skeleton's figure allows spaces after a separator, but the text has no such figure left
+    // (`join_split_figures`)
+    out.marks.push((d, e));
     let unit = char_at(text, e).filter(|&u| is_occurrence_unit(u));
     let end = e + unit.map_or(0, char::len_utf8);
     out.push(p, end, d > p, unit, |s| {
@@ -528,6 +520,7 @@ fn chinese_at(text: &str, p: usize, c: char, out: &mut NumberFacts) -> Result<Op
         return Ok(None);
     }
     let e = run_end(text, r, is_cn);
+    out.marks.push((r, e));
     let ordinal = r > p;
     let classifier = char_at(text, e).filter(|&u| is_classifier(u));
     let numeral = &text[r..e];
@@ -570,6 +563,7 @@ fn en_word_at(text: &str, p: usize, w: &str, kind: Word, out: &mut NumberFacts) 
     if char_at(text, end).is_some_and(is_word) {
         return;
     }
+    out.marks.push((p, end));
     match kind {
         Word::Number(v) => out.push_text(p, end, format_args!("{FIGURE}{v}")),
         Word::Month if w != "may" => out.push_text(p, end, format_args!("{FIGURE}{w}")),
@@ -642,15 +636,28 @@ fn en_date(text: &str, p: usize) -> Option<(usize, &'static str, u32)> {
 
 // ------------------------------------------------------------------------------------------ units
 
+const LINE_BREAK: ByteSet = ByteSet::new(b"\n");
+
+/// `text.split('\n')`, the line breaks looked for a block of bytes at a time.
+fn lines(text: &str) -> impl Iterator<Item = &str> + '_ {
+    let bytes = text.as_bytes();
+    let mut at = Some(0); // where the next line starts, None after the last
+    std::iter::from_fn(move || {
+        let a = at?;
+        let b = LINE_BREAK.find(bytes, a);
+        at = (b < bytes.len()).then_some(b + 1);
+        Some(&text[a..b])
+    })
+}
+
 /// The lines' sentences (`_units_with_facts`' spans): `sentence_spans` of each non-empty line; `Err`
 /// where a sentence is longer than the reference's slices (not ported).
 fn unit_spans(text: &str) -> Result<Vec<(usize, usize)>, ()> {
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 64 + 4);
     let mut a = 0;
-    for line in text.split('\n') {
-        if !line.is_empty() {
-            let got = sentence_spans(line, MAX_SENTENCE).ok_or(())?;
-            spans.extend(got.into_iter().map(|(s, e)| (a + s, a + e)));
+    for line in lines(text) {
+        if !line.is_empty() && !push_sentence_spans(line, a, MAX_SENTENCE, &mut spans) {
+            return Err(());
         }
         a += line.len() + 1;
     }
@@ -683,6 +690,7 @@ fn unit_numbers(
         number_facts(&text[a..b], out)?;
         out.found[from..].iter_mut().for_each(|f| f.unit = i);
     }
+    out.marks.clear(); // each unit's own, not the text's
     Ok(true)
 }
 
@@ -726,15 +734,15 @@ fn named_units(spans: &[(usize, usize)], starts: &[(usize, usize)]) -> Result<Ve
 const MIN_KEY: usize = 4;
 
 /// The names by their first bytes (up to eight, as many as the shortest name has): a filter of their
-/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`), each
-/// by key then index.
+/// hashes, and the names in 256 buckets by the hash's low bits (`keyed[heads[b]..heads[b + 1]]`: key and
+/// index), each in order of index.
 struct NameKeys<'n> {
     names: &'n [&'n str],
     width: usize,
     mask: u64,
     filter: [u64; 64],
     heads: [u32; 257],
-    keyed: Vec<(usize, u64, usize)>,
+    keyed: Vec<(u64, usize)>,
 }
 
 impl<'n> NameKeys<'n> {
@@ -742,14 +750,21 @@ impl<'n> NameKeys<'n> {
         let width = names.iter().map(|n| n.len()).min().unwrap_or(1).clamp(1, 8);
         let mask = if width == 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
         let mut keys = NameKeys { names, width, mask, filter: [0; 64], heads: [0; 257], keyed: Vec::new() };
-        keys.keyed = names.iter().map(|n| keys.load(n.as_bytes())).zip(0..).map(|(k, id)| (Self::slot(k) & 255, k, id)).collect();
-        keys.keyed.sort_unstable();
-        for &(b, key, _) in &keys.keyed {
+        let loaded: Vec<u64> = names.iter().map(|n| keys.load(n.as_bytes())).collect();
+        // the names counted by bucket, then placed (the order within a bucket does not matter)
+        for &key in &loaded {
             keys.filter[Self::slot(key) >> 6] |= 1 << (Self::slot(key) & 63);
-            keys.heads[b + 1] += 1;
+            keys.heads[(Self::slot(key) & 255) + 1] += 1;
         }
         for b in 0..256 {
             keys.heads[b + 1] += keys.heads[b];
+        }
+        let mut next = keys.heads;
+        keys.keyed = vec![(0, 0); names.len()];
+        for (id, &key) in loaded.iter().enumerate() {
+            let b = Self::slot(key) & 255;
+            keys.keyed[next[b] as usize] = (key, id);
+            next[b] += 1;
         }
         keys
     }
@@ -795,7 +810,7 @@ impl<'n> NameKeys<'n> {
     #[inline(never)]
     fn names_at(&self, bytes: &[u8], p: usize, key: u64, out: &mut Vec<(usize, usize)>) {
         let b = Self::slot(key) & 255;
-        for &(_, k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
+        for &(k, id) in &self.keyed[self.heads[b] as usize..self.heads[b + 1] as usize] {
             if k == key && bytes[p..].starts_with(self.names[id].as_bytes()) {
                 out.push((p, id));
             }
@@ -964,15 +979,49 @@ fn skeleton_into(unit: &str, out: &mut String) {
 /// `skeleton_into` of the unit `text[a..b]` with the spans `masked` (in order, inside it) replaced by
 /// `@`: the pieces between them are read apart, as no pattern of `_MASK_NUMBERS` reads across a `@`
 /// (no word character, space, digit or separator) and after one a word starts as at the start.
-fn masked_skeleton_into(text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], out: &mut String) {
+/// `marks` are what the skeleton masks in the whole text (see `NumberFacts`), from the first that
+/// may reach into the unit (`mark`, moved on as units come in order).
+fn masked_skeleton_into(
+    text: &str, (a, b): (usize, usize), masked: &[(usize, usize)], marks: &[(usize, usize)], mark: &mut usize,
+    out: &mut String,
+) {
     out.clear();
     let mut at = a;
     for &(s, e) in masked {
-        push_skeleton(&text[at..s], out);
+        push_marked_skeleton(text, (at, s), (at > a, true), marks, mark, out);
         out.push(NAME);
         at = e;
     }
-    push_skeleton(&text[at..b], out);
+    push_marked_skeleton(text, (at, b), (at > a, false), marks, mark, out);
+}
+
+/// `push_skeleton` of the piece `text[s..e]`, copied between the `marks` inside it, spaces dropped.
+/// The whole text's marks are the piece's unless a name borders it (`names`: one ends at `s`, one
+/// starts at `e`): where one cuts a mark or a lower-case word (whether a word starts or ends there
+/// then differs), the piece is read alone.
+fn push_marked_skeleton(
+    text: &str, (s, e): (usize, usize), names: (bool, bool), marks: &[(usize, usize)], mark: &mut usize,
+    out: &mut String,
+) {
+    while *mark < marks.len() && marks[*mark].1 <= s {
+        *mark += 1;
+    }
+    let bytes = text.as_bytes();
+    let inside = marks[*mark..].iter().take_while(|&&(x, _)| x < e);
+    let cut = (names.0 && bytes.get(s).is_some_and(u8::is_ascii_lowercase))
+        || (names.1 && e > s && bytes[e - 1].is_ascii_lowercase())
+        || inside.clone().any(|&(x, y)| x < s || y > e);
+    if cut {
+        push_skeleton(&text[s..e], out);
+        return;
+    }
+    let mut at = s;
+    for &(x, y) in inside {
+        push_without_space(&text[at..x], out);
+        out.push('#');
+        at = y;
+    }
+    push_without_space(&text[at..e], out);
 }
 
 /// The skeleton of `unit` added to `out`: figures (spaces allowed after a separator), Chinese numeral
@@ -1096,7 +1145,8 @@ fn analyse_units(
         return None;
     }
     let longest_first = longest_first(names);
-    let mut numbers = NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32) };
+    let mut numbers =
+        NumberFacts { arena: String::with_capacity(256), found: Vec::with_capacity(32), marks: Vec::with_capacity(32) };
     // where the names start: found along the number scan by their first bytes, or for names shorter
     // than a key by a scan of their own
     let by_key = !longest_first.is_empty() && longest_first.iter().all(|n| n.len() >= MIN_KEY);
@@ -1129,7 +1179,9 @@ fn analyse_units(
     // buffers reused from unit to unit
     let (mut here, mut candidates, mut masked, mut buffers) = (Vec::new(), Vec::new(), Vec::new(), Default::default());
     let (mut skeleton, mut filled) = (String::with_capacity(512), String::with_capacity(256));
-    let (mut k, mut q) = (0, 0); // the next number fact and the next occurrence of a name
+    // the next number fact, the next occurrence of a name, the first mark of the skeleton that may
+    // reach into the unit
+    let (mut k, mut q, mut mark) = (0, 0, 0);
     for (i, &(a, b)) in spans.iter().enumerate() {
         here.clear();
         while k < numbers.found.len() && numbers.found[k].unit == i {
@@ -1166,7 +1218,7 @@ fn analyse_units(
         here.dedup();
         match unit {
             Some(unit) => skeleton_into(unit, &mut skeleton),
-            None => masked_skeleton_into(text, (a, b), &masked, &mut skeleton),
+            None => masked_skeleton_into(text, (a, b), &masked, &numbers.marks, &mut mark, &mut skeleton),
         }
         filled.clear();
         for (j, f) in here.iter().enumerate() {
@@ -1268,9 +1320,11 @@ fn cased_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'&' | b'\'' | b'-')
 }
 
+const CAPITALS: ByteSet = ByteSet::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+
 /// The first capital ASCII letter of `bytes` from `i` on, or the end.
 fn next_capital(bytes: &[u8], i: usize) -> usize {
-    next_byte(bytes, i, |b| b.is_ascii_uppercase())
+    CAPITALS.find(bytes, i)
 }
 
 /// The matches of `_CASED_WORD` (`[A-Z][A-Za-z0-9&'-]*`) in `text`, as byte ranges.
@@ -1318,10 +1372,10 @@ fn latin_names_in(
     let mut kept_lines: Option<FxHashSet<&str>> = None; // the body's lines, once a line asks
     let mut kept: Option<FxHashSet<&str>> = None;
     let mut name = String::new();
-    let mut lowered = lower.split('\n');
+    let mut lowered = lines(lower);
     // the line before, its lower-casing and whether it was kept whole (when that was asked)
     let mut before: Option<(&str, &str, Option<bool>)> = None;
-    for line in cased.split('\n') {
+    for line in lines(cased) {
         let low = lowered.next()?;
         let last = before.replace((line, low, None));
         // a line without a cased word of two characters has no name (a sentence's words are its
@@ -1330,9 +1384,9 @@ fn latin_names_in(
             continue;
         }
         let kept_lines = kept_lines.get_or_insert_with(|| {
-            let mut lines = FxHashSet::with_capacity_and_hasher(64, Default::default());
-            lines.extend(body.split('\n'));
-            lines
+            let mut set = FxHashSet::with_capacity_and_hasher(64, Default::default());
+            set.extend(lines(body));
+            set
         });
         // after a dropped line, a closed sentence or a short line (a table row: "Shr 29 cts vs 26
         // cts") a new sentence or row starts; a long unclosed line is prose wrapped in mid-sentence
@@ -1498,6 +1552,22 @@ mod tests {
     }
 
     #[test]
+    fn units_of_lines() {
+        // long lines, so that the searches for separators and line breaks go a block at a time
+        let long = "长".repeat(20);
+        let text = format!("{long}82.\n7m。 {long} b\n\n  c. d\n{long}3, 4");
+        let joined = join_split_figures(&text);
+        assert_eq!(joined, format!("{long}82.7m。 {long} b\n\n  c. d\n{long}3,4"));
+        let spans = unit_spans(&joined).expect("short sentences");
+        let units: Vec<&str> = spans.iter().map(|&(a, b)| &joined[a..b]).collect();
+        assert_eq!(units, vec![format!("{long}82.7m。"), format!("{long} b"), "c.".into(), "d".into(), format!("{long}3,4")]);
+        assert_eq!(unit_spans(&"长".repeat(MAX_SENTENCE + 1)), Err(()));
+        for t in ["", "\n", "a", "a\n", "\na\n\nb", &text, &format!("{text}\n")] {
+            assert_eq!(lines(t).collect::<Vec<_>>(), t.split('\n').collect::<Vec<_>>(), "{t:?}");
+        }
+    }
+
+    #[test]
     fn no_digit_in_the_gap() {
         assert!(crate::unicode::DECIMAL.iter().all(|&(a, b)| b < 0x2000 || a >= 0xa620));
         // nor a space where Han characters are (the skeleton's quick path)
@@ -1550,10 +1620,29 @@ mod tests {
         let text = "在3,北京4和一北京二, march北京5 two北京 x北京y 北京北京";
         let masked: Vec<(usize, usize)> = text.match_indices("北京").map(|(i, n)| (i, i + n.len())).collect();
         let (mut got, mut want) = (String::new(), String::new());
-        masked_skeleton_into(text, (0, text.len()), &masked, &mut got);
+        let mut numbers = NumberFacts::default();
+        number_facts(text, &mut numbers).expect("small numerals");
+        masked_skeleton_into(text, (0, text.len()), &masked, &numbers.marks, &mut 0, &mut got);
         skeleton_into(&text.replace("北京", "@"), &mut want);
         assert_eq!(got, want);
         assert_eq!(got, "在#,@#和#@#,#@##@x@y@@");
+        // the whole text's marks where names cut them or words touch names, and where they do not
+        let texts = [
+            "二十三星期三 三星7 G20峰会 20 3.5亿 一G2 0三星二",
+            "北京two 北京seven北京 seven北京 twelve\u{3000}北京 june 5北京 10,北京000",
+            " 三 星 march 5 在 1. 5 ８ 千 北京 sixty-two北京sixth 二三星",
+        ];
+        for text in texts {
+            for name in ["三星", "G2", "北京", "星二", "十三", "e北"] {
+                let text = join_split_figures(text);
+                let masked: Vec<(usize, usize)> = text.match_indices(name).map(|(i, n)| (i, i + n.len())).collect();
+                let mut numbers = NumberFacts::default();
+                number_facts(&text, &mut numbers).expect("small numerals");
+                masked_skeleton_into(&text, (0, text.len()), &masked, &numbers.marks, &mut 0, &mut got);
+                skeleton_into(&text.replace(name, "@"), &mut want);
+                assert_eq!(got, want, "{text:?} {name}");
+            }
+        }
     }
 
     #[test]

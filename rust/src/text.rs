@@ -24,9 +24,14 @@ const MAY_SPACE: ByteSet =
 /// byte is in [`MAY_SPACE`].
 #[inline]
 fn space_at(text: &str, i: usize) -> (bool, usize) {
-    let b = text.as_bytes()[i];
+    let bytes = text.as_bytes();
+    let b = bytes[i];
     if b < 0x80 {
         return (true, 1);
+    }
+    if b == 0xe3 {
+        // U+3000 to U+3FFF (CJK punctuation mostly): only U+3000 is space
+        return (bytes[i + 1] == 0x80 && bytes[i + 2] == 0x80, 3);
     }
     let c = text[i..].chars().next().expect("a character");
     (py_isspace(c), c.len_utf8())
@@ -34,22 +39,9 @@ fn space_at(text: &str, i: usize) -> (bool, usize) {
 
 /// The UTF-8 of `text` without the characters [`py_isspace`] holds (`"".join(text.split())`).
 pub fn without_space(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let j = MAY_SPACE.find(bytes, i);
-        out.extend_from_slice(&bytes[i..j]);
-        if j == bytes.len() {
-            break;
-        }
-        let (space, len) = space_at(text, j);
-        if !space {
-            out.extend_from_slice(&bytes[j..j + len]);
-        }
-        i = j + len;
-    }
-    out
+    let mut out = String::with_capacity(text.len());
+    push_without_space(text, &mut out);
+    out.into_bytes()
 }
 
 /// `fn $name($args) -> $ret` calling `$body` (an `#[inline(always)]` function of the same arguments)
@@ -71,6 +63,32 @@ macro_rules! avx2_variant {
             $body($($arg),*)
         }
     };
+}
+
+avx2_variant! {
+    /// `"".join(text.split())` added to `out`.
+    pub fn push_without_space(text: &str, out: &mut String) -> () = push_without_space_body
+}
+
+/// [`push_without_space`], inlined into its two builds: what is not space is copied a run at a time.
+#[inline(always)]
+fn push_without_space_body(text: &str, out: &mut String) {
+    let bytes = text.as_bytes();
+    let mut kept = 0; // text[kept..i] stays and is not written yet
+    let mut i = 0;
+    while i < bytes.len() {
+        let j = MAY_SPACE.find(bytes, i);
+        if j == bytes.len() {
+            break;
+        }
+        let (space, len) = space_at(text, j);
+        if space {
+            out.push_str(&text[kept..j]);
+            kept = j + len;
+        }
+        i = j + len;
+    }
+    out.push_str(&text[kept..]);
 }
 
 /// A set of byte values, for finding the next byte of a text that is one of them: 32 bytes at a time
@@ -232,6 +250,18 @@ avx2_variant! {
 /// [`sentence_matches_with`], inlined into its two builds.
 #[inline(always)]
 fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    each_sentence_match(text, dot_at_end, |a, b| {
+        out.push((a, b));
+        true
+    });
+    out
+}
+
+/// Calls `visit` with each match of the sentence pattern (see [`sentence_matches_with`]) in order,
+/// until it returns false.
+#[inline(always)]
+fn each_sentence_match(text: &str, dot_at_end: bool, mut visit: impl FnMut(usize, usize) -> bool) {
     let n = text.len();
     // the character at byte `i` and where the next one starts
     let at = |i: usize| -> (char, usize) {
@@ -239,7 +269,6 @@ fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
         (c, i + c.len_utf8())
     };
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
     let mut pos = 0;
     while pos < n {
         let mut e = at(pos).1; // `.+?` takes one character at least
@@ -273,26 +302,40 @@ fn sentence_matches_body(text: &str, dot_at_end: bool) -> Vec<(usize, usize)> {
             }
             e = next;
         };
-        out.push((pos, end));
+        if !visit(pos, end) {
+            return;
+        }
         pos = end;
     }
-    out
 }
 
 /// `sentence_spans` of `fingerprint/chunks.py`: where each stripped, non-empty sentence lies; None when
 /// one is longer than `max_chars` characters (the reference then cuts it into slices).
 pub fn sentence_spans(text: &str, max_chars: usize) -> Option<Vec<(usize, usize)>> {
     let mut spans = Vec::new();
-    for (a, b) in sentence_matches(text) {
+    push_sentence_spans(text, 0, max_chars, &mut spans).then_some(spans)
+}
+
+avx2_variant! {
+    /// [`sentence_spans`] of `text` added to `out`, each moved by `offset` (where `text` lies in a
+    /// longer one); false when a sentence is too long (what was added is then to be ignored).
+    pub fn push_sentence_spans(text: &str, offset: usize, max_chars: usize, out: &mut Vec<(usize, usize)>) -> bool = push_sentence_spans_body
+}
+
+/// [`push_sentence_spans`], inlined into its two builds.
+#[inline(always)]
+fn push_sentence_spans_body(text: &str, offset: usize, max_chars: usize, out: &mut Vec<(usize, usize)>) -> bool {
+    let mut fits = true;
+    each_sentence_match(text, false, |a, b| {
         let (s, e) = strip(text, a, b);
         if e - s > max_chars && text[s..e].chars().count() > max_chars {
-            return None;
+            fits = false;
+        } else if e > s {
+            out.push((offset + s, offset + e));
         }
-        if e > s {
-            spans.push((s, e));
-        }
-    }
-    Some(spans)
+        fits
+    });
+    fits
 }
 
 fn word_byte(b: u8) -> bool {
@@ -341,6 +384,23 @@ mod tests {
         let t = "a. b。。」c d.e f";
         let m: Vec<&str> = sentence_matches(t).iter().map(|&(a, b)| &t[a..b]).collect();
         assert_eq!(m, vec!["a.", " b。。」", "c d.e f"]);
+    }
+
+    #[test]
+    fn sentence_spans_pushed_with_offset() {
+        let t = "  a. b。。」 c d.e f  ";
+        let spans = sentence_spans(t, 100).expect("short sentences");
+        let got: Vec<&str> = spans.iter().map(|&(a, b)| &t[a..b]).collect();
+        assert_eq!(got, vec!["a.", "b。。」", "c d.e f"]);
+        let mut pushed = vec![(0, 1)];
+        assert!(push_sentence_spans(t, 7, 100, &mut pushed));
+        let moved: Vec<(usize, usize)> = spans.iter().map(|&(a, b)| (a + 7, b + 7)).collect();
+        assert_eq!(pushed[1..], moved[..]);
+        // a sentence of more than `max_chars` characters: none after it is added
+        assert_eq!(sentence_spans(t, 6), None);
+        let mut pushed = Vec::new();
+        assert!(!push_sentence_spans("ab. cdefgh. i.", 0, 4, &mut pushed));
+        assert_eq!(pushed, vec![(0, 3)]);
     }
 
     #[test]
