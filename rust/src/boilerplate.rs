@@ -337,6 +337,17 @@ pub fn strip_boilerplate(text: &str, cased: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A repeatable stream of numbers below the bound asked for (xorshift from `seed`), to draw lines.
+    fn draws(seed: u64) -> impl FnMut(usize) -> usize {
+        let mut state = seed;
+        move |n| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    }
+
     /// Every line `code` matches passes `may_be_code`: lines drawn from pieces of its alternatives and
     /// prose around them.
     #[test]
@@ -345,13 +356,7 @@ mod tests {
             "function", "document", "window", "http", "s", ":", "//", "/", "*", ";", "{", "}", "(", ")",
             "[", "]", ",", ".", " ", "\u{3000}", "a-b", "x", "中文", "js",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = draws(0x2545_f491_4f6c_dd1d);
         let mut matched = 0;
         for _ in 0..200_000 {
             let len = 1 + next(7);
@@ -372,13 +377,7 @@ mod tests {
             "function", "document.", "window.", "var", ".js", ".gif", "if", "else", "switch", "while", "for",
             "//", "/", ":", ";", "{", "}", "(", " ", "中文", "a", "\u{3000}",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = draws(0x2545_f491_4f6c_dd1d);
         let mut without = 0;
         for _ in 0..200_000 {
             let len = 1 + next(6);
@@ -398,13 +397,7 @@ mod tests {
     #[test]
     fn ascii_case_apart_is_ascii_lowercase() {
         const PIECES: [&str; 12] = ["a", "A", "z", "Z", "@", "[", "`", "{", "中", "Σ", "σ", "\u{1c}"];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = draws(0x9e37_79b9_7f4a_7c15);
         let mut apart = 0;
         for _ in 0..100_000 {
             let len = next(90);
