@@ -16,8 +16,10 @@ Contenders, on the same texts:
   baseline        with ``--baseline DIR``: ours from another source tree (say an export of the main
                   line: ``git archive main fingerprint_indexer | tar -x -C DIR``), in a child process on
                   the same texts, zh and English, timed between two timings of ours
-Then ``fingerprint_many`` over the corpus's documents (titles and publication times with the texts) with
-1 and 2 processes, and with 1 and 2 threads (wall clock). The load
+The first ratio (ours against ``rjieba.cut``) is also given from ``--paired`` rounds that time the two back
+to back, one pass each: the median of the rounds' ratios, which a drift of the machine's speed between
+the contenders' own runs does not move. Then ``fingerprint_many`` over the corpus's documents (titles
+and publication times with the texts) with 1 and 2 processes, and with 1 and 2 threads (wall clock). The load
 average is printed before and after: the ratios come from CPU time in one run, but a loaded machine
 still shifts them (caches, frequency).
 
@@ -32,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -136,6 +139,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="best of N runs per contender")
     ap.add_argument("--scale-repeat", type=int, default=3, help="corpus copies for the process-scaling run")
     ap.add_argument("--en-corpus", type=Path, default=DEFAULT_CORPUS.with_name("en_bbc.jsonl.gz"))
+    ap.add_argument("--paired", type=int, default=7, help="back-to-back rounds of rjieba.cut and ours, "
+                    "each giving the ratio of their times")
     ap.add_argument("--baseline", type=Path, help="a source tree holding fingerprint_indexer to compare with")
     ap.add_argument("--only-ours", action="store_true", help="time the segmenters and ours only (no "
                     "jieba, reference, simhash, copy marks or process scaling)")
@@ -180,6 +185,10 @@ def main() -> None:
         base = baseline_times(args.baseline, args)
         results["baseline"] = base["zh"] or float("nan")
         results["ours (again)"] = timed(ours.fingerprint, texts, args.repeat)
+    # the headline ratio again, from rounds that time the segmenter and ours back to back: a drift of the
+    # machine's speed between the contenders' own runs above moves their ratio, not these
+    paired = sorted(timed(ours.fingerprint, texts, 1) / timed(rjieba.cut, texts, 1)
+                    for _ in range(args.paired))
     floor = results["rjieba.cut"]
     print(f"{'contender':<15} {'docs/s':>9} {'MB/s':>7} {'x rjieba.cut time':>18}")
     for name, sec in results.items():
@@ -190,6 +199,9 @@ def main() -> None:
         print(f"copy marks (opt-in) add {marks:.0%} to fingerprinting")
     print(f"ours vs rjieba.cut alone: {results['ours'] / results['rjieba.cut']:.1f}x its time "
           f"(the Python reference: {results['ours-python'] / results['rjieba.cut']:.1f}x)")
+    if paired:
+        print(f"ours vs rjieba.cut in {len(paired)} back-to-back rounds: median "
+              f"{statistics.median(paired):.2f}x (range {paired[0]:.2f}-{paired[-1]:.2f}x)")
     if args.baseline:
         print(f"baseline vs ours: {results['baseline'] / results['ours']:.2f}x / "
               f"{results['baseline'] / results['ours (again)']:.2f}x ours' time (before / after it)")
