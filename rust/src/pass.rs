@@ -512,23 +512,28 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
     }
     let cols: Vec<usize> = flat.iter().map(|&id| column[id as usize]).collect();
     let terms: Vec<&'s str> = by_term.iter().map(|&id| toks.terms[id as usize]).collect();
-    // the terms' slots fetched some look-ups ahead of their own
+    // per term, in one loop: its IDF, its hash and whether it counts as a name; the terms' lexicon
+    // slots are fetched some look-ups ahead of their own, and the hashing fills the wait
     const AHEAD: usize = 16;
     let keys: Vec<Option<u128>> =
         terms.iter().map(|t| toks.padded_key(t, false).or_else(|| short_key(t, false))).collect();
     for &key in keys.iter().take(AHEAD) {
         s.lexicon.prefetch(key);
     }
-    let lexemes: Vec<Lexeme> = (0..terms.len())
-        .map(|j| {
-            if let Some(&ahead) = keys.get(j + AHEAD) {
-                s.lexicon.prefetch(ahead);
-            }
-            s.lexicon.get(terms[j], keys[j]).unwrap_or_default()
-        })
-        .collect();
-    let idf: Vec<f64> = lexemes.iter().map(|l| l.idf.unwrap_or(s.idf_default)).collect();
-    let hashes: Vec<u64> = terms.iter().map(|t| xxh3_64(t.as_bytes())).collect();
+    let mut idf: Vec<f64> = Vec::with_capacity(width);
+    let mut hashes: Vec<u64> = Vec::with_capacity(width);
+    let mut names: Vec<&'s str> = Vec::new();
+    for (j, (&t, &key)) in terms.iter().zip(&keys).enumerate() {
+        if let Some(&ahead) = keys.get(j + AHEAD) {
+            s.lexicon.prefetch(ahead);
+        }
+        hashes.push(xxh3_64(t.as_bytes()));
+        let lexeme = s.lexicon.get(t, key).unwrap_or_default();
+        idf.push(lexeme.idf.unwrap_or(s.idf_default));
+        if !lexeme.common && t.len() >= 6 && all_cjk(t) {
+            names.push(t);
+        }
+    }
 
     // rows: the document, then the lead and each chunk as token ranges
     let n_sent = spans.len();
@@ -598,12 +603,6 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
         select_chunks(&folded, None, s.max_chunks)
     };
     let degenerate = width < s.min_features;
-    let names = terms
-        .iter()
-        .zip(&lexemes)
-        .filter(|(t, l)| !l.common && t.len() >= 6 && all_cjk(t))
-        .map(|(t, _)| *t)
-        .collect();
     Some(Folded {
         fingerprint,
         chunks: if degenerate { Vec::new() } else { chunks.into_iter().filter(|&c| c != fingerprint).collect() },
