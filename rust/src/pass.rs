@@ -465,6 +465,37 @@ pub fn flatten(body: &str) -> String {
     flat
 }
 
+/// The ids of `terms` in the order of their strings (byte order is code-point order, Python's): one
+/// word per term is sorted, the id in its low bytes and as many of the term's first bytes as fit above
+/// it, then the terms whose first bytes tie are sorted by their whole strings.
+fn by_string(terms: &[&str]) -> Vec<u32> {
+    let id_bytes = (u32::BITS - (terms.len() as u32).leading_zeros()).div_ceil(8).max(2) as usize;
+    let (id_bits, id_mask) = (8 * id_bytes as u32, (1u64 << (8 * id_bytes)) - 1);
+    let mut keys: Vec<u64> = terms
+        .iter()
+        .enumerate()
+        .map(|(id, t)| {
+            let mut p = [0u8; 8];
+            let n = t.len().min(8 - id_bytes);
+            p[..n].copy_from_slice(&t.as_bytes()[..n]);
+            u64::from_be_bytes(p) | id as u64
+        })
+        .collect();
+    keys.sort_unstable();
+    let mut i = 0;
+    while i < keys.len() {
+        let mut e = i + 1;
+        while e < keys.len() && keys[e] >> id_bits == keys[i] >> id_bits {
+            e += 1;
+        }
+        if e - i > 1 {
+            keys[i..e].sort_unstable_by(|&a, &b| terms[(a & id_mask) as usize].cmp(terms[(b & id_mask) as usize]));
+        }
+        i = e;
+    }
+    keys.iter().map(|&k| (k & id_mask) as u32).collect()
+}
+
 /// The pass over `body` (normalised, stripped text) and `flat_padded`, the same with its line breaks as
 /// spaces (the sentences' reading; the terms are slices of it) and [`PAD`] bytes after it, as
 /// [`flatten`] gives it; None where the reference takes a path this does
@@ -481,30 +512,7 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
     let mut toks = Tokens::new(flat_padded.as_bytes(), flat_body.len());
     let (flat, ends) = sentence_ids(jieba, s, flat_body, &spans, &mut toks);
 
-    // columns: the document's distinct terms in the order of their strings (byte order is code-point
-    // order, Python's): sorted by their first eight bytes, with the id alongside, then the terms whose
-    // first eight bytes tie by their whole strings
-    let prefix = |t: &str| {
-        let mut p = [0u8; 8];
-        let n = t.len().min(8);
-        p[..n].copy_from_slice(&t.as_bytes()[..n]);
-        u64::from_be_bytes(p)
-    };
-    let mut keys: Vec<u128> =
-        toks.terms.iter().enumerate().map(|(id, t)| (prefix(t) as u128) << 64 | id as u128).collect();
-    keys.sort_unstable();
-    let mut i = 0;
-    while i < keys.len() {
-        let mut e = i + 1;
-        while e < keys.len() && keys[e] >> 64 == keys[i] >> 64 {
-            e += 1;
-        }
-        if e - i > 1 {
-            keys[i..e].sort_unstable_by(|&a, &b| toks.terms[a as u64 as usize].cmp(toks.terms[b as u64 as usize]));
-        }
-        i = e;
-    }
-    let by_term: Vec<u32> = keys.iter().map(|&k| k as u64 as u32).collect();
+    let by_term = by_string(&toks.terms);
     let width = by_term.len();
     let mut column = vec![0usize; width];
     for (col, &id) in by_term.iter().enumerate() {
@@ -512,23 +520,28 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
     }
     let cols: Vec<usize> = flat.iter().map(|&id| column[id as usize]).collect();
     let terms: Vec<&'s str> = by_term.iter().map(|&id| toks.terms[id as usize]).collect();
-    // the terms' slots fetched some look-ups ahead of their own
+    // per term, in one loop: its IDF, its hash and whether it counts as a name; the terms' lexicon
+    // slots are fetched some look-ups ahead of their own, and the hashing fills the wait
     const AHEAD: usize = 16;
     let keys: Vec<Option<u128>> =
         terms.iter().map(|t| toks.padded_key(t, false).or_else(|| short_key(t, false))).collect();
     for &key in keys.iter().take(AHEAD) {
         s.lexicon.prefetch(key);
     }
-    let lexemes: Vec<Lexeme> = (0..terms.len())
-        .map(|j| {
-            if let Some(&ahead) = keys.get(j + AHEAD) {
-                s.lexicon.prefetch(ahead);
-            }
-            s.lexicon.get(terms[j], keys[j]).unwrap_or_default()
-        })
-        .collect();
-    let idf: Vec<f64> = lexemes.iter().map(|l| l.idf.unwrap_or(s.idf_default)).collect();
-    let hashes: Vec<u64> = terms.iter().map(|t| xxh3_64(t.as_bytes())).collect();
+    let mut idf: Vec<f64> = Vec::with_capacity(width);
+    let mut hashes: Vec<u64> = Vec::with_capacity(width);
+    let mut names: Vec<&'s str> = Vec::new();
+    for (j, (&t, &key)) in terms.iter().zip(&keys).enumerate() {
+        if let Some(&ahead) = keys.get(j + AHEAD) {
+            s.lexicon.prefetch(ahead);
+        }
+        hashes.push(xxh3_64(t.as_bytes()));
+        let lexeme = s.lexicon.get(t, key).unwrap_or_default();
+        idf.push(lexeme.idf.unwrap_or(s.idf_default));
+        if !lexeme.common && t.len() >= 6 && all_cjk(t) {
+            names.push(t);
+        }
+    }
 
     // rows: the document, then the lead and each chunk as token ranges
     let n_sent = spans.len();
@@ -598,12 +611,6 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
         select_chunks(&folded, None, s.max_chunks)
     };
     let degenerate = width < s.min_features;
-    let names = terms
-        .iter()
-        .zip(&lexemes)
-        .filter(|(t, l)| !l.common && t.len() >= 6 && all_cjk(t))
-        .map(|(t, _)| *t)
-        .collect();
     Some(Folded {
         fingerprint,
         chunks: if degenerate { Vec::new() } else { chunks.into_iter().filter(|&c| c != fingerprint).collect() },
@@ -619,6 +626,24 @@ pub fn run<'s>(jieba: &Jieba, s: &'s Settings, body: &str, flat_padded: &'s str)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_by_string_as_a_sort() {
+        let base = ["中国", "中国人", "中国队", "中国人民", "中", "a", "ab", "ab\0", "abcdef", "abcdefg", "abcdefgh", "abcdefgi", "zz", "é", "中国人民银行"];
+        for n in [1, 5, base.len()] {
+            let terms = &base[..n];
+            let mut want: Vec<u32> = (0..n as u32).collect();
+            want.sort_by_key(|&i| terms[i as usize]);
+            assert_eq!(by_string(terms), want);
+        }
+        // ids of three bytes: fewer of each term's bytes in its key
+        let many: Vec<String> = (0..70000u32).map(|i| format!("t{:x}", i.wrapping_mul(2654435761))).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut want: Vec<u32> = (0..many.len() as u32).collect();
+        want.sort_by_key(|&i| many[i as usize]);
+        assert!(many.len() > 1 << 16);
+        assert_eq!(by_string(&many), want);
+    }
 
     #[test]
     fn padded_keys_are_short_keys() {

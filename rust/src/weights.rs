@@ -22,8 +22,8 @@ pub struct Weighing {
     rest: Vec<f64>,
     keys: Vec<u128>,
     short: Vec<u64>,
-    /// per column, the order key of its score in the row being weighed
-    full: Vec<u64>,
+    /// per column, its score in the row being weighed (read again for the weights: one load, not three)
+    scores: Vec<f64>,
 }
 
 /// An integer in the order of the number `x` (not NaN) as `partial_cmp` orders numbers: -0.0 and 0.0
@@ -54,7 +54,8 @@ impl Weighing {
         let top = present.iter().max().map_or(0, |&j| j);
         let bits = usize::BITS - top.leading_zeros();
         self.order.clear();
-        if n == present.len() && bits <= 16 {
+        let short = n == present.len() && bits <= 16;
+        if short {
             self.sort_short(present, top + 1, bits, score);
         } else {
             // one integer per column, its score's order in the high half and the column in the low
@@ -70,7 +71,13 @@ impl Weighing {
             self.order.extend(self.keys.iter().map(|&key| key as u64 as usize));
         }
         self.weights.clear();
-        self.weights.extend(self.order.iter().map(|&j| score(j)));
+        if short {
+            // `sort_short` kept each column's score
+            let scores = &self.scores;
+            self.weights.extend(self.order.iter().map(|&j| scores[j]));
+        } else {
+            self.weights.extend(self.order.iter().map(|&j| score(j)));
+        }
         if max_share < 1.0 && n > 1 {
             let cap = share_cap(&self.weights, n, max_share, &mut self.rest);
             for x in self.weights.iter_mut() {
@@ -85,20 +92,20 @@ impl Weighing {
 
 impl Weighing {
     /// `order`: all of `present` (columns below `width`, and below `1 << bits`, `bits` at most 16) by
-    /// score, ties by column. One integer per column, its score's order key with the low `bits` bits replaced by the
-    /// column, is sorted (a single-word sort); columns whose keys then tie on the rest are re-sorted by
-    /// their whole keys where these differ.
+    /// score, ties by column, and each column's score in `scores`. One integer per column, its score's
+    /// order key with the low `bits` bits replaced by the column, is sorted (a single-word sort); columns
+    /// whose keys then tie on the rest are re-sorted by their whole keys where these differ.
     #[inline]
     fn sort_short(&mut self, present: &[usize], width: usize, bits: u32, score: impl Fn(usize) -> f64) {
         let low = (1u64 << bits) - 1;
-        if self.full.len() < width {
-            self.full.resize(width, 0);
+        if self.scores.len() < width {
+            self.scores.resize(width, 0.0);
         }
         self.short.clear();
         for &j in present {
-            let key = order_key(score(j));
-            self.full[j] = key;
-            self.short.push(key & !low | j as u64);
+            let x = score(j);
+            self.scores[j] = x;
+            self.short.push(order_key(x) & !low | j as u64);
         }
         self.short.sort_unstable();
         let mut i = 0;
@@ -109,10 +116,10 @@ impl Weighing {
                 e += 1;
             }
             let run = &mut self.short[i..e];
-            let first = self.full[(run[0] & low) as usize];
-            if run.len() > 1 && run.iter().any(|&k| self.full[(k & low) as usize] != first) {
-                let full = &self.full;
-                run.sort_unstable_by_key(|&k| (full[(k & low) as usize], k & low));
+            let full = |k: u64| order_key(self.scores[(k & low) as usize]);
+            let first = full(run[0]);
+            if run.len() > 1 && run.iter().any(|&k| full(k) != first) {
+                run.sort_unstable_by_key(|&k| (full(k), k & low));
             }
             i = e;
         }
@@ -188,6 +195,13 @@ mod tests {
                 want.sort_by(|&a, &b| score(a).partial_cmp(&score(b)).unwrap().then(a.cmp(&b)));
                 want.truncate(if k > 0 { k.min(want.len()) } else { want.len() });
                 assert_eq!(weigh.order, want, "width {width} k {k}");
+                // uncapped, each weight is its column's score over the row's norm, bit for bit
+                weigh.row(&counts, &present, &idf, &pows, k, 3.0, 1.0);
+                let total: i64 = present.iter().map(|&j| counts[j]).sum();
+                let norm = (total as f64).powf(3.0);
+                let bits: Vec<u64> = weigh.weights.iter().map(|w| w.to_bits()).collect();
+                let want: Vec<u64> = want.iter().map(|&j| (-score(j) / norm).to_bits()).collect();
+                assert_eq!(bits, want, "width {width} k {k}");
             }
         }
     }
