@@ -110,6 +110,11 @@ class Documented(NamedTuple):
     headline: str | None
 
 
+def _documented(got: tuple[Any, ...] | None) -> Documented | None:
+    """The compiled call's tuple as a :class:`Documented` (its last item is ``(day_read, headline)``)."""
+    return None if got is None else Documented._make((*got[:-1], *got[-1]))
+
+
 class NativePass:
     """The compiled pass for one configuration and its tokenizer."""
 
@@ -163,10 +168,14 @@ class NativePass:
         where the title's facts must come from the reference."""
         if self._facts and not FACTS:
             return None
-        got = self._core.document(raw, title, published_at, self._plan)
-        if got is None:
-            return None
-        return Documented._make((*got[:-1], *got[-1]))  # the last item is (day_read, headline)
+        return _documented(self._core.document(raw, title, published_at, self._plan))
+
+    def documents(self, items: Sequence[tuple[str, str | None, str | None]]) -> list[Documented | None]:
+        """:meth:`document` of each ``(raw, title, published_at)``, in order, from one compiled call: the
+        GIL is released once for all of them, so threads fingerprinting chunks seldom wait for it."""
+        if self._facts and not FACTS:
+            return [None] * len(items)
+        return [_documented(got) for got in self._core.documents(list(items), self._plan)]
 
     @staticmethod
     def normalize(text: str, lower: bool = True) -> str | None:

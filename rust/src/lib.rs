@@ -21,7 +21,7 @@ use std::fs;
 use jieba_rs::Jieba;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::document::Plan;
@@ -177,49 +177,31 @@ impl Core {
         &self, py: Python<'py>, raw: &str, title: Option<&str>, published_at: Option<&str>, plan: &Bound<'py, Plan>,
     ) -> Option<Bound<'py, PyTuple>> {
         let plan = plan.get();
-        let title = title.unwrap_or("");
-        let facts = plan.facts;
-        let (cased, lower, body, flat, extra, day_read, headline) = py.detach(|| {
-            let cased = text::normalize(raw, false)?;
-            if cased.is_empty() {
-                return None;
-            }
-            let lower = text::to_lowercase(&cased);
-            // the headline, normalised, unless it is the text (a headline-only document)
-            let normal = if title.is_empty() { String::new() } else { text::normalize(title, true)? };
-            let headline = (!normal.is_empty() && normal != lower).then_some(normal);
-            // the title's facts first: where they must come from the reference, no pass is wasted
-            let mut extra: Vec<String> = Vec::new();
-            if let (true, Some(normal)) = (facts, &headline) {
-                let names = terms(&self.jieba, &self.settings, normal);
-                extra = title::title_facts(normal, &names, &title::latin_names(title), &self.proper)?;
-            }
-            let day = if facts { published_at.map(title::publication_day) } else { None };
-            let day_read = day.is_none() || matches!(day, Some(Some(_)));
-            extra.extend(day.flatten().flatten());
-            let body = if plan.strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
-            let flat = pass::flatten(&body);
-            Some((cased, lower, body, flat, extra, day_read, headline))
-        })?;
-        let (got, found, frames, digests, blocks) = py.detach(|| {
-            let got = run(&self.jieba, &self.settings, &body, &flat)?;
-            let (found, frames) = if facts {
-                facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, plan.max_facts,
-                                  plan.max_frames)?
-            } else {
-                Default::default()
-            };
-            let compact = text::without_space(&lower);
-            let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
-            let blocks = plan.keys(got.fingerprint);
-            Some((got, found, frames, digests, blocks))
-        })?;
-        // the terms a `FingerprintResult` holds, their Python objects made only when they are read
-        let top_terms = Py::new(py, document::Terms::pack(&got.top_terms)).ok()?;
-        (got.fingerprint, blocks, digests.0, digests.1, top_terms, got.n_terms < plan.min_features,
-         got.n_tokens, PyTuple::new(py, got.chunks).ok()?, PyBytes::new(py, &got.sketch),
-         PyTuple::new(py, found.iter().chain(extra.iter().map(String::as_str)).collect::<Vec<&str>>()).ok()?,
-         PyTuple::new(py, frames).ok()?, (day_read, headline)).into_pyobject(py).ok()
+        let done = py.detach(|| self.compute(raw, title.unwrap_or(""), published_at, plan))?;
+        done.into_tuple(py)
+    }
+
+    /// [`Core::document`] of each `(raw, title, published_at)` of `items`, in order: the compiled work of
+    /// all of them in one release of the GIL, then their results (so threads fingerprinting chunks take
+    /// and give the GIL once a chunk, not twice a document).
+    #[allow(clippy::type_complexity)]
+    fn documents<'py>(
+        &self, py: Python<'py>,
+        items: Vec<(Bound<'py, PyString>, Option<Bound<'py, PyString>>, Option<Bound<'py, PyString>>)>,
+        plan: &Bound<'py, Plan>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyTuple>>>> {
+        let plan = plan.get();
+        // the texts as the strings' own UTF-8, which lives as long as `items`
+        let texts = items
+            .iter()
+            .map(|(raw, title, at)| {
+                Ok((raw.to_str()?, title.as_ref().map(|t| t.to_str()).transpose()?.unwrap_or(""),
+                    at.as_ref().map(|a| a.to_str()).transpose()?))
+            })
+            .collect::<PyResult<Vec<(&str, &str, Option<&str>)>>>()?;
+        let done: Vec<Option<Computed>> =
+            py.detach(|| texts.iter().map(|&(raw, title, at)| self.compute(raw, title, at, plan)).collect());
+        Ok(done.into_iter().map(|d| d.and_then(|d| d.into_tuple(py))).collect())
     }
 
     /// `title_facts(title, terms(title), latin_names(raw))` of `fingerprint/facts.py`, where `title` is
@@ -264,6 +246,78 @@ impl Core {
         let params = winnow::Params { k, g, max_stored, slice_chars };
         let got = py.detach(|| winnow::marked(&self.jieba, &self.settings, text, &params))?;
         Some(PyBytes::new(py, &got))
+    }
+}
+
+impl Core {
+    /// The compiled work of [`Core::document`], without the GIL: None where the reference or the
+    /// separate steps must run (and for an empty text).
+    fn compute(&self, raw: &str, title: &str, published_at: Option<&str>, plan: &Plan) -> Option<Computed> {
+        let facts = plan.facts;
+        let cased = text::normalize(raw, false)?;
+        if cased.is_empty() {
+            return None;
+        }
+        let lower = text::to_lowercase(&cased);
+        // the headline, normalised, unless it is the text (a headline-only document)
+        let normal = if title.is_empty() { String::new() } else { text::normalize(title, true)? };
+        let headline = (!normal.is_empty() && normal != lower).then_some(normal);
+        // the title's facts first: where they must come from the reference, no pass is wasted
+        let mut extra: Vec<String> = Vec::new();
+        if let (true, Some(normal)) = (facts, &headline) {
+            let names = terms(&self.jieba, &self.settings, normal);
+            extra = title::title_facts(normal, &names, &title::latin_names(title), &self.proper)?;
+        }
+        let day = if facts { published_at.map(title::publication_day) } else { None };
+        let day_read = day.is_none() || matches!(day, Some(Some(_)));
+        extra.extend(day.flatten().flatten());
+        let body = if plan.strip { boilerplate::strip_boilerplate(&lower, &cased)? } else { lower.clone() };
+        let flat = pass::flatten(&body);
+        let got = run(&self.jieba, &self.settings, &body, &flat)?;
+        let (found, frames) = if facts {
+            facts::body_facts(&body, &got.names, &cased, &lower, &self.settings.stopwords, plan.max_facts,
+                              plan.max_frames)?
+        } else {
+            Default::default()
+        };
+        let compact = text::without_space(&lower);
+        let digests = (document::content_digest(&compact), plan.keyword_digest(&got.top_terms));
+        Some(Computed {
+            fingerprint: got.fingerprint, blocks: plan.keys(got.fingerprint), digests,
+            top_terms: document::Terms::pack(&got.top_terms), degenerate: got.n_terms < plan.min_features,
+            n_tokens: got.n_tokens, chunks: got.chunks, sketch: got.sketch, found, extra, frames, day_read,
+            headline,
+        })
+    }
+}
+
+/// What [`Core::document`] computes for one document, before its Python objects are made.
+struct Computed {
+    fingerprint: u64,
+    blocks: Vec<String>,
+    digests: (String, String),
+    top_terms: document::Terms,
+    degenerate: bool,
+    n_tokens: i64,
+    chunks: Vec<u64>,
+    sketch: Vec<u8>,
+    found: facts::Facts,
+    extra: Vec<String>,
+    frames: Vec<u64>,
+    day_read: bool,
+    headline: Option<String>,
+}
+
+impl Computed {
+    /// The tuple [`Core::document`] gives (the fields of a `FingerprintResult`, then `(day_read,
+    /// headline)`); the top terms' Python objects are made only when they are read.
+    fn into_tuple(self, py: Python<'_>) -> Option<Bound<'_, PyTuple>> {
+        let facts = self.found.iter().chain(self.extra.iter().map(String::as_str)).collect::<Vec<&str>>();
+        (self.fingerprint, self.blocks, self.digests.0, self.digests.1, Py::new(py, self.top_terms).ok()?,
+         self.degenerate, self.n_tokens, PyTuple::new(py, self.chunks).ok()?, PyBytes::new(py, &self.sketch),
+         PyTuple::new(py, facts).ok()?, PyTuple::new(py, self.frames).ok()?, (self.day_read, self.headline))
+            .into_pyobject(py)
+            .ok()
     }
 }
 

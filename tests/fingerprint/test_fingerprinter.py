@@ -228,3 +228,19 @@ def test_a_wire_headline_in_capitals_names_what_its_body_names(fpr: Fingerprinte
     assert check(a.evidence, again.evidence, 3).accepted  # the same notice, re-headlined
     plain = fpr.fingerprint_document(Document(id="d", title=None, content=body.format("Ohio")))
     assert plain.facts == tuple(f for f in a.facts if f != "^@ohio")
+
+
+def test_a_batch_is_each_document_fingerprinted_alone(fpr: Fingerprinter) -> None:
+    """`fingerprint_documents` (one compiled call for a batch, what threads use) gives each document's
+    own result, in order, including those the compiled call leaves to the separate steps: an empty
+    body with a title, HTML, a text with a character newer than the reference's Unicode tables."""
+    docs = [
+        Document(id="zh", title="国家统计局发布数据", content=TEXT, published_at="2024-03-05"),
+        Document(id="en", title="BANK RAISES RATES", content="The Bank raised rates on Tuesday, it said."),
+        Document(id="title-only", title=TEXT, content=""),
+        Document(id="html", content="", html=f"<html><body><p>{TEXT}</p><p>扫码下载客户端</p></body></html>"),
+        Document(id="newer", content=TEXT + " \U0001fae8"),  # U+1FAE8, assigned after Unicode 14
+        Document(id="empty", content=""),
+    ]
+    assert fpr.fingerprint_documents(docs) == [fpr.fingerprint_document(d) for d in docs]
+    assert fpr.fingerprint_documents([]) == []
