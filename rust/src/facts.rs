@@ -20,7 +20,9 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::text::{ascii_space, push_sentence_spans, push_without_space, ByteSet, py_isspace, sentence_matches, strip};
+use crate::text::{
+    ascii_space, leading_bytes, push_sentence_spans, push_without_space, py_isspace, sentence_matches, strip, ByteSet,
+};
 use crate::unicode::{decimal, is_word};
 
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
@@ -1111,19 +1113,10 @@ fn by_hash(items: Vec<&str>, limit: usize) -> Facts {
 /// The names, distinct, longest (in characters) first, then in code-point order
 /// (`sorted(found, key=lambda n: (-len(n), n))`).
 fn longest_first<'n>(names: &[&'n str]) -> Vec<&'n str> {
-    let mut keyed: Vec<(usize, u64, &str)> = names.iter().map(|n| (usize::MAX - n.chars().count(), prefix(n), *n)).collect();
+    let mut keyed: Vec<(usize, u64, &str)> = names.iter().map(|n| (usize::MAX - n.chars().count(), leading_bytes(n, 8), *n)).collect();
     keyed.sort_unstable();
     keyed.dedup();
     keyed.into_iter().map(|(_, _, n)| n).collect()
-}
-
-/// The first eight bytes of `s` (zeros after a shorter one) as a number that orders as `s` does
-/// wherever two differ: strings are compared whole only where these are equal.
-fn prefix(s: &str) -> u64 {
-    let mut word = [0u8; 8];
-    let n = s.len().min(8);
-    word[..n].copy_from_slice(&s.as_bytes()[..n]);
-    u64::from_be_bytes(word)
 }
 
 /// `analyse(text, names, max_facts, max_frames, latin, terms_are_names=True)`: the facts (bottom
@@ -1214,7 +1207,7 @@ fn analyse_units(
         if here.is_empty() {
             continue;
         }
-        here.sort_unstable_by(|x, y| prefix(x).cmp(&prefix(y)).then_with(|| x.cmp(y)));
+        here.sort_unstable_by(|x, y| leading_bytes(x, 8).cmp(&leading_bytes(y, 8)).then_with(|| x.cmp(y)));
         here.dedup();
         match unit {
             Some(unit) => skeleton_into(unit, &mut skeleton),

@@ -13,7 +13,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::simhash::fold;
 use crate::sketch::sketch;
-use crate::text::{all_cjk, has_cjk, latin_words, sentence_spans};
+use crate::text::{all_cjk, has_cjk, latin_words, leading_bytes, sentence_spans};
 use crate::weights::{tf_pow, Weighing};
 
 /// Everything that decides a pass (a `FingerprintConfig` and its tokenizer's lists).
@@ -474,12 +474,7 @@ fn by_string(terms: &[&str]) -> Vec<u32> {
     let mut keys: Vec<u64> = terms
         .iter()
         .enumerate()
-        .map(|(id, t)| {
-            let mut p = [0u8; 8];
-            let n = t.len().min(8 - id_bytes);
-            p[..n].copy_from_slice(&t.as_bytes()[..n]);
-            u64::from_be_bytes(p) | id as u64
-        })
+        .map(|(id, t)| leading_bytes(t, 8 - id_bytes) | id as u64)
         .collect();
     keys.sort_unstable();
     let mut i = 0;

@@ -200,6 +200,16 @@ impl ByteSet {
     }
 }
 
+/// The first `n` bytes of `s` (at most eight; zeros after a shorter string) as a number in the high
+/// bytes of a word: it orders as the strings do wherever two differ, so strings are compared whole only
+/// where these are equal.
+pub fn leading_bytes(s: &str, n: usize) -> u64 {
+    let mut word = [0u8; 8];
+    let n = s.len().min(n).min(8);
+    word[..n].copy_from_slice(&s.as_bytes()[..n]);
+    u64::from_be_bytes(word)
+}
+
 /// The Han ranges of `_CJK_CHAR` in `text/tokenize.py`.
 pub fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
