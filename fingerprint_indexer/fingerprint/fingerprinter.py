@@ -384,10 +384,8 @@ class Fingerprinter:
         them (a thread holds and gives up the GIL once for the batch, not twice a document)."""
         raws = [_raw(doc) for doc in docs]
         compiled = self._native_pass()
-        if compiled is None:
-            return [self._document(doc, raw) for doc, raw in zip(docs, raws, strict=True)]
         items = [(raw, doc.title, doc.published_at) for doc, raw in zip(docs, raws, strict=True)]
-        got = compiled.documents(items)
+        got = compiled.documents(items) if compiled is not None else [None] * len(docs)
         return [self._finish(doc, raw, g) for doc, raw, g in zip(docs, raws, got, strict=True)]
 
     def _finish(self, doc: Document, raw: str, got: Documented | None) -> FingerprintResult:
