@@ -173,7 +173,12 @@ fn may_be_code(line: &str) -> bool {
         || line.starts_with('/')
         || (line.contains(':') && line.contains(';'))
         || ["function", "document.", "window."].iter().any(|w| line.contains(w))
-        || line.starts_with(|c: char| "{}()[];,".contains(c) || c.is_whitespace())
+        || may_be_brackets_line(line)
+}
+
+/// Whether a line may be `code`'s line of brackets alone: its first character is one of them or space.
+fn may_be_brackets_line(line: &str) -> bool {
+    line.starts_with(|c: char| "{}()[];,".contains(c) || c.is_whitespace())
 }
 
 /// Whether a line holds a byte one of the words or signs `may_be_code` and `may_be_bounded_code` look for
@@ -191,9 +196,8 @@ fn holds_code_bytes(line: &str) -> bool {
 fn is_code(line: &str) -> bool {
     let p = patterns();
     if !holds_code_bytes(line) {
-        // only `code`'s line of brackets alone may match: its first character is one of them or space
-        return line.starts_with(|c: char| "{}()[];,".contains(c) || c.is_whitespace())
-            && p.code.is_match(line)
+        // only `code`'s line of brackets alone may match
+        return may_be_brackets_line(line) && p.code.is_match(line)
             && is_code_sized(line);
     }
     let found = (may_be_code(line) && p.code.is_match(line))
@@ -384,8 +388,7 @@ mod tests {
             let line: String = (0..len).map(|_| PIECES[next(PIECES.len())]).collect();
             if !holds_code_bytes(&line) {
                 without += 1;
-                let first = line.starts_with(|c: char| "{}()[];,".contains(c) || c.is_whitespace());
-                assert_eq!(may_be_code(&line), first, "{line:?}");
+                assert_eq!(may_be_code(&line), may_be_brackets_line(&line), "{line:?}");
                 assert!(!may_be_bounded_code(&line) && !has_css_rule(&line), "{line:?}");
             }
         }
