@@ -33,11 +33,13 @@ _CLUSTER = struct.Struct("<BQI")  # form, centre, size; then the founder when it
 _CLUSTER_OWN, _CLUSTER_NAMED = 0x01, 0x02
 
 
-def _pack_strings(items: list[str | bytes]) -> bytes:
-    raw = [i if isinstance(i, bytes) else i.encode() for i in items]
-    if any(len(r) > 0xFFFF for r in raw):
+def _pack_strings(head: list[bytes], items: list[str]) -> bytes:
+    """``head`` then ``items`` (encoded), each prefixed by its length in the table before them."""
+    raw = head + list(map(str.encode, items))
+    lengths = list(map(len, raw))
+    if lengths and max(lengths) > 0xFFFF:
         raise ValueError("a record string is longer than 65,535 bytes")
-    return struct.pack(f"<{len(raw)}H", *map(len, raw)) + b"".join(raw)
+    return struct.pack(f"<{len(raw)}H", *lengths) + b"".join(raw)
 
 
 @dataclass
@@ -119,10 +121,11 @@ class DocRecord:
                  | (_F_RAW_DIGESTS if _HEX.fullmatch(self.content_digest + self.keyword_digest)
                     and len(self.content_digest) % 2 == 0 else 0))
         sketch = bytes.fromhex(self.sketch)
-        digests: list[str | bytes] = [self.content_digest, self.keyword_digest]
         if flags & _F_RAW_DIGESTS:  # as the fingerprinter writes them: half the bytes
-            digests = [bytes.fromhex(d) for d in (self.content_digest, self.keyword_digest)]
-        strings: list[str | bytes] = [*digests, self.decision]
+            digests = [bytes.fromhex(self.content_digest), bytes.fromhex(self.keyword_digest)]
+        else:
+            digests = [self.content_digest.encode(), self.keyword_digest.encode()]
+        strings = [self.decision]
         strings += [] if flags & _F_OWN_CLUSTER else [self.cluster_id]
         strings += [] if flags & _F_STORE_VERSION else [self.version]
         strings += [s for s in (self.duplicate_of, self.published_at, self.replaces) if s is not None]
@@ -132,7 +135,7 @@ class DocRecord:
                              -1 if self.distance is None else self.distance, flags,
                              len(self.chunks), len(self.frames), len(self.facts), len(sketch))
                 + struct.pack(f"<{len(self.chunks) + len(self.frames)}Q", *self.chunks, *self.frames)
-                + sketch + _pack_strings(strings))
+                + sketch + _pack_strings(digests, strings))
 
     @classmethod
     def from_bytes(cls, doc_id: str, raw: bytes, store_version: str | None = None) -> DocRecord:
