@@ -108,15 +108,23 @@ class IndexWrites:
         return self.index.entry(doc_id)
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
-        fp = fingerprint & MASK64
-        if self._current(doc_id) is not None:
-            self.remove(doc_id)
-        num = self._next
-        self._next += 1
-        self.index.stage_entry(self.wb, doc_id, fp, num, meta)
-        self._docs[doc_id] = (fp, num)
-        self._added.append((num, fp))
-        self._delta += 1
+        self.add_many([(doc_id, fingerprint)], meta)
+
+    def add_many(self, entries: Iterable[tuple[str, int]], meta: Meta | None = None) -> None:
+        """Stage each (entry id, fingerprint), replacing an entry of the same id: a document's entries in
+        one loop, each key built once for its read and its write."""
+        ix, wb, docs = self.index, self.wb, self._docs
+        for doc_id, fingerprint in entries:
+            fp = fingerprint & MASK64
+            key = ix.doc_key(doc_id)
+            if (docs[doc_id] if doc_id in docs else ix.entry_at(key)) is not None:
+                self.remove(doc_id)
+            num = self._next
+            self._next = num + 1
+            ix.stage_entry_at(wb, key, doc_id, fp, num, meta)
+            docs[doc_id] = (fp, num)
+            self._added.append((num, fp))
+            self._delta += 1
 
     def remove(self, doc_id: str) -> bool:
         cur = self._current(doc_id)
@@ -190,7 +198,7 @@ class LevelDBIndex(NearDupIndex):
 
     def _scan(self) -> TableArrays:
         """(fingerprint, alive) by entry number, from one pass over the ``d/`` keys."""
-        heads = b"".join(v[: _ENTRY.size] for v in self._db.iterator(prefix=self._doc_key(""),
+        heads = b"".join(v[: _ENTRY.size] for v in self._db.iterator(prefix=self.doc_key(""),
                                                                       include_key=False))
         entries = np.frombuffer(heads, dtype=np.dtype([("fp", ">u8"), ("num", ">u4")]))
         fps = np.zeros(self._next_number, dtype=np.uint64)
@@ -245,7 +253,8 @@ class LevelDBIndex(NearDupIndex):
         return final, stored_algo or algorithm
 
     # ------------------------------------------------------------------ keys
-    def _doc_key(self, doc_id: str) -> bytes:
+    def doc_key(self, doc_id: str) -> bytes:
+        """LevelDB key of an entry."""
         return self._p + b"d/" + doc_id.encode()
 
     def _num_key(self, num: int) -> bytes:
@@ -253,7 +262,11 @@ class LevelDBIndex(NearDupIndex):
 
     def entry(self, doc_id: str) -> tuple[int, int] | None:
         """(fingerprint, entry number) of an entry as LevelDB holds it (None when absent)."""
-        raw = self._db.get(self._doc_key(doc_id))
+        return self.entry_at(self.doc_key(doc_id))
+
+    def entry_at(self, key: bytes) -> tuple[int, int] | None:
+        """:meth:`entry` of the entry under LevelDB key ``key`` (:meth:`doc_key`)."""
+        raw = self._db.get(key)
         if raw is None:
             return None
         fp, num = _ENTRY.unpack_from(raw)
@@ -268,15 +281,16 @@ class LevelDBIndex(NearDupIndex):
         """Stage index changes into ``wb`` (a plyvel write batch shared with the caller's records)."""
         return IndexWrites(self, wb)
 
-    def stage_entry(self, wb: Any, doc_id: str, fp: int, num: int, meta: Meta | None = None) -> None:
-        """Put an entry under number ``num`` into the write batch ``wb`` (its keys only: see
-        :meth:`apply`)."""
-        wb.put(self._doc_key(doc_id), _doc_value(fp, num, meta))
+    def stage_entry_at(self, wb: Any, key: bytes, doc_id: str, fp: int, num: int, meta: Meta | None = None
+                       ) -> None:  # fmt: skip
+        """Put entry ``doc_id`` (LevelDB key ``key``: :meth:`doc_key`) under number ``num`` into the write
+        batch ``wb`` (its keys only: see :meth:`apply`)."""
+        wb.put(key, _doc_value(fp, num, meta))
         wb.put(self._num_key(num), doc_id.encode())
 
     def stage_removal(self, wb: Any, doc_id: str, num: int) -> None:
         """Delete an entry and its number in the write batch ``wb``."""
-        wb.delete(self._doc_key(doc_id))
+        wb.delete(self.doc_key(doc_id))
         wb.delete(self._num_key(num))
 
     def stage_counters(self, wb: Any, count: int, next_number: int) -> None:
@@ -341,7 +355,7 @@ class LevelDBIndex(NearDupIndex):
 
     def get_meta(self, doc_id: str) -> dict[str, Any] | None:
         """The meta stored with ``doc_id`` (empty dict when none), or None if absent."""
-        raw = self._db.get(self._doc_key(doc_id))
+        raw = self._db.get(self.doc_key(doc_id))
         if raw is None:
             return None
         return json.loads(raw[_ENTRY.size :]) if len(raw) > _ENTRY.size else {}
@@ -394,7 +408,7 @@ class LevelDBIndex(NearDupIndex):
 
     def doc_ids(self) -> list[str]:
         """Every stored doc id, in key order."""
-        pfx = self._doc_key("")
+        pfx = self.doc_key("")
         return [k[len(pfx) :].decode() for k in self._db.iterator(prefix=pfx, include_value=False)]
 
     def compact(self) -> None:
