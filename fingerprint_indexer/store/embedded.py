@@ -27,6 +27,7 @@ loss. LevelDB stays exact; the filter only says "maybe".
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -85,7 +86,12 @@ def band_key(band: str, doc_id: str = "") -> bytes:
     """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
     :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
     the documents under it (one key each: an insert never rewrites what other documents share)."""
-    return BAND_PREFIX + int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:]) + doc_id.encode()
+    return _band_prefix(band) + doc_id.encode()
+
+
+@functools.lru_cache(maxsize=8192)  # a batch asks for each of its band keys ahead, then writes under it
+def _band_prefix(band: str) -> bytes:
+    return BAND_PREFIX + int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:])
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -305,12 +311,15 @@ class EmbeddedStore:
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
-        found = self.band_scan(band)
-        return found if len(found) <= MAX_BAND_READ else []
+        return self.band_docs_many([band])[0]
+
+    def band_docs_many(self, bands: Sequence[str]) -> list[list[str]]:
+        """:meth:`band_docs` of each key (one LevelDB iterator)."""
+        return [found if len(found) <= MAX_BAND_READ else [] for found in self.band_scan_many(bands)]
 
     def near_docs(self, ev: Evidence, k: int, exclude: str | None = None) -> list[Match]:
         """Verified near-duplicate documents of a document with this evidence, nearest first."""
-        return verified_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)
+        return verified_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs_many)
 
     def neighbours(self, ev: Evidence, digest: str, k: int, exclude: str | None = None) -> Neighbours:
         """Stored near-duplicates with the rule's verdict, nearest first, and the candidates the rule
@@ -322,7 +331,8 @@ class EmbeddedStore:
         (a person's name) can decide all 64 bits, so different articles about that person collide.
         """
         judged = {r.id: Neighbour.judged(r, v)
-                  for r, v in judged_near(ev, k, self.index.query_many, self.record, exclude, self.band_docs)}
+                  for r, v in judged_near(ev, k, self.index.query_many, self.record, exclude,
+                                                   self.band_docs_many)}
         exact = self.doc_with_digest(digest)
         extra = {exact} if exact is not None else set()
         extra |= set(self.ids_with_fingerprint(ev.fingerprints[0]))
@@ -396,7 +406,8 @@ class StoreBatch:
         self.ix = store.index.writes(self.wb)
         self.cx = store.centres.writes(self.wb)
         self._records: dict[str, DocRecord | None] = {}
-        self._digests: dict[str, str | None] = {}
+        self._digests: dict[str, str | None] = {}  # written by this batch
+        self._digests_read: dict[str, str | None] = {}  # committed answers read by this batch
         self._clusters: dict[str, Cluster] = {}
         self._staged_index = MemoryIndex(store.layout, merge_threshold=1 << 30)
         self._staged_centres = MemoryIndex(store.layout, merge_threshold=1 << 30)
@@ -423,9 +434,13 @@ class StoreBatch:
         return self._read[doc_id]
 
     def doc_with_digest(self, digest: str) -> str | None:
+        """This batch's document with ``digest``, else the committed one (asked once per batch: the rules
+        ask before deciding and the write asks again)."""
         if digest in self._digests:
             return self._digests[digest]
-        return self.store.doc_with_digest(digest)
+        if digest not in self._digests_read:
+            self._digests_read[digest] = self.store.doc_with_digest(digest)
+        return self._digests_read[digest]
 
     def cluster(self, cluster_id: str) -> Cluster | None:
         return self._clusters.get(cluster_id) or self.store.cluster(cluster_id)
@@ -471,13 +486,22 @@ class StoreBatch:
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key: committed ones minus ids changed here, plus staged ones."""
-        done = [i for i in self._bands_ahead([band])[0] if i not in self._masked]
-        found = done + sorted(self._staged_bands.get(band, ()))
-        return found if len(found) <= MAX_BAND_READ else []
+        return self.band_docs_many([band])[0]
+
+    def band_docs_many(self, bands: Sequence[str]) -> list[list[str]]:
+        """:meth:`band_docs` of each key; none under a key more than :data:`MAX_BAND_READ` hold."""
+        masked, staged = self._masked, self._staged_bands
+        out = []
+        for band, done in zip(bands, self._bands_ahead(bands), strict=True):
+            found = [i for i in done if i not in masked] if masked else list(done)
+            if band in staged:
+                found += sorted(staged[band])
+            out.append(found if len(found) <= MAX_BAND_READ else [])
+        return out
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
-        return verified_near(ev, k, self.near_many, self.record, band=self.band_docs)
+        return verified_near(ev, k, self.near_many, self.record, bands=self.band_docs_many)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         hits = self._committed_centres(k)([fp])[0] + self._staged_centres.query(fp, k)
@@ -502,9 +526,10 @@ class StoreBatch:
         self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
         self._docs_delta += 1
         if index:
-            for n, fp in enumerate(rec.fingerprints):
-                self.ix.add(entry_id(rec.id, n), fp)
-                self._staged_index.add(entry_id(rec.id, n), fp)
+            entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
+            self.ix.add_many(entries)
+            for entry, fp in entries:
+                self._staged_index.add(entry, fp)
             for band in rec.bands:
                 self.wb.put(band_key(band, rec.id), b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)

@@ -14,6 +14,8 @@ and nothing survives the object.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
@@ -54,12 +56,19 @@ class MemoryStore:
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
-        found = self._bands.get(band, set())
-        return sorted(found) if len(found) <= MAX_BAND_READ else []
+        return self.band_docs_many([band])[0]
+
+    def band_docs_many(self, bands: Sequence[str]) -> list[list[str]]:
+        """:meth:`band_docs` of each key."""
+        out = []
+        for band in bands:
+            found = self._bands.get(band, set())
+            out.append(sorted(found) if len(found) <= MAX_BAND_READ else [])
+        return out
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, nearest first (distance, then id)."""
-        return verified_near(ev, k, self.index.query_many, self.record, band=self.band_docs)
+        return verified_near(ev, k, self.index.query_many, self.record, bands=self.band_docs_many)
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
         return self.centres.query(fp, k)

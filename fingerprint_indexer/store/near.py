@@ -83,12 +83,13 @@ def judged_near(
     query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
-    band: Callable[[str], list[str]] | None = None,
+    bands: Callable[[Sequence[str]], list[list[str]]] | None = None,
     limit: int = MAX_CANDIDATES,
 ) -> list[tuple[DocRecord, Verdict]]:
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
     with it (``query``: the block-index entries within ``k`` of each of a list of fingerprints, all of
-    ``ev``'s asked at once; ``band``: the documents under a key), with the rule's verdict on it
+    ``ev``'s asked at once; ``bands``: the documents under each of a list of keys, likewise), with the
+    rule's verdict on it
     (:func:`fingerprint_indexer.verification.check_many`), nearest first.
 
     At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
@@ -101,9 +102,9 @@ def judged_near(
             h = hits.setdefault(doc_of(m.doc_id), [0, k + 1])
             h[0] += 1
             h[1] = min(h[1], m.distance)
-    if band is not None:
-        for key in band_keys(bytes(ev.sketch)):
-            for doc in band(key):
+    if bands is not None:
+        for docs in bands(band_keys(bytes(ev.sketch))):
+            for doc in docs:
                 hits.setdefault(doc, [0, k + 1])[0] += 1
     hits.pop(exclude or "", None)
     ids = sorted(hits, key=lambda i: (-hits[i][0], hits[i][1], i))[:limit]
@@ -118,8 +119,8 @@ def verified_near(
     query: Callable[[Sequence[int], int], list[list[Match]]],
     record: Callable[[str], DocRecord | None],
     exclude: str | None = None,
-    band: Callable[[str], list[str]] | None = None,
+    bands: Callable[[Sequence[str]], list[list[str]]] | None = None,
 ) -> list[Match]:
     """The documents :func:`judged_near` accepts, as matches (distance = smallest over all pairs)."""
-    judged = judged_near(ev, k, query, record, exclude, band)
+    judged = judged_near(ev, k, query, record, exclude, bands)
     return [Match(r.id, v.distance) for r, v in judged if v.accepted]
