@@ -272,9 +272,10 @@ def repair(directory: str | Path) -> Report:
         store.n_docs, store.n_clusters = len(records), len(clusters)
         db.put(b"s/meta/format", FORMAT, sync=True)  # one synced write: the rebuilt keys are durable
         store.bloom = store.rebuild_bloom()
+        store.bands = store.rebuild_bands()
         rep.facts.append(f"rebuilt from {len(records)} document and {len(clusters)} cluster records: "
                          "fingerprint, digest and band keys, counters, block index, centre index, "
-                         "Bloom filter")
+                         "Bloom filter, band filter")
         if state is BloomState.CURRENT and recorded > store.generation:
             rep.lost.append(f"documents committed between generation {store.generation} and {recorded} "
                             "(lost from LevelDB's write-ahead log): run their input again")

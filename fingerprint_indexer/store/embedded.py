@@ -17,6 +17,10 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     w/d/<doc id>              -> copy marks (fingerprint.winnow.Marks bytes)     only in a store whose
     w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
 
+A bit per sketch band key (``bands.bin``: :mod:`fingerprint_indexer.store.bands`) lets a band look-up
+seek LevelDB only for keys some document may hold; it is rebuilt from the ``s/b/`` keys whenever its
+file is not current.
+
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
 file is missing, corrupt, older than the store or of another store (the store id ``s/meta/store_id`` is
@@ -47,6 +51,7 @@ from fingerprint_indexer.index.memory import MemoryIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
+from fingerprint_indexer.store.bands import GROWTH, KEY_BYTES, BandFilter, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
@@ -86,12 +91,13 @@ def band_key(band: str, doc_id: str = "") -> bytes:
     """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
     :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
     the documents under it (one key each: an insert never rewrites what other documents share)."""
-    return _band_prefix(band) + doc_id.encode()
+    return BAND_PREFIX + band_bytes(band) + doc_id.encode()
 
 
 @functools.lru_cache(maxsize=8192)  # a batch asks for each of its band keys ahead, then writes under it
-def _band_prefix(band: str) -> bytes:
-    return BAND_PREFIX + int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:])
+def band_bytes(band: str) -> bytes:
+    """A sketch band key as the 9 bytes the store keeps: its band number and its hash."""
+    return int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:])
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -125,6 +131,7 @@ class EmbeddedStore:
         self.readonly = readonly
         self.bloom_path = self.directory / "bloom.bin"
         self.tables_path = self.directory / "blocks.bin"
+        self.bands_path = self.directory / "bands.bin"
         self.side_file_error: str | None = None  # a side file (Bloom filter, block tables) not saved
         self._snapshot: Path | None = None
         ldb = self.directory / "leveldb"
@@ -189,6 +196,7 @@ class EmbeddedStore:
             raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
         self.bloom_rebuilt = loaded is None
         self.bloom = loaded if loaded is not None else self.rebuild_bloom()
+        self.bands = load_bands(self.bands_path, self.generation, self.store_id) or self.rebuild_bands()
 
     def _release(self) -> None:
         if not self.db.closed:
@@ -210,6 +218,12 @@ class EmbeddedStore:
         if not self.readonly:
             self._save_bloom(bloom)
         return bloom
+
+    def rebuild_bands(self, bits: int = 0) -> BandFilter:
+        """A band filter of at least ``bits`` bits holding every band key LevelDB holds (saved at close)."""
+        skip = len(BAND_PREFIX)
+        keys = {k[skip : skip + KEY_BYTES] for k in self.db.iterator(prefix=BAND_PREFIX, include_value=False)}
+        return BandFilter.holding(list(keys), bits)
 
     def _save_side_file(self, path: Path, save: Callable[[], None]) -> None:
         """Run ``save`` (it writes ``path``); a side file that cannot be saved (disk full) costs only a
@@ -296,11 +310,16 @@ class EmbeddedStore:
         return self.band_scan_many([band])[0]
 
     def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
-        """:meth:`band_scan` of each key, through one LevelDB iterator (a seek per key, in key order)."""
+        """:meth:`band_scan` of each key, through one LevelDB iterator (a seek per key the band filter
+        does not rule out, in key order)."""
         prefixes = [band_key(band) for band in bands]
-        found: dict[bytes, list[str]] = {}
+        found: dict[bytes, list[str]] = {pfx: [] for pfx in prefixes}
+        maybe = self.bands.may_hold([band_bytes(band) for band in bands]).tolist()
+        sought = sorted({pfx for pfx, m in zip(prefixes, maybe, strict=True) if m})
+        if not sought:
+            return [found[pfx] for pfx in prefixes]
         with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
-            for pfx in sorted(set(prefixes)):
+            for pfx in sought:
                 it.seek(pfx)
                 docs = found[pfx] = []
                 for key in itertools.islice(it, MAX_BAND_READ + 1):
@@ -379,14 +398,16 @@ class EmbeddedStore:
                              lambda: save_tables(self.tables_path, tables, self.generation, self.store_id))
 
     def close(self) -> None:
-        """Save the Bloom filter and block tables for the current generation and release the LevelDB
-        lock."""
+        """Save the Bloom filter, the band filter and the block tables for the current generation and
+        release the LevelDB lock."""
         if self.db.closed:
             return
         try:
             if not self.readonly:
                 self._save_bloom(self.bloom)
                 self._save_tables()
+                self._save_side_file(self.bands_path, lambda: save_bands(self.bands_path, self.bands,
+                                                                         self.generation, self.store_id))
         finally:
             self._release()
 
@@ -419,6 +440,7 @@ class StoreBatch:
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
+        self._band_keys: list[bytes] = []  # band keys written (for the band filter, once committed)
         self._docs_delta = 0
         self._clusters_delta = 0
         self._marks: dict[str, bytes | None] = {}
@@ -532,6 +554,7 @@ class StoreBatch:
                 self._staged_index.add(entry, fp)
             for band in rec.bands:
                 self.wb.put(band_key(band, rec.id), b"")
+                self._band_keys.append(band_bytes(band))
                 self._staged_bands.setdefault(band, set()).add(rec.id)
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
@@ -631,3 +654,6 @@ class StoreBatch:
         self.cx.committed()
         for item in self._bloom_items:
             store.bloom.add(item)
+        store.bands.add(self._band_keys)
+        if store.bands.wants_growth():
+            store.bands = store.rebuild_bands(store.bands.bits * GROWTH)
