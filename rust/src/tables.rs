@@ -19,8 +19,26 @@ const DIRECT_BITS: u32 = 16;
 const COMPACT_MIN: usize = 64;
 /// Rows of the main tables that must be dead for a rebuild: 1 / this (the reference's 0.25).
 const COMPACT_DIVISOR: usize = 4;
-/// Queries from this many on are answered without the GIL (below, releasing it costs more than it gives).
+/// Queries (or entries put) from this many on are handled without the GIL (below, releasing it costs
+/// more than it gives).
 const DETACH_QUERIES: usize = 64;
+
+/// How many queries ahead of the one answered a batch asks the caches for each level of a query's reads.
+const AHEAD: usize = 2;
+/// Cache lines of a bucket (and candidates' fingerprints: as many lines' worth of numbers) asked for.
+const PREFETCH_LINES: usize = 4;
+
+/// Ask the caches for the line holding `at` (a hint: no fault, no effect on results).
+#[inline(always)]
+fn prefetch<T>(at: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing into the program and cannot fault; SSE is part of x86_64
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(at as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
 
 /// The buckets of one block, each holding entry numbers in ascending order.
 enum Buckets {
@@ -276,15 +294,22 @@ impl Tables {
         self.n_sorted = self.n();
     }
 
-    /// (number, distance) of the live entries within `k` of `fp`, each number once, ascending: of each
-    /// main bucket only the last `budget` rows (dead ones included) are read, of newer entries all.
+    /// The numbers of `block`'s bucket of `fp` that a query reads: of the main tables' rows only the last
+    /// `budget` (dead ones included), then every entry put since.
+    fn candidates<'a>(&self, block: &'a Block, fp: u64, budget: Option<usize>) -> &'a [u32] {
+        let bucket = block.bucket(fp);
+        let start = match budget {
+            Some(b) => bucket.partition_point(|&num| (num as usize) < self.n_sorted).saturating_sub(b),
+            None => 0,
+        };
+        &bucket[start..]
+    }
+
+    /// (number, distance) of the live entries within `k` of `fp`, each number once, ascending.
     fn query_into(&self, fp: u64, k: i64, budget: Option<usize>, found: &mut Vec<(u32, u8)>) {
         found.clear();
         for block in &self.blocks {
-            let bucket = block.bucket(fp);
-            let split = bucket.partition_point(|&num| (num as usize) < self.n_sorted);
-            let start = budget.map_or(0, |b| split.saturating_sub(b));
-            for &num in &bucket[start..] {
+            for &num in self.candidates(block, fp, budget) {
                 let d = (self.fps[num as usize] ^ fp).count_ones();
                 if i64::from(d) <= k && self.alive[num as usize] {
                     found.push((num, d as u8));
@@ -296,12 +321,43 @@ impl Tables {
         found.dedup_by_key(|&mut (num, _)| num);
     }
 
+    /// Ask the caches for what the query of `fp` will read, one level of indirection per `stage`: the
+    /// buckets' headers (0), their numbers (1), the candidates' fingerprints (2). A batch asks for a
+    /// query's a few queries before answering it, so that its reads from memory overlap.
+    fn prefetch(&self, fp: u64, budget: Option<usize>, stage: usize) {
+        for block in &self.blocks {
+            match stage {
+                0 => {
+                    if let Buckets::Direct(b) = &block.buckets {
+                        prefetch(&b[block.key(fp) as usize]);
+                    }
+                }
+                1 => {
+                    let bucket = block.bucket(fp);
+                    for line in bucket.iter().step_by(16).rev().take(PREFETCH_LINES) {
+                        prefetch(line);
+                    }
+                }
+                _ => {
+                    for &num in self.candidates(block, fp, budget).iter().rev().take(16 * PREFETCH_LINES) {
+                        prefetch(&self.fps[num as usize]);
+                    }
+                }
+            }
+        }
+    }
+
     /// `query_many` of the reference: (query index, number, distance) of the matches of every query,
     /// ordered by query then number, as little-endian int64, int64 and uint8 bytes.
     pub fn query_many(&self, fps: &[u64], k: i64, budget: Option<usize>) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let (mut qs, mut nums, mut dists) = (Vec::new(), Vec::new(), Vec::new());
         let mut found = Vec::new();
         for (q, &fp) in fps.iter().enumerate() {
+            for stage in 0..3 {
+                if let Some(&ahead) = fps.get(q + (3 - stage) * AHEAD) {
+                    self.prefetch(ahead, budget, stage);
+                }
+            }
             self.query_into(fp, k, budget, &mut found);
             for &(num, d) in &found {
                 qs.extend_from_slice(&(q as i64).to_le_bytes());
@@ -376,7 +432,13 @@ impl BlockTables {
     fn put(&mut self, py: Python<'_>, nums: &Bound<'_, PyAny>, fps: &Bound<'_, PyAny>) -> PyResult<()> {
         let nums: Vec<i64> = read(py, nums)?;
         let fps: Vec<u64> = read(py, fps)?;
-        self.tables.put(&nums, &fps).map_err(PyValueError::new_err)
+        let tables = &mut self.tables;
+        let done = if nums.len() >= DETACH_QUERIES {
+            py.detach(|| tables.put(&nums, &fps))
+        } else {
+            tables.put(&nums, &fps)
+        };
+        done.map_err(PyValueError::new_err)
     }
 
     /// Tombstone entry `num` (a rebuild, without the GIL, once a quarter of the main rows are dead).
