@@ -7,6 +7,8 @@
 //! A merge only moves `n_sorted`: an entry killed before its merge has left its buckets already, so it
 //! never enters the main tables, as in the reference.
 
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -15,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 /// Blocks up to this many bits index their buckets directly; wider ones look them up in a hash map.
 const DIRECT_BITS: u32 = 16;
-/// The tables are rebuilt once this many of their rows are dead (and `COMPACT_FRACTION` of them).
+/// The main tables are rebuilt once this many of their rows are dead (and a `COMPACT_DIVISOR`th of them).
 const COMPACT_MIN: usize = 64;
 /// Rows of the main tables that must be dead for a rebuild: 1 / this (the reference's 0.25).
 const COMPACT_DIVISOR: usize = 4;
@@ -264,7 +266,7 @@ impl Tables {
         self.alive[at] = false;
         if at < self.n_sorted {
             self.dead_in_tables += 1;
-            self.dead_in_tables >= COMPACT_MIN && self.dead_in_tables * COMPACT_DIVISOR >= self.in_tables
+            self.should_rebuild()
         } else {
             let fp = self.fps[at];
             for block in &mut self.blocks {
@@ -273,6 +275,11 @@ impl Tables {
             self.live_newer -= 1;
             false
         }
+    }
+
+    /// Whether enough of the main tables' rows are dead for a rebuild.
+    pub fn should_rebuild(&self) -> bool {
+        self.dead_in_tables >= COMPACT_MIN && self.dead_in_tables * COMPACT_DIVISOR >= self.in_tables
     }
 
     /// Main tables of the live entries only, everything put in them.
@@ -403,10 +410,21 @@ fn read<T: pyo3::buffer::Element + Copy>(py: Python<'_>, obj: &Bound<'_, PyAny>)
 }
 
 /// `NumberedTables` of `index/memory.py` in compiled code; `CompiledNumberedTables` there wraps it
-/// (arrays in and out as buffers and bytes).
-#[pyclass(module = "fingerprint_indexer.fingerprint._core")]
+/// (arrays in and out as buffers and bytes). Calls from several threads wait for each other: a lock is
+/// only ever held by code that does not take the GIL, so a thread holding the GIL may wait for it.
+#[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
 pub struct BlockTables {
-    tables: Tables,
+    tables: RwLock<Tables>,
+}
+
+impl BlockTables {
+    fn read(&self) -> RwLockReadGuard<'_, Tables> {
+        self.tables.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Tables> {
+        self.tables.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 #[pymethods]
@@ -420,32 +438,35 @@ impl BlockTables {
         let fps: Vec<u64> = read(py, fps)?;
         let alive: Vec<bool> = read::<u8>(py, alive)?.into_iter().map(|a| a != 0).collect();
         let tables = py.detach(|| Tables::new(&widths, fps, alive, merge_min)).map_err(PyValueError::new_err)?;
-        Ok(BlockTables { tables })
+        Ok(BlockTables { tables: RwLock::new(tables) })
     }
 
     #[getter]
     fn n(&self) -> usize {
-        self.tables.n()
+        self.read().n()
     }
 
     /// Add entries `nums[i] -> fps[i]` (int64 and uint64 buffers); every number must be at least `n`.
-    fn put(&mut self, py: Python<'_>, nums: &Bound<'_, PyAny>, fps: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn put(&self, py: Python<'_>, nums: &Bound<'_, PyAny>, fps: &Bound<'_, PyAny>) -> PyResult<()> {
         let nums: Vec<i64> = read(py, nums)?;
         let fps: Vec<u64> = read(py, fps)?;
-        let tables = &mut self.tables;
         let done = if nums.len() >= DETACH_QUERIES {
-            py.detach(|| tables.put(&nums, &fps))
+            py.detach(|| self.write().put(&nums, &fps))
         } else {
-            tables.put(&nums, &fps)
+            self.write().put(&nums, &fps)
         };
         done.map_err(PyValueError::new_err)
     }
 
     /// Tombstone entry `num` (a rebuild, without the GIL, once a quarter of the main rows are dead).
-    fn kill(&mut self, py: Python<'_>, num: i64) {
-        if self.tables.kill(num) {
-            let tables = &mut self.tables;
-            py.detach(|| tables.rebuild());
+    fn kill(&self, py: Python<'_>, num: i64) {
+        if self.write().kill(num) {
+            py.detach(|| {
+                let mut tables = self.write();
+                if tables.should_rebuild() {
+                    tables.rebuild();
+                }
+            });
         }
     }
 
@@ -456,41 +477,39 @@ impl BlockTables {
         &self, py: Python<'py>, fps: &Bound<'py, PyAny>, k: i64, budget: Option<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let fps: Vec<u64> = read(py, fps)?;
-        let tables = &self.tables;
         let (qs, nums, dists) = if fps.len() >= DETACH_QUERIES {
-            py.detach(|| tables.query_many(&fps, k, budget))
+            py.detach(|| self.read().query_many(&fps, k, budget))
         } else {
-            tables.query_many(&fps, k, budget)
+            self.read().query_many(&fps, k, budget)
         };
         (PyByteArray::new(py, &qs), PyByteArray::new(py, &nums), PyByteArray::new(py, &dists)).into_pyobject(py)
     }
 
     /// Entries under each of `fp`'s block values (tombstoned main rows included until a rebuild).
     fn bucket_sizes(&self, fp: u64) -> Vec<usize> {
-        self.tables.bucket_sizes(fp)
+        self.read().bucket_sizes(fp)
     }
 
     /// Entries of every non-empty bucket of every block (after a merge), as int64 bytes.
-    fn all_bucket_sizes<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyByteArray> {
-        let tables = &mut self.tables;
-        let sizes = py.detach(|| tables.all_bucket_sizes());
+    fn all_bucket_sizes<'py>(&self, py: Python<'py>) -> Bound<'py, PyByteArray> {
+        let sizes = py.detach(|| self.write().all_bucket_sizes());
         let raw: Vec<u8> = sizes.iter().flat_map(|s| s.to_le_bytes()).collect();
         PyByteArray::new(py, &raw)
     }
 
     /// `(fingerprints, alive)` by number as uint64 and bool bytes: what the tables are rebuilt from.
     fn arrays<'py>(&self, py: Python<'py>) -> (Bound<'py, PyByteArray>, Bound<'py, PyByteArray>) {
-        let (fps, alive) = self.tables.arrays();
+        let (fps, alive) = py.detach(|| self.read().arrays());
         (PyByteArray::new(py, &fps), PyByteArray::new(py, &alive))
     }
 
     /// Merge the entries put since the last merge into the main tables.
-    fn flush(&mut self) {
-        self.tables.merge();
+    fn flush(&self) {
+        self.write().merge();
     }
 
     fn nbytes(&self) -> usize {
-        self.tables.nbytes()
+        self.read().nbytes()
     }
 }
 
