@@ -586,6 +586,8 @@ class CompiledNumberedTables:
 
     def put(self, nums: npt.NDArray[np.int64], fps: U64) -> None:
         """Add entries ``nums[i] -> fps[i]``; every number must be above :attr:`n` - 1."""
+        if not len(nums):
+            return
         nums, fps = np.ascontiguousarray(nums, dtype=np.int64), np.ascontiguousarray(fps, dtype=np.uint64)
         self._tables.put(nums, fps)
 

@@ -26,7 +26,7 @@ const COMPACT_DIVISOR: usize = 4;
 const DETACH_QUERIES: usize = 64;
 
 /// How many queries ahead of the one answered a batch asks the caches for each level of a query's reads.
-const AHEAD: usize = 2;
+const AHEAD: usize = 1;
 /// Cache lines of a bucket (and candidates' fingerprints: as many lines' worth of numbers) asked for.
 const PREFETCH_LINES: usize = 4;
 
@@ -228,6 +228,11 @@ impl Tables {
         let top = hi as usize + 1;
         self.fps.resize(top, 0);
         self.alive.resize(top, false);
+        for stage in 0..2 {
+            for &fp in fps {
+                self.prefetch(fp, None, stage); // the buckets' reads overlap, as a batch's queries' do
+            }
+        }
         if nums.windows(2).all(|w| w[0] < w[1]) {
             for (&num, &fp) in nums.iter().zip(fps) {
                 self.append(num as u32, fp);
@@ -306,8 +311,17 @@ impl Tables {
     fn candidates<'a>(&self, block: &'a Block, fp: u64, budget: Option<usize>) -> &'a [u32] {
         let bucket = block.bucket(fp);
         let start = match budget {
-            Some(b) => bucket.partition_point(|&num| (num as usize) < self.n_sorted).saturating_sub(b),
-            None => 0,
+            Some(b) if b < bucket.len() => {
+                // most buckets hold nothing put since the last merge: no search for where that starts
+                let main = match bucket.last() {
+                    Some(&last) if (last as usize) >= self.n_sorted => {
+                        bucket.partition_point(|&num| (num as usize) < self.n_sorted)
+                    }
+                    _ => bucket.len(),
+                };
+                main.saturating_sub(b)
+            }
+            _ => 0,
         };
         &bucket[start..]
     }
