@@ -621,6 +621,7 @@ class CompiledNumberedTables:
         return np.frombuffer(self._tables.all_bucket_sizes(), dtype=np.int64)
 
     def nbytes(self) -> int:
+        """Bytes the compiled tables hold (their own layout's figure, not the reference's)."""
         return int(self._tables.nbytes())
 
 
