@@ -8,6 +8,9 @@ equal the query's, so each match is reported once without a ``unique`` pass.
 Appends go to a small buffer scanned by brute force and merged into the tables when it grows; removals
 set a tombstone and the tables are compacted when tombstones pile up. Footprint: 8 bytes per fingerprint
 plus (key bytes + 4) per block: 32 bytes per fingerprint for the default 4x16 layout, plus the doc ids.
+
+:class:`NumberedTables` (tables over fixed entry numbers, for the embedded store) has a compiled
+equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func:`numbered_tables` picks.
 """
 
 from __future__ import annotations
