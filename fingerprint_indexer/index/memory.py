@@ -8,11 +8,15 @@ equal the query's, so each match is reported once without a ``unique`` pass.
 Appends go to a small buffer scanned by brute force and merged into the tables when it grows; removals
 set a tombstone and the tables are compacted when tombstones pile up. Footprint: 8 bytes per fingerprint
 plus (key bytes + 4) per block: 32 bytes per fingerprint for the default 4x16 layout, plus the doc ids.
+
+:class:`NumberedTables` (tables over fixed entry numbers, for the embedded store) has a compiled
+equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func:`numbered_tables` picks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +25,12 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Meta, NearDupIndex
 from fingerprint_indexer.records.match import Match
+
+_core: ModuleType | None
+try:
+    from fingerprint_indexer.fingerprint import _core
+except ImportError:  # built without a Rust toolchain: NumberedTables runs
+    _core = None
 
 U64 = npt.NDArray[np.uint64]
 IntArray = npt.NDArray[np.int64]
@@ -543,3 +553,87 @@ class NumberedTables:
 
     def nbytes(self) -> int:
         return int(self._fps.nbytes + self._alive.nbytes + self._tables.nbytes() + self._recent.nbytes())
+
+
+class CompiledNumberedTables:
+    """:class:`NumberedTables` in compiled code (``_core.BlockTables``), with the same results: a
+    look-up of a document's few fingerprints costs one call instead of a few dozen NumPy calls.
+
+    One bucket per block value holds entry numbers in ascending order, the main tables' rows and then
+    the live entries put since; a query splits each bucket at the main tables' end (the budget applies
+    to the part below). The reference's recent tables and buffer change no result, so there are none.
+    Like the reference's tables it finds an entry only through a block it shares with the query, so
+    every match within ``k`` only for ``k`` below the number of blocks (the buffer the reference scans
+    whole may find farther ones).
+    """
+
+    def __init__(self, layout: BlockLayout, fps: U64 | None = None,
+                 alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
+                 buffer_max: int = BUFFER_MAX) -> None:  # fmt: skip
+        if _core is None:
+            raise RuntimeError("the compiled core was not built into this installation")
+        self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
+        fps = np.ascontiguousarray(np.empty(0, np.uint64) if fps is None else fps, dtype=np.uint64)
+        flags = np.ones(len(fps), dtype=bool) if alive is None else np.ascontiguousarray(alive, dtype=bool)
+        self._tables = _core.BlockTables(list(layout.widths), fps, flags.view(np.uint8), merge_min)
+
+    @property
+    def n(self) -> int:
+        """One above the highest number ever put."""
+        return int(self._tables.n)
+
+    def arrays(self) -> tuple[U64, npt.NDArray[np.bool_]]:
+        """(fingerprint, alive) by number (copies): what :meth:`__init__` rebuilds the tables from."""
+        fps, alive = self._tables.arrays()
+        return np.frombuffer(fps, dtype=np.uint64), np.frombuffer(alive, dtype=bool)
+
+    def put(self, nums: npt.NDArray[np.int64], fps: U64) -> None:
+        """Add entries ``nums[i] -> fps[i]``; every number must be above :attr:`n` - 1."""
+        if not len(nums):
+            return
+        nums, fps = np.ascontiguousarray(nums, dtype=np.int64), np.ascontiguousarray(fps, dtype=np.uint64)
+        self._tables.put(nums, fps)
+
+    def kill(self, num: int) -> None:
+        """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""
+        self._tables.kill(int(num))
+
+    def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
+        """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once."""
+        _q, nums, dist = self.query_many(np.array([fp], dtype=np.uint64), k, budget)
+        return nums, dist
+
+    def query_many(self, fps: U64, k: int, budget: int | None = None
+                   ) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:  # fmt: skip
+        """:meth:`NumberedTables.query_many`: (query index, number, distance), ordered by query then
+        number, reading at most ``budget`` entries of each main bucket."""
+        qs, nums, dist = self._tables.query_many(np.ascontiguousarray(fps, dtype=np.uint64), k, budget)
+        return (np.frombuffer(qs, dtype=np.int64), np.frombuffer(nums, dtype=np.int64),
+                np.frombuffer(dist, dtype=np.uint8))  # fmt: skip
+
+    def bucket_sizes(self, fp: int) -> list[int]:
+        """Entries under each of ``fp``'s block values (tombstoned ones included until a rebuild)."""
+        return self._tables.bucket_sizes(int(fp) & MASK64)
+
+    def flush(self) -> None:
+        """Merge the appends into the main tables now."""
+        self._tables.flush()
+
+    def all_bucket_sizes(self) -> npt.NDArray[np.int64]:
+        """Entries of every non-empty bucket of every table (after merging the appends)."""
+        return np.frombuffer(self._tables.all_bucket_sizes(), dtype=np.int64)
+
+    def nbytes(self) -> int:
+        """Bytes the compiled tables hold (their own layout's figure, not the reference's)."""
+        return int(self._tables.nbytes())
+
+
+def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDArray[np.bool_] | None = None,
+                    merge_min: int = MERGE_THRESHOLD) -> NumberedTables | CompiledNumberedTables:
+    """Block tables over numbered fingerprints: the compiled ones when the compiled core is built and not
+    switched off (``FPI_NATIVE=0``), else the reference."""
+    from fingerprint_indexer.fingerprint.native import enabled  # the switch's one place; loaded on use
+
+    if _core is not None and enabled():
+        return CompiledNumberedTables(layout, fps, alive, merge_min)
+    return NumberedTables(layout, fps, alive, merge_min)

@@ -1,6 +1,7 @@
 //! The compiled fingerprint pass of `fingerprint_indexer`: from stripped text to SimHash fingerprints,
 //! weighted terms and the MinHash sketch in one call that holds no Python object and releases the GIL.
 //! The Python modules are the reference; `fingerprint/native.py` says where each piece comes from.
+//! Also the block tables of the in-memory index (`tables.rs`; `index/memory.py` holds their reference).
 
 mod alloc;
 mod blake2b;
@@ -10,6 +11,7 @@ mod facts;
 mod pass;
 mod simhash;
 mod sketch;
+mod tables;
 mod text;
 mod title;
 mod unicode;
@@ -354,6 +356,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_class::<Plan>()?;
     m.add_class::<document::Terms>()?;
+    m.add_class::<tables::BlockTables>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from support.index_contract import brute_force, check_scenario, index_scenarios
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.index.memory import MemoryIndex, NumberedTables
+from fingerprint_indexer.index import memory
+from fingerprint_indexer.index.memory import CompiledNumberedTables, MemoryIndex, NumberedTables
 
 
 @settings(max_examples=150, deadline=None)
@@ -86,3 +87,80 @@ def test_numbered_tables_match_brute_force(ops, merge, buffer, probe, k):
     fps, alive = tables.arrays()
     again = NumberedTables(BlockLayout(), fps, alive)  # rebuilt from its arrays
     assert sorted(again.query(probe, k)[0].tolist()) == sorted(tables.query(probe, k)[0].tolist())
+
+
+#: Fingerprints gathered around a few centres, so that buckets fill past the budgets.
+_CENTRES = (0, 2**64 - 1, 0x0123456789ABCDEF, 0xF0F0F0F00F0F0F0F)
+_near = st.builds(lambda c, flips: _CENTRES[c] ^ sum(1 << b for b in set(flips)),
+                  st.integers(0, len(_CENTRES) - 1), st.lists(st.integers(0, 63), max_size=4))
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.lists(st.tuples(st.integers(0, 2), _near), min_size=1, max_size=6)),
+    st.tuples(st.just("kill"), st.integers(0, 400), st.integers(1, 20) | st.sampled_from([64, 100, 200])),
+    st.tuples(st.just("query"), st.lists(_near, max_size=70), st.sampled_from([1, 2, 3, 5, None]),
+              st.integers(0, 5)),
+    st.tuples(st.just("sizes"), _near),
+), max_size=60)
+_LAYOUTS = [BlockLayout(), BlockLayout.even(5), BlockLayout.even(6), BlockLayout((8, 24, 16, 16))]
+
+
+def _same_answers(ref: NumberedTables, comp: CompiledNumberedTables, fps: list[int], k: int,
+                  budget: int | None) -> None:  # fmt: skip
+    batch = np.array(fps, dtype=np.uint64)
+    for want, got in zip(ref.query_many(batch, k, budget), comp.query_many(batch, k, budget), strict=True):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.skipif(memory._core is None, reason="the compiled core is not built")
+@settings(max_examples=200, deadline=None)
+@given(layout=st.sampled_from(_LAYOUTS), n_start=st.integers(0, 400), seed=st.integers(0, 2**32 - 1),
+       ops=_ops, merge=st.sampled_from([1, 2, 5, 4096]), buffer=st.sampled_from([1, 3, 512]))
+def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops, merge, buffer):
+    """Puts with holes, tombstones (runs of them, so that the tables are rebuilt), merges, budgeted
+    queries (batches large enough for the reference to sort its buffer): the compiled tables answer
+    as the reference in every respect."""
+    rng = np.random.default_rng(seed)  # tables to start from: entries near the centres, a tenth dead
+    flips = np.bitwise_or.reduce(np.uint64(1) << rng.integers(0, 64, (n_start, 3), dtype=np.uint64), axis=1)
+    fps = np.array(_CENTRES, dtype=np.uint64)[rng.integers(0, len(_CENTRES), n_start)] ^ flips
+    alive = rng.random(n_start) >= 0.1
+    ref = NumberedTables(layout, fps, alive, merge_min=merge, buffer_max=buffer)
+    comp = CompiledNumberedTables(layout, fps, alive, merge_min=merge)
+    for op in ops:
+        if op[0] == "put":
+            nums = np.cumsum([gap + 1 for gap, _ in op[1]]) + ref.n - 1
+            values = np.array([f for _, f in op[1]], dtype=np.uint64)
+            ref.put(nums, values)
+            comp.put(nums, values)
+        elif op[0] == "kill":
+            first = max(ref.n - op[1], 0)  # counted back from the newest (some numbers past it)
+            for num in range(first, first + op[2]):
+                ref.kill(num)
+                comp.kill(num)
+        elif op[0] == "query":
+            _same_answers(ref, comp, op[1], op[3] % layout.n_blocks, op[2])  # k below the blocks
+        else:
+            assert comp.bucket_sizes(op[1]) == ref.bucket_sizes(op[1])
+            assert comp.query(op[1], 3, 2)[0].tolist() == ref.query(op[1], 3, 2)[0].tolist()
+        assert comp.n == ref.n
+    for want, got in zip(ref.arrays(), comp.arrays(), strict=True):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert comp.all_bucket_sizes().tolist() == ref.all_bucket_sizes().tolist()
+    _same_answers(ref, comp, [*_CENTRES, 1, 2**63], layout.n_blocks - 1, 2)  # after the merge
+
+
+@pytest.mark.skipif(memory._core is None, reason="the compiled core is not built")
+def test_compiled_numbered_tables_refuse_shrinking_numbers():
+    """As the reference: numbers below n are refused, and a hole stays dead."""
+    comp = CompiledNumberedTables(BlockLayout())
+    comp.put(np.array([3]), np.array([7], dtype=np.uint64))
+    with pytest.raises(ValueError, match="entry numbers must grow: 2 < 4"):
+        comp.put(np.array([2]), np.array([7], dtype=np.uint64))
+    assert comp.n == 4 and comp.arrays()[1].tolist() == [False, False, False, True]
+
+
+def test_numbered_tables_factory_follows_the_switch(monkeypatch):
+    """The compiled tables when built and not switched off, else the reference."""
+    monkeypatch.setenv("FPI_NATIVE", "0")
+    assert type(memory.numbered_tables(BlockLayout())) is NumberedTables
+    monkeypatch.setenv("FPI_NATIVE", "1")
+    want = NumberedTables if memory._core is None else CompiledNumberedTables
+    assert type(memory.numbered_tables(BlockLayout())) is want
