@@ -38,7 +38,7 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Meta, NearDupIndex
-from fingerprint_indexer.index.memory import NumberedTables
+from fingerprint_indexer.index.memory import numbered_tables
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
@@ -191,7 +191,7 @@ class LevelDBIndex(NearDupIndex):
             self.tables_rebuilt = tables is None or len(tables[0]) != self._next_number or int(
                 tables[1].sum()) != self._count
             fps, alive = self._scan() if self.tables_rebuilt else tables  # type: ignore[misc]
-            self._tables = NumberedTables(self.layout, fps, alive)
+            self._tables = numbered_tables(self.layout, fps, alive)
         except BaseException:
             self.close()
             raise
