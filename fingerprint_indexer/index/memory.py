@@ -564,18 +564,19 @@ class CompiledNumberedTables:
     to the part below). The reference's recent tables and buffer change no result, so there are none.
     Like the reference's tables it finds an entry only through a block it shares with the query, so
     every match within ``k`` only for ``k`` below the number of blocks (the buffer the reference scans
-    whole may find farther ones).
+    whole may find farther ones). ``small`` tables keep their buckets in hash maps: made for a few
+    thousand entries, they cost nothing to make (direct buckets of 16-bit blocks take 6 MB).
     """
 
     def __init__(self, layout: BlockLayout, fps: U64 | None = None,
                  alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
-                 buffer_max: int = BUFFER_MAX) -> None:  # fmt: skip
+                 buffer_max: int = BUFFER_MAX, small: bool = False) -> None:  # fmt: skip
         if _core is None:
             raise RuntimeError("the compiled core was not built into this installation")
         self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
         fps = np.ascontiguousarray(np.empty(0, np.uint64) if fps is None else fps, dtype=np.uint64)
         flags = np.ones(len(fps), dtype=bool) if alive is None else np.ascontiguousarray(alive, dtype=bool)
-        self._tables = _core.BlockTables(list(layout.widths), fps, flags.view(np.uint8), merge_min)
+        self._tables = _core.BlockTables(list(layout.widths), fps, flags.view(np.uint8), merge_min, small)
 
     @property
     def n(self) -> int:
@@ -629,11 +630,70 @@ class CompiledNumberedTables:
 
 
 def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDArray[np.bool_] | None = None,
-                    merge_min: int = MERGE_THRESHOLD) -> NumberedTables | CompiledNumberedTables:
+                    merge_min: int = MERGE_THRESHOLD, small: bool = False
+                    ) -> NumberedTables | CompiledNumberedTables:  # fmt: skip
     """Block tables over numbered fingerprints: the compiled ones when the compiled core is built and not
-    switched off (``FPI_NATIVE=0``), else the reference."""
+    switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables`)."""
     from fingerprint_indexer.fingerprint.native import enabled  # the switch's one place; loaded on use
 
     if _core is not None and enabled():
-        return CompiledNumberedTables(layout, fps, alive, merge_min)
+        return CompiledNumberedTables(layout, fps, alive, merge_min, small=small)
     return NumberedTables(layout, fps, alive, merge_min)
+
+
+class EntryIndex:
+    """Entries by id over numbered block tables, never compacted: a short-lived set such as one store
+    batch's staged entries. It answers as :class:`MemoryIndex` does (every live entry within ``k``, sorted
+    by distance then id; an id added again replaces its entry), a document's look-up in one call."""
+
+    def __init__(self, layout: BlockLayout) -> None:
+        self.layout = layout
+        self._tables = numbered_tables(layout, small=True)
+        self._ids: list[str] = []  # by number
+        self._num_of: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._num_of)
+
+    def add(self, entry: str, fingerprint: int) -> None:
+        self.add_many([(entry, fingerprint)])
+
+    def add_many(self, entries: Iterable[tuple[str, int]]) -> None:
+        """Add each (id, fingerprint) in order (a repeated id: the last one stays)."""
+        pending: dict[int, int] = {}  # number -> fingerprint, put together
+        for entry, fp in entries:
+            old = self._num_of.get(entry)
+            if old is not None and pending.pop(old, None) is None:
+                self._tables.kill(old)
+            self._num_of[entry] = len(self._ids)
+            pending[len(self._ids)] = fp & MASK64
+            self._ids.append(entry)
+        if pending:
+            self._tables.put(np.fromiter(pending, dtype=np.int64, count=len(pending)),
+                             np.fromiter(pending.values(), dtype=np.uint64, count=len(pending)))
+
+    def remove(self, entry: str) -> bool:
+        num = self._num_of.pop(entry, None)
+        if num is None:
+            return False
+        self._tables.kill(num)
+        return True
+
+    def query(self, fingerprint: int, k: int = 3) -> list[Match]:
+        return self.query_many([fingerprint], k)[0]
+
+    def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
+        """Matches of each fingerprint, sorted by (distance, id)."""
+        self.layout.check_k(k)
+        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
+        if not self._num_of:
+            return out
+        qs, nums, dist = self._tables.query_many(
+            np.fromiter((fp & MASK64 for fp in fingerprints), dtype=np.uint64, count=len(fingerprints)), k)
+        ids = self._ids
+        for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
+            out[q].append(Match(ids[num], d))
+        for hits in out:
+            if len(hits) > 1:
+                hits.sort(key=lambda m: (m.distance, m.doc_id))
+        return out

@@ -47,7 +47,7 @@ from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
-from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.index.memory import EntryIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
@@ -430,8 +430,8 @@ class StoreBatch:
         self._digests: dict[str, str | None] = {}  # written by this batch
         self._digests_read: dict[str, str | None] = {}  # committed answers read by this batch
         self._clusters: dict[str, Cluster] = {}
-        self._staged_index = MemoryIndex(store.layout, merge_threshold=1 << 30)
-        self._staged_centres = MemoryIndex(store.layout, merge_threshold=1 << 30)
+        self._staged_index = EntryIndex(store.layout)
+        self._staged_centres = EntryIndex(store.layout)
         # what the store held before this batch, looked up for the whole batch at once (look_ahead)
         self._near_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
@@ -550,8 +550,7 @@ class StoreBatch:
         if index:
             entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
             self.ix.add_many(entries)
-            for entry, fp in entries:
-                self._staged_index.add(entry, fp)
+            self._staged_index.add_many(entries)
             for band in rec.bands:
                 self.wb.put(band_key(band, rec.id), b"")
                 self._band_keys.append(band_bytes(band))

@@ -52,17 +52,20 @@ enum Buckets {
 struct Block {
     shift: u32,
     mask: u64,
+    /// every width in a hash map: for small, short-lived tables, whose direct buckets would cost more
+    /// to make than all their look-ups
+    hashed: bool,
     buckets: Buckets,
 }
 
 impl Block {
-    fn new(width: u32, shift: u32) -> Self {
+    fn new(width: u32, shift: u32, hashed: bool) -> Self {
         let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
-        Block { shift, mask, buckets: Self::empty(width) }
+        Block { shift, mask, hashed, buckets: Self::empty(width, hashed) }
     }
 
-    fn empty(width: u32) -> Buckets {
-        if width <= DIRECT_BITS {
+    fn empty(width: u32, hashed: bool) -> Buckets {
+        if width <= DIRECT_BITS && !hashed {
             Buckets::Direct(vec![Vec::new(); 1usize << width])
         } else {
             Buckets::Hashed(FxHashMap::default())
@@ -117,7 +120,7 @@ impl Block {
 
     /// Buckets of the given entries only (`nums` ascending), each sized to its content.
     fn fill(&mut self, fps: &[u64], nums: &[u32]) {
-        self.buckets = Self::empty(self.width());
+        self.buckets = Self::empty(self.width(), self.hashed);
         match &mut self.buckets {
             Buckets::Direct(b) => {
                 let mut counts = vec![0usize; b.len()];
@@ -178,8 +181,11 @@ pub struct Tables {
 }
 
 impl Tables {
-    /// Tables of the layout of `widths` (most significant block first) holding the live ones of `fps`.
-    pub fn new(widths: &[u32], fps: Vec<u64>, alive: Vec<bool>, merge_min: usize) -> Result<Self, String> {
+    /// Tables of the layout of `widths` (most significant block first) holding the live ones of `fps`;
+    /// `hashed` keeps every block's buckets in a hash map (small tables: see [`Block`]).
+    pub fn new(
+        widths: &[u32], fps: Vec<u64>, alive: Vec<bool>, merge_min: usize, hashed: bool,
+    ) -> Result<Self, String> {
         if widths.is_empty() || widths.contains(&0) || widths.iter().map(|&w| w as u64).sum::<u64>() != 64 {
             return Err(format!("block widths must be positive and add up to 64 bits, got {widths:?}"));
         }
@@ -194,7 +200,7 @@ impl Tables {
             .iter()
             .map(|&w| {
                 used += w;
-                Block::new(w, 64 - used)
+                Block::new(w, 64 - used, hashed)
             })
             .collect();
         let mut tables = Tables {
@@ -445,13 +451,15 @@ impl BlockTables {
 impl BlockTables {
     /// Tables of the blocks of `widths` over `fps` (uint64 by number) whose `alive` (uint8) are set.
     #[new]
-    #[pyo3(signature = (widths, fps, alive, merge_min))]
+    #[pyo3(signature = (widths, fps, alive, merge_min, hashed=false))]
     fn new(
         py: Python<'_>, widths: Vec<u32>, fps: &Bound<'_, PyAny>, alive: &Bound<'_, PyAny>, merge_min: usize,
+        hashed: bool,
     ) -> PyResult<Self> {
         let fps: Vec<u64> = read(py, fps)?;
         let alive: Vec<bool> = read::<u8>(py, alive)?.into_iter().map(|a| a != 0).collect();
-        let tables = py.detach(|| Tables::new(&widths, fps, alive, merge_min)).map_err(PyValueError::new_err)?;
+        let tables =
+            py.detach(|| Tables::new(&widths, fps, alive, merge_min, hashed)).map_err(PyValueError::new_err)?;
         Ok(BlockTables { tables: RwLock::new(tables) })
     }
 
@@ -539,7 +547,7 @@ mod tests {
 
     #[test]
     fn finds_each_live_match_once() {
-        let mut t = Tables::new(&[16, 16, 16, 16], vec![0, 1, 3, u64::MAX], vec![true, true, false, true], 4)
+        let mut t = Tables::new(&[16, 16, 16, 16], vec![0, 1, 3, u64::MAX], vec![true, true, false, true], 4, false)
             .unwrap();
         assert_eq!(pairs(&t, &[0, 7], 1, None), vec![(0, 0, 0), (0, 1, 1)]);
         t.put(&[6, 5], &[0b11, 0b111]).unwrap(); // unordered, a hole at 4
@@ -553,7 +561,7 @@ mod tests {
 
     #[test]
     fn wide_blocks_hash_their_buckets() {
-        let t = Tables::new(&[8, 24, 16, 16], vec![1 << 40, 1 << 40 | 1], vec![true, true], 4).unwrap();
+        let t = Tables::new(&[8, 24, 16, 16], vec![1 << 40, 1 << 40 | 1], vec![true, true], 4, false).unwrap();
         assert_eq!(pairs(&t, &[1 << 40], 1, None), vec![(0, 0, 0), (0, 1, 1)]);
         let mut t = t;
         assert_eq!(t.all_bucket_sizes(), vec![2, 2, 2, 1, 1]);
