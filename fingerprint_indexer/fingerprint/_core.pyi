@@ -51,7 +51,12 @@ UNICODE_VERSION: str
 
 class BlockTables:
     def __init__(
-        self, widths: list[int], fps: npt.NDArray[np.uint64], alive: npt.NDArray[np.uint8], merge_min: int
+        self,
+        widths: list[int],
+        fps: npt.NDArray[np.uint64],
+        alive: npt.NDArray[np.uint8],
+        merge_min: int,
+        hashed: bool = False,
     ) -> None: ...
     @property
     def n(self) -> int: ...
