@@ -25,6 +25,10 @@ const COMPACT_DIVISOR: usize = 4;
 /// more than it gives).
 const DETACH_QUERIES: usize = 64;
 
+/// A full bucket grows by 1 / this of its length (at least `MIN_GROWTH` entries).
+const GROWTH_DIVISOR: usize = 8;
+const MIN_GROWTH: usize = 4;
+
 /// How many queries ahead of the one answered a batch asks the caches for each level of a query's reads.
 const AHEAD: usize = 1;
 /// Cache lines of a bucket (and candidates' fingerprints: as many lines' worth of numbers) asked for.
@@ -92,10 +96,16 @@ impl Block {
     /// Append `num` (above every number held) under `fp`'s value.
     fn push(&mut self, fp: u64, num: u32) {
         let key = self.key(fp);
-        match &mut self.buckets {
-            Buckets::Direct(b) => b[key as usize].push(num),
-            Buckets::Hashed(m) => m.entry(key).or_default().push(num),
+        let bucket = match &mut self.buckets {
+            Buckets::Direct(b) => &mut b[key as usize],
+            Buckets::Hashed(m) => m.entry(key).or_default(),
+        };
+        if bucket.len() == bucket.capacity() {
+            // an eighth more, not twice as much: a store's buckets grow one entry at a time for good,
+            // and doubling would leave a third of their memory unused on average
+            bucket.reserve_exact((bucket.len() / GROWTH_DIVISOR).max(MIN_GROWTH));
         }
+        bucket.push(num);
     }
 
     /// Take `num` out of `fp`'s bucket (it is among the last ones, those put since the merge).
