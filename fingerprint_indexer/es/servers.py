@@ -27,10 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
 from elastic_transport import HttpHeaders, Transport, TransportError, Urllib3HttpNode
 from elastic_transport._node import NodeApiResponse
 from elastic_transport.client_utils import DEFAULT, DefaultType
 from elasticsearch import Elasticsearch
+from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer, Serializer
 
 from fingerprint_indexer.es.errors import EsError
 
@@ -187,6 +189,24 @@ def node_class(server: Server) -> type[Urllib3HttpNode]:
     return ServerNode
 
 
+class OrjsonNdjsonSerializer(NdjsonSerializer):
+    """Bulk and multi-search bodies (one JSON document a line) through orjson, as
+    :class:`~elasticsearch.serializer.OrjsonSerializer` does for single documents."""
+
+    def json_dumps(self, data: Any) -> bytes:
+        return orjson.dumps(data, default=self.default, option=orjson.OPT_SERIALIZE_NUMPY)
+
+    def json_loads(self, data: bytes) -> Any:
+        return orjson.loads(data)
+
+
+def serializers() -> dict[str, Serializer]:
+    """The client's JSON and NDJSON serializers: orjson, which the client supports, encodes and decodes
+    a decision batch's requests several times faster than the standard library (the client maps the
+    compatibility media types of Elasticsearch 8 and 9 to these too)."""
+    return {"application/json": OrjsonSerializer(), "application/x-ndjson": OrjsonNdjsonSerializer()}
+
+
 def hosts(url: str) -> list[str]:
     """The node URLs in ``url``: one URL, or the nodes of one cluster separated by commas."""
     nodes = [u.strip() for u in url.split(",") if u.strip()]
@@ -212,7 +232,7 @@ def client_for(url: str, check: bool = True, **kwargs: Any) -> tuple[Elasticsear
     finally:
         probe.close()
     server.check_api_key(kwargs.get("api_key"))
-    client = Elasticsearch(nodes, node_class=node_class(server), **kwargs)
+    client = Elasticsearch(nodes, node_class=node_class(server), serializers=serializers(), **kwargs)
     _detected[client.transport] = server
     return client, server
 
