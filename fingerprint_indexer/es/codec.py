@@ -14,8 +14,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from fingerprint_indexer.es.servers import binary_doc_value
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -50,8 +48,7 @@ BlockKeys = list[list[str]]
 
 def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
     """Per key of the layout, the stored key of each fingerprint (:meth:`BlockLayout.keys_many`)."""
-    fps = np.fromiter((f & MASK64 for f in fingerprints), dtype=np.uint64, count=len(fingerprints))
-    return layout.keys_many(fps)
+    return layout.keys_many([f & MASK64 for f in fingerprints])
 
 
 def fingerprint_fields(

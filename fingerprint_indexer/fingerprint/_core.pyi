@@ -49,6 +49,10 @@ def latin_body_names(cased: str, lower: str, body: str, stopwords: set[str]) -> 
 
 UNICODE_VERSION: str
 
+class BlockKeys:
+    def __init__(self, keys: list[list[tuple[int, int]]], digits: list[int]) -> None: ...
+    def __call__(self, fingerprints: list[int]) -> list[list[str]]: ...
+
 class BlockTables:
     def __init__(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,9 +144,20 @@ class BlockLayout:
             return [f"{v:0{d}x}" for v, d in zip(values, self.key_digits, strict=True)]
         return [col[0] for col in self.keys_many(np.array([fingerprint], dtype=np.uint64))]
 
-    def keys_many(self, fingerprints: npt.NDArray[np.uint64]) -> list[list[str]]:
-        """:meth:`keys` of many fingerprints, column-wise (per key, the key of each fingerprint): one
-        NumPy pass and one hex conversion for all of them, then a string slice per key."""
+    def keys_many(self, fingerprints: npt.NDArray[np.uint64] | list[int]) -> list[list[str]]:
+        """:meth:`keys` of many fingerprints (unsigned), column-wise (per key, the key of each
+        fingerprint); in compiled code when it is built (:meth:`keys_many_reference` is what it equals)."""
+        from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
+
+        if native.enabled():
+            fps = fingerprints if isinstance(fingerprints, list) else np.asarray(fingerprints,
+                                                                                   np.uint64).tolist()
+            return _compiled_keys(self)(fps)
+        return self.keys_many_reference(np.asarray(fingerprints, dtype=np.uint64))
+
+    def keys_many_reference(self, fingerprints: npt.NDArray[np.uint64]) -> list[list[str]]:
+        """:meth:`keys_many` in NumPy: one pass and one hex conversion for all the fingerprints, then a
+        string slice per key."""
         values = self.key_values_many(fingerprints)
         n, m = values.shape
         text = values.astype(">u8").tobytes().hex()  # 16 digits per value, row by row
@@ -175,3 +187,12 @@ class BlockLayout:
     def __str__(self) -> str:
         plain = "x".join(str(w) for w in self.widths)
         return plain if self.per_key == 1 else f"{plain}, {self.per_key} blocks a key"
+
+
+@functools.lru_cache(maxsize=16)  # kept out of the layout itself, which is pickled to worker processes
+def _compiled_keys(layout: BlockLayout) -> Callable[[list[int]], list[list[str]]]:
+    """:func:`~fingerprint_indexer.fingerprint.native.block_keys` of ``layout``, made once."""
+    from fingerprint_indexer.fingerprint import native
+
+    plan = [[(layout.shifts[b], layout.widths[b]) for b in table] for table in layout.tables]
+    return native.block_keys(plan, layout.key_digits)

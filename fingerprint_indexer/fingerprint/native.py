@@ -66,6 +66,14 @@ def default_threads() -> int:
     return min(4, os.cpu_count() or 1) if enabled() else 1
 
 
+def block_keys(keys: list[list[tuple[int, int]]], digits: Sequence[int]) -> Any:
+    """``BlockLayout.keys_many`` in compiled code, made once per layout: called with fingerprints (a list
+    of ints), per key (the (shift, width) of each of its blocks) the key of each as ``digits`` hex
+    digits."""
+    assert _core is not None
+    return _core.BlockKeys(keys, list(digits))
+
+
 def enabled() -> bool:
     """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
     return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"

@@ -5,6 +5,7 @@
 
 mod alloc;
 mod blake2b;
+mod blocks;
 mod boilerplate;
 mod document;
 mod facts;
@@ -358,6 +359,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::Terms>()?;
     m.add_class::<tables::BlockTables>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    m.add_class::<blocks::BlockKeys>()?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import (
     from_hex,
@@ -129,3 +130,17 @@ def test_from_hex_rejects_garbage() -> None:
     for bad in ["", "123", "zz" * 8, "0" * 17]:
         with pytest.raises(ValueError):
             from_hex(bad)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fps=st.lists(st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 2**64 - 1])), max_size=40),
+       layout=st.one_of(st.integers(1, 64).map(BlockLayout.even), st.integers(0, 5).map(BlockLayout.permuted),
+                        st.sampled_from([BlockLayout((8, 24, 16, 16), per_key=2), BlockLayout((64,))])))
+def test_compiled_block_keys_equal_the_reference(fps, layout):
+    """The keys an index stores, whichever code cuts them: every layout, the extreme fingerprints."""
+    if not native.enabled():
+        pytest.skip("the compiled core is not built")
+    arr = np.array(fps, dtype=np.uint64)
+    assert layout.keys_many(arr) == layout.keys_many_reference(arr)
+    if fps:
+        assert layout.keys(fps[0]) == [col[0] for col in layout.keys_many_reference(arr[:1])]

@@ -1,0 +1,70 @@
+//! Block keys as the indexes store them: `BlockLayout.keys_many` of `fingerprint/blocks.py` (the
+//! reference) in compiled code. A document's twenty keys of eight fingerprints are 160 short strings,
+//! which the reference cuts out of one hex text one slice at a time.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// One key of a layout: the (right shift, width) of each of its blocks, the first most significant.
+type KeyBlocks = Vec<(u32, u32)>;
+
+/// A key's value: its blocks' bits side by side.
+fn key_value(fp: u64, blocks: &[(u32, u32)]) -> u64 {
+    blocks.iter().fold(0u64, |v, &(shift, width)| {
+        let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+        (if width >= 64 { 0 } else { v << width }) | ((fp >> shift) & mask)
+    })
+}
+
+/// A layout's keys, made once per layout: called with fingerprints, it gives per key (column) the key of
+/// each fingerprint as that key's number of lowercase hex digits, zero-padded.
+#[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
+pub struct BlockKeys {
+    keys: Vec<(KeyBlocks, usize)>,
+}
+
+#[pymethods]
+impl BlockKeys {
+    /// `keys`: per key the (right shift, width) of each of its blocks, the first most significant;
+    /// `digits`: per key its hex digits.
+    #[new]
+    fn new(keys: Vec<KeyBlocks>, digits: Vec<usize>) -> PyResult<Self> {
+        if keys.len() != digits.len() || digits.iter().any(|&d| d == 0 || d > 16) {
+            return Err(pyo3::exceptions::PyValueError::new_err("one count of 1 to 16 hex digits per key"));
+        }
+        Ok(BlockKeys { keys: keys.into_iter().zip(digits).collect() })
+    }
+
+    fn __call__<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let columns = self.keys.iter().map(|(blocks, d)| {
+            let column = fingerprints.iter().map(|&fp| {
+                let mut hex = [0u8; 16];
+                let mut v = key_value(fp, blocks);
+                for at in hex[..*d].iter_mut().rev() {
+                    *at = HEX[(v & 15) as usize];
+                    v >>= 4;
+                }
+                // SAFETY: every byte written is an ASCII hex digit
+                PyString::new(py, unsafe { std::str::from_utf8_unchecked(&hex[..*d]) })
+            });
+            PyList::new(py, column)
+        });
+        PyList::new(py, columns.collect::<PyResult<Vec<_>>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_value;
+
+    #[test]
+    fn keys_put_their_first_block_highest() {
+        let fp = 0x1234_5678_9abc_def0u64;
+        assert_eq!(key_value(fp, &[(48, 16)]), 0x1234);
+        assert_eq!(key_value(fp, &[(48, 16), (0, 16)]), 0x1234_def0);
+        assert_eq!(key_value(fp, &[(0, 16), (48, 16)]), 0xdef0_1234);
+        assert_eq!(key_value(fp, &[(0, 64)]), fp);
+    }
+}
