@@ -688,8 +688,9 @@ class EntryIndex:
         out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
         if not self._num_of:
             return out
-        qs, nums, dist = self._tables.query_many(
-            np.fromiter((fp & MASK64 for fp in fingerprints), dtype=np.uint64, count=len(fingerprints)), k)
+        qs, nums, dist = self._tables.query_many(np.asarray(fingerprints, dtype=np.uint64), k)
+        if not len(qs):  # most look-ups of a batch's staged entries find none
+            return out
         ids = self._ids
         for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
             out[q].append(Match(ids[num], d))
