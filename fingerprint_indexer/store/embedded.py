@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import plyvel
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
@@ -312,21 +313,23 @@ class EmbeddedStore:
     def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
         """:meth:`band_scan` of each key, through one LevelDB iterator (a seek per key the band filter
         does not rule out, in key order)."""
-        prefixes = [band_key(band) for band in bands]
-        found: dict[bytes, list[str]] = {pfx: [] for pfx in prefixes}
-        maybe = self.bands.may_hold([band_bytes(band) for band in bands]).tolist()
-        sought = sorted({pfx for pfx, m in zip(prefixes, maybe, strict=True) if m})
+        found: list[list[str]] = [[] for _ in bands]
+        sought: dict[bytes, list[int]] = {}  # prefix -> the positions of its key in ``bands``
+        for i in np.flatnonzero(self.bands.may_hold([band_bytes(band) for band in bands])).tolist():
+            sought.setdefault(band_key(bands[i]), []).append(i)
         if not sought:
-            return [found[pfx] for pfx in prefixes]
+            return found
         with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
-            for pfx in sought:
+            for pfx in sorted(sought):
                 it.seek(pfx)
-                docs = found[pfx] = []
+                docs: list[str] = []
                 for key in itertools.islice(it, MAX_BAND_READ + 1):
                     if not key.startswith(pfx):
                         break
                     docs.append(key[len(pfx) :].decode())
-        return [found[pfx] for pfx in prefixes]
+                for i in sought[pfx]:
+                    found[i] = docs
+        return found
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
