@@ -78,6 +78,21 @@ def _ranges_to_positions(starts: IntArray, ends: IntArray) -> tuple[IntArray, In
     return positions, owner
 
 
+def grouped_matches(n: int, queries: IntArray, rows: IntArray, dist: npt.NDArray[np.uint8],
+                    ids: Sequence[str] | npt.NDArray[np.object_]) -> list[list[Match]]:  # fmt: skip
+    """The matches of each of ``n`` queries, from (query index, row, distance) arrays and the id of each
+    row, nearest first (distance, then id)."""
+    out: list[list[Match]] = [[] for _ in range(n)]
+    if not len(queries):  # most look-ups find nothing
+        return out
+    for q, r, d in zip(queries.tolist(), rows.tolist(), dist.tolist(), strict=True):
+        out[q].append(Match(ids[r], d))
+    for hits in out:
+        if len(hits) > 1:
+            hits.sort(key=lambda m: (m.distance, m.doc_id))
+    return out
+
+
 class _Tables:
     """Sorted block tables over a fixed array of fingerprints (rows 0..n-1).
 
@@ -328,14 +343,7 @@ class MemoryIndex(NearDupIndex):
     def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
         """All matches for a batch of fingerprints, found with whole-array operations."""
         qidx, rows, dist = self.query_arrays(np.asarray(fingerprints, dtype=np.uint64), k)
-        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
-        ids = self._ids
-        for q, r, d in zip(qidx.tolist(), rows.tolist(), dist.tolist(), strict=True):
-            out[q].append(Match(ids[r], d))
-        for lst in out:
-            if len(lst) > 1:
-                lst.sort(key=lambda m: (m.distance, m.doc_id))
-        return out
+        return grouped_matches(len(fingerprints), qidx, rows, dist, self._ids)
 
     def query_arrays(self, queries: U64, k: int) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
         """(query index, row, distance) of every match, each (query, row) pair exactly once."""
@@ -685,16 +693,7 @@ class EntryIndex:
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
         """Matches of each fingerprint, sorted by (distance, id)."""
         self.layout.check_k(k)
-        out: list[list[Match]] = [[] for _ in range(len(fingerprints))]
         if not self._num_of:
-            return out
+            return [[] for _ in fingerprints]
         qs, nums, dist = self._tables.query_many(np.asarray(fingerprints, dtype=np.uint64), k)
-        if not len(qs):  # most look-ups of a batch's staged entries find none
-            return out
-        ids = self._ids
-        for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
-            out[q].append(Match(ids[num], d))
-        for hits in out:
-            if len(hits) > 1:
-                hits.sort(key=lambda m: (m.distance, m.doc_id))
-        return out
+        return grouped_matches(len(fingerprints), qs, nums, dist, self._ids)
