@@ -56,11 +56,9 @@ class BandFilter:
         self._shift = np.uint64(64 - (bits.bit_length() - 1))
 
     @classmethod
-    def holding(cls, keys: Sequence[bytes], bits: int = MIN_BITS) -> BandFilter:
-        """A filter of at least ``bits`` bits (a power of two), large enough for ``keys``, holding them."""
-        out = cls(np.zeros(max(bits, _bits_for(len(keys))) // 64, dtype=np.uint64))
-        out.add(keys)
-        return out
+    def for_keys(cls, keys: int, bits: int = MIN_BITS) -> BandFilter:
+        """An empty filter of at least ``bits`` bits (a power of two), large enough for ``keys`` keys."""
+        return cls(np.zeros(max(bits, _bits_for(keys)) // 64, dtype=np.uint64))
 
     @property
     def bits(self) -> int:
@@ -87,7 +85,7 @@ class BandFilter:
 
     def wants_growth(self) -> bool:
         """Whether more keys were added than the filter holds well: the owner then rebuilds it
-        :data:`GROWTH` times larger from the keys LevelDB holds (:meth:`holding`)."""
+        :data:`GROWTH` times larger from the keys LevelDB holds (:meth:`for_keys`)."""
         return self.added * BITS_PER_KEY > self.bits
 
 

@@ -46,7 +46,7 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
+from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import EntryIndex
 from fingerprint_indexer.records.match import Match
@@ -221,10 +221,18 @@ class EmbeddedStore:
         return bloom
 
     def rebuild_bands(self, bits: int = 0) -> BandFilter:
-        """A band filter of at least ``bits`` bits holding every band key LevelDB holds (saved at close)."""
-        skip = len(BAND_PREFIX)
-        keys = {k[skip : skip + KEY_BYTES] for k in self.db.iterator(prefix=BAND_PREFIX, include_value=False)}
-        return BandFilter.holding(list(keys), bits)
+        """A band filter of at least ``bits`` bits holding every band key LevelDB holds (saved at close),
+        sized for the documents' keys and filled a chunk of keys at a time (a store of millions of
+        documents holds tens of millions of band keys)."""
+        bands = BandFilter.for_keys(self.n_docs * BANDS, bits)
+        skip, chunk = len(BAND_PREFIX), []
+        for k in self.db.iterator(prefix=BAND_PREFIX, include_value=False):
+            chunk.append(k[skip : skip + KEY_BYTES])
+            if len(chunk) == 1 << 16:
+                bands.add(chunk)
+                chunk.clear()
+        bands.add(chunk)
+        return bands
 
     def _save_side_file(self, path: Path, save: Callable[[], None]) -> None:
         """Run ``save`` (it writes ``path``); a side file that cannot be saved (disk full) costs only a

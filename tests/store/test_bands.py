@@ -25,7 +25,8 @@ keys9 = st.binary(min_size=9, max_size=9)
 def test_a_key_added_is_never_ruled_out(held, others):
     bands = BandFilter()
     bands.add(held[: len(held) // 2])
-    grown = BandFilter.holding(held[: len(held) // 2], bands.bits * 4)
+    grown = BandFilter.for_keys(len(held), bands.bits * 4)
+    grown.add(held[: len(held) // 2])
     for f in (bands, grown):
         f.add(held[len(held) // 2 :])
         assert f.may_hold(held).all()
@@ -46,7 +47,8 @@ def test_absent_keys_are_mostly_ruled_out_and_growth_is_asked_for():
 
 def test_saved_filter_is_read_back_only_at_its_generation(tmp_path):
     path = tmp_path / "bands.bin"
-    bands = BandFilter.holding([b"123456789", b"abcdefghi"])
+    bands = BandFilter.for_keys(2)
+    bands.add([b"123456789", b"abcdefghi"])
     save_bands(path, bands, 7, b"s" * 16)
     again = load_bands(path, 7, b"s" * 16)
     assert again is not None and again.added == 2 and again.may_hold([b"123456789"]).all()
