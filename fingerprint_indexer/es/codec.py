@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fingerprint_indexer.es.servers import binary_doc_value
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
+from fingerprint_indexer.fingerprint.blocks import BlockLayout, Distinct
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
 from fingerprint_indexer.fingerprint.image import ImageFingerprint, image_keys
@@ -46,9 +46,10 @@ def block_fields(layout: BlockLayout) -> list[str]:
 BlockKeys = list[list[str]]
 
 
-def block_keys(layout: BlockLayout, fingerprints: Sequence[int]) -> BlockKeys:
-    """Per key of the layout, the stored key of each fingerprint (:meth:`BlockLayout.keys_many`)."""
-    return layout.keys_many([f & MASK64 for f in fingerprints])
+def block_keys(layout: BlockLayout, fingerprints: Sequence[int], distinct: Distinct = None) -> BlockKeys:
+    """Per key of the layout, the stored key of each fingerprint, or its distinct keys
+    (:meth:`BlockLayout.keys_many`)."""
+    return layout.keys_many([f & MASK64 for f in fingerprints], distinct)
 
 
 def fingerprint_fields(
@@ -69,7 +70,7 @@ def fingerprint_fields(
     out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
                            FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
     if with_blocks:
-        per_field = [list(dict.fromkeys(col)) for col in block_keys(layout, fps)]  # first-seen order
+        per_field = block_keys(layout, fps, "first")
         out.update((name, keys[0] if len(keys) == 1 else keys)
                    for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
     if sketch:

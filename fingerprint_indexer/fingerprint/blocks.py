@@ -20,12 +20,15 @@ import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 FP_BITS = 64
+#: Keys of many fingerprints each once: in first-seen order, or sorted (see :meth:`BlockLayout.keys_many`).
+Distinct = Literal["first", "sorted"] | None
+_DISTINCT = {None: 0, "first": 1, "sorted": 2}  # the compiled keys' codes
 
 
 @dataclass(frozen=True)
@@ -144,25 +147,33 @@ class BlockLayout:
             return [f"{v:0{d}x}" for v, d in zip(values, self.key_digits, strict=True)]
         return [col[0] for col in self.keys_many(np.array([fingerprint], dtype=np.uint64))]
 
-    def keys_many(self, fingerprints: npt.NDArray[np.uint64] | list[int]) -> list[list[str]]:
-        """:meth:`keys` of many fingerprints (unsigned), column-wise (per key, the key of each
-        fingerprint); in compiled code when it is built (:meth:`keys_many_reference` is what it equals)."""
+    def keys_many(self, fingerprints: npt.NDArray[np.uint64] | list[int], distinct: Distinct = None
+                  ) -> list[list[str]]:  # fmt: skip
+        """:meth:`keys` of many fingerprints (unsigned), column-wise: per key, the key of each fingerprint,
+        or with ``distinct`` each key once, in first-seen order (``"first"``) or sorted (``"sorted"``).
+        In compiled code when it is built (:meth:`keys_many_reference` is what it equals)."""
         from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
 
         if native.enabled():
             fps = fingerprints if isinstance(fingerprints, list) else np.asarray(fingerprints,
                                                                                    np.uint64).tolist()
-            return _compiled_keys(self)(fps)
-        return self.keys_many_reference(np.asarray(fingerprints, dtype=np.uint64))
+            return _compiled_keys(self)(fps, _DISTINCT[distinct])
+        return self.keys_many_reference(np.asarray(fingerprints, dtype=np.uint64), distinct)
 
-    def keys_many_reference(self, fingerprints: npt.NDArray[np.uint64]) -> list[list[str]]:
+    def keys_many_reference(self, fingerprints: npt.NDArray[np.uint64], distinct: Distinct = None
+                            ) -> list[list[str]]:  # fmt: skip
         """:meth:`keys_many` in NumPy: one pass and one hex conversion for all the fingerprints, then a
         string slice per key."""
         values = self.key_values_many(fingerprints)
         n, m = values.shape
         text = values.astype(">u8").tobytes().hex()  # 16 digits per value, row by row
-        return [[text[(i * m + j) * 16 + 16 - d : (i * m + j + 1) * 16] for i in range(n)]
+        cols = [[text[(i * m + j) * 16 + 16 - d : (i * m + j + 1) * 16] for i in range(n)]
                 for j, d in enumerate(self.key_digits)]  # fmt: skip
+        if distinct == "first":
+            return [list(dict.fromkeys(col)) for col in cols]
+        if distinct == "sorted":
+            return [sorted(set(col)) for col in cols]
+        return cols
 
     def check_k(self, k: int) -> None:
         """Refuse a distance that this layout cannot serve with full recall."""
@@ -190,7 +201,7 @@ class BlockLayout:
 
 
 @functools.lru_cache(maxsize=16)  # kept out of the layout itself, which is pickled to worker processes
-def _compiled_keys(layout: BlockLayout) -> Callable[[list[int]], list[list[str]]]:
+def _compiled_keys(layout: BlockLayout) -> Callable[[list[int], int], list[list[str]]]:
     """:func:`~fingerprint_indexer.fingerprint.native.block_keys` of ``layout``, made once."""
     from fingerprint_indexer.fingerprint import native
 

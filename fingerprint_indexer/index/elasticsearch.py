@@ -32,7 +32,6 @@ from fingerprint_indexer.es.codec import (
     FRAMES_FIELD,
     SKETCH_FIELD,
     VERIFY_FIELDS,
-    BlockKeys,
     block_fields,
     block_keys,
     bulk_failures,
@@ -285,26 +284,21 @@ class ElasticsearchIndex(NearDupIndex):
         resp = self._msearch([body])[0]
         return {b["key"] for b in ((resp.get("aggregations") or {}).get("hot") or {}).get("buckets", [])}
 
-    def candidates_query(
-        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b"",
-        hot: Collection[str] = (),
-    ) -> dict[str, Any]:
-        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field), or a
-        band key with ``sketch`` that is not ``hot`` (:meth:`hot_bands`); ``keys`` may give their
-        :func:`block_keys` already."""
-        per_field = block_keys(self.layout, fingerprints) if keys is None else keys
-        should = [{"terms": {f: sorted(set(keys))}} for f, keys in zip(self._fields, per_field, strict=True)]
+    def candidates_query(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
+                         ) -> dict[str, Any]:  # fmt: skip
+        """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field, the keys
+        sorted), or a band key with ``sketch`` that is not ``hot`` (:meth:`hot_bands`)."""
+        per_field = block_keys(self.layout, fingerprints, "sorted")
+        should = [{"terms": {f: keys}} for f, keys in zip(self._fields, per_field, strict=True)]
         bands = [b for b in band_keys(sketch) if b not in hot]
         if bands:
             should.append({"terms": {BANDS_FIELD: bands}})
         return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
 
-    def _verified_body(
-        self, fingerprints: Sequence[int], keys: BlockKeys | None = None, sketch: bytes = b"",
-        hot: Collection[str] = (),
-    ) -> dict[str, Any]:
+    def _verified_body(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
+                       ) -> dict[str, Any]:  # fmt: skip
         return {
-            "query": self.candidates_query(fingerprints, keys, sketch, hot),
+            "query": self.candidates_query(fingerprints, sketch, hot),
             "_source": False,
             "docvalue_fields": VERIFY_FIELDS,
             "size": self.page_size,
@@ -390,15 +384,8 @@ class ElasticsearchIndex(NearDupIndex):
             chunk = queries[start : start + self.msearch_batch]
             if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
-            cols = block_keys(self.layout, [f for ev in chunk for f in ev.fingerprints])  # one pass
             hot = self.hot_bands(b for ev in chunk for b in band_keys(bytes(ev.sketch)))
-            bodies = []
-            at = 0
-            for ev in chunk:
-                n = len(ev.fingerprints)
-                bodies.append(self._verified_body(ev.fingerprints, [col[at : at + n] for col in cols],
-                                                  bytes(ev.sketch), hot))
-                at += n
+            bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot) for ev in chunk]
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts

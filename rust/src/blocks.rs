@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
+use rustc_hash::FxHashSet;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -37,19 +38,39 @@ impl BlockKeys {
         Ok(BlockKeys { keys: keys.into_iter().zip(digits).collect() })
     }
 
-    fn __call__<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+    /// Per key, the key of each fingerprint; with `distinct` 1 each key once in first-seen order, with
+    /// 2 each once in ascending order (the order of the fixed-width hex strings too).
+    #[pyo3(signature = (fingerprints, distinct = 0))]
+    fn __call__<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>, distinct: u8) -> PyResult<Bound<'py, PyList>> {
+        let mut values = Vec::with_capacity(fingerprints.len());
+        let mut seen = FxHashSet::default(); // for many fingerprints; a document's few are compared in turn
         let columns = self.keys.iter().map(|(blocks, d)| {
-            let column = fingerprints.iter().map(|&fp| {
+            values.clear();
+            seen.clear();
+            for &fp in &fingerprints {
+                let v = key_value(fp, blocks);
+                let new = match distinct {
+                    0 => true,
+                    _ if fingerprints.len() <= 32 => !values.contains(&v),
+                    _ => seen.insert(v),
+                };
+                if new {
+                    values.push(v);
+                }
+            }
+            if distinct == 2 {
+                values.sort_unstable();
+            }
+            PyList::new(py, values.iter().map(|&value| {
                 let mut hex = [0u8; 16];
-                let mut v = key_value(fp, blocks);
+                let mut v = value;
                 for at in hex[..*d].iter_mut().rev() {
                     *at = HEX[(v & 15) as usize];
                     v >>= 4;
                 }
                 // SAFETY: every byte written is an ASCII hex digit
                 PyString::new(py, unsafe { std::str::from_utf8_unchecked(&hex[..*d]) })
-            });
-            PyList::new(py, column)
+            }))
         });
         PyList::new(py, columns.collect::<PyResult<Vec<_>>>()?)
     }

@@ -142,5 +142,9 @@ def test_compiled_block_keys_equal_the_reference(fps, layout):
         pytest.skip("the compiled core is not built")
     arr = np.array(fps, dtype=np.uint64)
     assert layout.keys_many(arr) == layout.keys_many_reference(arr)
+    for distinct in ("first", "sorted"):  # each key once: as the fields store them, as queries ask
+        assert layout.keys_many(fps * 2, distinct) == layout.keys_many_reference(arr.repeat(2), distinct)
+    many = fps * 3 + [f ^ 1 for f in fps]  # past the few fingerprints compared in turn
+    assert layout.keys_many(many, "sorted") == layout.keys_many_reference(np.array(many, np.uint64), "sorted")
     if fps:
         assert layout.keys(fps[0]) == [col[0] for col in layout.keys_many_reference(arr[:1])]
