@@ -13,6 +13,8 @@ import pytest
 from elasticsearch import Elasticsearch
 from support.service import ServiceProcess, free_port
 
+from fingerprint_indexer.sidecar.settings import ServiceSettings
+
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.corpus]
 
 
@@ -96,8 +98,12 @@ def test_full_spool_answers_429_with_retry_after(tmp_path: Path, zh_articles: li
 def test_event_loop_stays_responsive_during_a_big_batch(
     http: httpx.Client, service: ServiceProcess, zh_articles: list[dict[str, Any]], svc_index: str
 ) -> None:
-    """Fingerprinting runs in the worker pool: probes are answered while a large batch is being decided."""
-    docs = [{"id": f"big-{i}", "content": a["content"]} for i, a in enumerate(zh_articles[:400])]
+    """Fingerprinting runs in the worker pool: probes are answered while a large batch is being decided.
+    The batch is the largest one request may carry, each document three articles long: long enough to
+    observe however fast one article is decided."""
+    n = len(zh_articles)
+    docs = [{"id": f"big-{i}", "content": "\n".join(zh_articles[(i + j) % n]["content"] for j in range(3))}
+            for i in range(ServiceSettings.max_batch)]  # fmt: skip
     done = threading.Event()
     status: list[int] = []
 
@@ -108,7 +114,7 @@ def test_event_loop_stays_responsive_during_a_big_batch(
     threading.Thread(target=big).start()
     latencies = []
     with httpx.Client(base_url=service.url, timeout=30) as probe:
-        time.sleep(0.3)
+        time.sleep(0.1)
         while not done.is_set() and len(latencies) < 50:
             t0 = time.perf_counter()
             assert probe.get("/healthz").status_code == 200
