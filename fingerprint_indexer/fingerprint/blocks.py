@@ -202,8 +202,8 @@ class BlockLayout:
 
 @functools.lru_cache(maxsize=16)  # kept out of the layout itself, which is pickled to worker processes
 def _compiled_keys(layout: BlockLayout) -> Callable[[list[int], int], list[list[str]]]:
-    """:func:`~fingerprint_indexer.fingerprint.native.block_keys` of ``layout``, made once."""
+    """:func:`~fingerprint_indexer.fingerprint.native.block_key_maker` of ``layout``, made once."""
     from fingerprint_indexer.fingerprint import native
 
     plan = [[(layout.shifts[b], layout.widths[b]) for b in table] for table in layout.tables]
-    return native.block_keys(plan, layout.key_digits)
+    return native.block_key_maker(plan, layout.key_digits)

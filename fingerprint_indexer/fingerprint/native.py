@@ -66,12 +66,19 @@ def default_threads() -> int:
     return min(4, os.cpu_count() or 1) if enabled() else 1
 
 
-def block_keys(keys: list[list[tuple[int, int]]], digits: Sequence[int]) -> Any:
+def block_key_maker(keys: list[list[tuple[int, int]]], digits: Sequence[int]) -> Any:
     """``BlockLayout.keys_many`` in compiled code, made once per layout: called with fingerprints (a list
     of ints), per key (the (shift, width) of each of its blocks) the key of each as ``digits`` hex
     digits."""
     assert _core is not None
     return _core.BlockKeys(keys, list(digits))
+
+
+def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, hashed: bool) -> Any:
+    """``index.memory.NumberedTables`` in compiled code (``_core.BlockTables``) over ``fps`` (uint64 by
+    number) whose ``alive`` flags (uint8) are set; ``hashed`` keeps every block's buckets in hash maps."""
+    assert _core is not None
+    return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
 def enabled() -> bool:

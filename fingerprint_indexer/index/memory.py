@@ -16,7 +16,6 @@ equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -25,12 +24,6 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Meta, NearDupIndex
 from fingerprint_indexer.records.match import Match
-
-_core: ModuleType | None
-try:
-    from fingerprint_indexer.fingerprint import _core
-except ImportError:  # built without a Rust toolchain: NumberedTables runs
-    _core = None
 
 U64 = npt.NDArray[np.uint64]
 IntArray = npt.NDArray[np.int64]
@@ -564,7 +557,7 @@ class NumberedTables:
 
 
 class CompiledNumberedTables:
-    """:class:`NumberedTables` in compiled code (``_core.BlockTables``), with the same results: a
+    """:class:`NumberedTables` in compiled code (``native.block_tables``), with the same results: a
     look-up of a document's few fingerprints costs one call instead of a few dozen NumPy calls.
 
     One bucket per block value holds entry numbers in ascending order, the main tables' rows and then
@@ -579,12 +572,14 @@ class CompiledNumberedTables:
     def __init__(self, layout: BlockLayout, fps: U64 | None = None,
                  alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
                  buffer_max: int = BUFFER_MAX, small: bool = False) -> None:  # fmt: skip
-        if _core is None:
+        from fingerprint_indexer.fingerprint import native  # the compiled core's one place; loaded on use
+
+        if not native.AVAILABLE:
             raise RuntimeError("the compiled core was not built into this installation")
         self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
         fps = np.ascontiguousarray(np.empty(0, np.uint64) if fps is None else fps, dtype=np.uint64)
         flags = np.ones(len(fps), dtype=bool) if alive is None else np.ascontiguousarray(alive, dtype=bool)
-        self._tables = _core.BlockTables(list(layout.widths), fps, flags.view(np.uint8), merge_min, small)
+        self._tables = native.block_tables(layout.widths, fps, flags.view(np.uint8), merge_min, small)
 
     @property
     def n(self) -> int:
@@ -644,7 +639,7 @@ def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDAr
     switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables`)."""
     from fingerprint_indexer.fingerprint.native import enabled  # the switch's one place; loaded on use
 
-    if _core is not None and enabled():
+    if enabled():
         return CompiledNumberedTables(layout, fps, alive, merge_min, small=small)
     return NumberedTables(layout, fps, alive, merge_min)
 

@@ -89,8 +89,7 @@ def judged_near(
     """Every document with a fingerprint within ``k`` of one of ``ev``'s, or sharing a sketch band key
     with it (``query``: the block-index entries within ``k`` of each of a list of fingerprints, all of
     ``ev``'s asked at once; ``bands``: the documents under each of a list of keys, likewise), with the
-    rule's verdict on it
-    (:func:`fingerprint_indexer.verification.check_many`), nearest first.
+    rule's verdict on it (:func:`fingerprint_indexer.verification.check_many`), nearest first.
 
     At most ``limit`` candidates are verified: those matching the most of ``ev``'s fingerprints and band
     keys (a copy shares its document, lead and chunk fingerprints; a look-alike of the same template one

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.index_contract import brute_force, check_scenario, index_scenarios
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index import memory
 from fingerprint_indexer.index.memory import CompiledNumberedTables, MemoryIndex, NumberedTables
@@ -110,7 +111,7 @@ def _same_answers(ref: NumberedTables, comp: CompiledNumberedTables, fps: list[i
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
-@pytest.mark.skipif(memory._core is None, reason="the compiled core is not built")
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
 @settings(max_examples=200, deadline=None)
 @given(layout=st.sampled_from(_LAYOUTS), n_start=st.integers(0, 400), seed=st.integers(0, 2**32 - 1),
        ops=_ops, merge=st.sampled_from([1, 2, 5, 4096]), buffer=st.sampled_from([1, 3, 512]))
@@ -147,7 +148,7 @@ def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops
     _same_answers(ref, comp, [*_CENTRES, 1, 2**63], layout.n_blocks - 1, 2)  # after the merge
 
 
-@pytest.mark.skipif(memory._core is None, reason="the compiled core is not built")
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
 def test_compiled_numbered_tables_refuse_shrinking_numbers():
     """As the reference: numbers below n are refused, and a hole stays dead."""
     comp = CompiledNumberedTables(BlockLayout())
@@ -162,7 +163,7 @@ def test_numbered_tables_factory_follows_the_switch(monkeypatch):
     monkeypatch.setenv("FPI_NATIVE", "0")
     assert type(memory.numbered_tables(BlockLayout())) is NumberedTables
     monkeypatch.setenv("FPI_NATIVE", "1")
-    want = NumberedTables if memory._core is None else CompiledNumberedTables
+    want = NumberedTables if not native.AVAILABLE else CompiledNumberedTables
     assert type(memory.numbered_tables(BlockLayout())) is want
 
 
