@@ -110,14 +110,16 @@ class IndexWrites:
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
         self.add_many([(doc_id, fingerprint)], meta)
 
-    def add_many(self, entries: Iterable[tuple[str, int]], meta: Meta | None = None) -> None:
+    def add_many(self, entries: Iterable[tuple[str, int]], meta: Meta | None = None,
+                 fresh: bool = False) -> None:  # fmt: skip
         """Stage each (entry id, fingerprint), replacing an entry of the same id: a document's entries in
-        one loop, each key built once for its read and its write."""
+        one loop, each key built once for its read and its write. ``fresh``: the caller knows that no id
+        is held, committed or staged (a document whose record is absent), so none is read first."""
         ix, wb, docs = self.index, self.wb, self._docs
         for doc_id, fingerprint in entries:
             fp = fingerprint & MASK64
             key = ix.doc_key(doc_id)
-            if (docs[doc_id] if doc_id in docs else ix.entry_at(key)) is not None:
+            if not fresh and (docs[doc_id] if doc_id in docs else ix.entry_at(key)) is not None:
                 self.remove(doc_id)
             num = self._next
             self._next = num + 1

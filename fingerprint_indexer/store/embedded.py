@@ -488,14 +488,16 @@ class StoreBatch:
         self._committed_centres(k).ahead(ev.fingerprints[0] for ev in evs if ev.fingerprints)
         self._bands_ahead.ahead(key for ev in evs for key in band_keys(bytes(ev.sketch)))
 
+    # The look-ups hold the store's indexes, never this batch: a batch that referred to itself would be
+    # freed only by the cycle collector, which would traverse all it holds (records, answers) to do so.
     def _committed_near(self, k: int) -> LookAhead[int, list[Match]]:
         if k not in self._near_ahead:
-            self._near_ahead[k] = LookAhead(lambda fps: self.store.index.query_many(fps, k))
+            self._near_ahead[k] = LookAhead(functools.partial(self.store.index.query_many, k=k))
         return self._near_ahead[k]
 
     def _committed_centres(self, k: int) -> LookAhead[int, list[Match]]:
         if k not in self._centres_ahead:
-            self._centres_ahead[k] = LookAhead(lambda fps: self.store.centres.query_many(fps, k))
+            self._centres_ahead[k] = LookAhead(functools.partial(self.store.centres.query_many, k=k))
         return self._centres_ahead[k]
 
     def near(self, fp: int, k: int) -> list[Match]:
@@ -549,6 +551,8 @@ class StoreBatch:
     # ----------------------------------------------------------------- writes
     def put_record(self, rec: DocRecord, index: bool) -> None:
         """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
+        # a document whose record this batch read as absent holds no index entries (they go with it)
+        fresh = rec.id not in self._records and self._read.get(rec.id, rec) is None
         key = rec.id.encode()
         self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
@@ -560,7 +564,7 @@ class StoreBatch:
         self._docs_delta += 1
         if index:
             entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
-            self.ix.add_many(entries)
+            self.ix.add_many(entries, fresh=fresh)
             self._staged_index.add_many(entries)
             for band in rec.bands:
                 self.wb.put(band_key(band, rec.id), b"")

@@ -277,3 +277,44 @@ def test_a_batch_answers_the_same_with_its_look_ups_asked_ahead(tmp_path):
         assert answers[0] == answers[1]
         assert answers[1][1][0] == [[], []] and answers[1][4][0][0][0].doc_id == "n4"
         assert answers[1][0][2] == ["d0", "d2", "d3", "n4"]
+
+
+def test_a_batch_is_freed_by_reference_counting(tmp_path):
+    """A batch, its records and its look-up answers are freed when the batch is dropped: the cycle
+    collector never has to traverse them (a batch referring to itself would leave all it holds to it)."""
+    import gc
+    import weakref
+
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        _add(store, "d0", 0x1234, "digest0")
+        gc.disable()
+        try:
+            tx = store.batch()
+            tx.look_ahead([Evidence([0x1234, 0x1235], bytes(256))], 3)
+            tx.near_many([0x1234], 3)
+            tx.centres_near(0x1234, 3)
+            tx.commit()
+            gone = weakref.ref(tx)
+            del tx
+            assert gone() is None
+        finally:
+            gc.enable()
+
+
+def test_a_document_removed_and_put_again_in_one_batch_keeps_one_entry_each(tmp_path):
+    """A record read as absent lets its entries be staged without reading them first; one removed in the
+    same batch is not absent, and its entries are replaced, never doubled."""
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        _add(store, "d0", 0x1234, "digest0")
+        tx = store.batch()
+        old = tx.record("d0")
+        assert old is not None and tx.record("n1") is None
+        tx.remove_doc("d0")
+        for doc_id in ("d0", "n1"):
+            tx.put_record(record_now(id=doc_id, fingerprint=0x1234, chunks=[0x99], content_digest=doc_id,
+                                     keyword_digest="kw", cluster_id=doc_id, decision="new",
+                                     duplicate_of=None, distance=None, degenerate=False, length=10,
+                                     published_at=None, version=ALGO), index=True)
+        tx.commit()
+        assert len(store.index) == 4 and store.index.numbers_held() == 4
+        assert sorted(m.doc_id for m in store.near(0x1234, 0)) == ["d0", "n1"]
