@@ -40,6 +40,13 @@ def _bits_for(keys: int) -> int:
     return bits
 
 
+def _joined(keys: bytes | Sequence[bytes]) -> bytes:
+    raw = keys if isinstance(keys, bytes) else b"".join(keys)
+    if len(raw) % KEY_BYTES:
+        raise ValueError(f"band keys are {KEY_BYTES} bytes each; got {len(raw)} bytes")
+    return raw
+
+
 class BandFilter:
     """A bit per band key: clear means no document holds the key (see the module's docstring).
 
@@ -64,24 +71,27 @@ class BandFilter:
     def bits(self) -> int:
         return len(self.words) * 64
 
-    def _positions(self, keys: Iterable[bytes]) -> npt.NDArray[np.uint64]:
-        raw = np.frombuffer(b"".join(keys), dtype=_KEY)
-        return ((raw["hash"].astype(np.uint64) ^ raw["band"].astype(np.uint64) * _MIX) >> self._shift)
+    def _positions(self, raw: bytes) -> npt.NDArray[np.uint64]:
+        keys = np.frombuffer(raw, dtype=_KEY)
+        return ((keys["hash"].astype(np.uint64) ^ keys["band"].astype(np.uint64) * _MIX) >> self._shift)
 
-    def may_hold(self, keys: Sequence[bytes]) -> npt.NDArray[np.bool_]:
-        """Whether each key may be held by some document (False: certainly not)."""
-        if not len(keys):
+    def may_hold(self, keys: bytes | Sequence[bytes]) -> npt.NDArray[np.bool_]:
+        """Whether each key may be held by some document (False: certainly not); ``keys`` may also be
+        given as one buffer of keys one after the other."""
+        raw = _joined(keys)
+        if not raw:
             return np.zeros(0, dtype=bool)
-        pos = self._positions(keys)
+        pos = self._positions(raw)
         return ((self.words[pos >> np.uint64(6)] >> (pos & np.uint64(63))) & np.uint64(1)).astype(bool)
 
-    def add(self, keys: Sequence[bytes]) -> None:
-        """Set the bits of ``keys`` (after the batch writing them has committed)."""
-        if not len(keys):
+    def add(self, keys: bytes | Sequence[bytes]) -> None:
+        """Set the bits of ``keys`` (after the batch writing them has committed; one buffer or a list)."""
+        raw = _joined(keys)
+        if not raw:
             return
-        pos = self._positions(keys)
+        pos = self._positions(raw)
         np.bitwise_or.at(self.words, pos >> np.uint64(6), np.uint64(1) << (pos & np.uint64(63)))
-        self.added += len(keys)
+        self.added += len(raw) // KEY_BYTES
 
     def wants_growth(self) -> bool:
         """Whether more keys were added than the filter holds well: the owner then rebuilds it

@@ -95,10 +95,19 @@ def band_key(band: str, doc_id: str = "") -> bytes:
     return BAND_PREFIX + band_bytes(band) + doc_id.encode()
 
 
-@functools.lru_cache(maxsize=8192)  # a batch asks for each of its band keys ahead, then writes under it
 def band_bytes(band: str) -> bytes:
     """A sketch band key as the 9 bytes the store keeps: its band number and its hash."""
-    return int(band[:-16], 16).to_bytes(1, "big") + bytes.fromhex(band[-16:])
+    return bands_bytes([band])
+
+
+# a band key is its band number in one hex digit, then 16 hex digits of its hash: as 9 bytes, the number
+# is the first byte, so a "0" before each key turns the keys' hex into theirs
+assert BANDS <= 16, "band numbers above 15 take two hex digits"
+
+
+def bands_bytes(bands: Sequence[str]) -> bytes:
+    """:func:`band_bytes` of each key, one after the other in one buffer (decoded together)."""
+    return bytes.fromhex("0" + "0".join(bands)) if bands else b""
 
 
 def _lost_writes(directory: Path, stored: int, recorded: int) -> StoreDamagedError:
@@ -323,8 +332,9 @@ class EmbeddedStore:
         does not rule out, in key order)."""
         found: list[list[str]] = [[] for _ in bands]
         sought: dict[bytes, list[int]] = {}  # prefix -> the positions of its key in ``bands``
-        for i in np.flatnonzero(self.bands.may_hold([band_bytes(band) for band in bands])).tolist():
-            sought.setdefault(band_key(bands[i]), []).append(i)
+        raw = bands_bytes(bands)
+        for i in np.flatnonzero(self.bands.may_hold(raw)).tolist():
+            sought.setdefault(BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES], []).append(i)
         if not sought:
             return found
         with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
@@ -451,7 +461,7 @@ class StoreBatch:
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
-        self._band_keys: list[bytes] = []  # band keys written (for the band filter, once committed)
+        self._band_keys: list[bytes] = []  # band keys written, a document's together (for the band filter)
         self._docs_delta = 0
         self._clusters_delta = 0
         self._marks: dict[str, bytes | None] = {}
@@ -566,10 +576,12 @@ class StoreBatch:
             entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
             self.ix.add_many(entries, fresh=fresh)
             self._staged_index.add_many(entries)
-            for band in rec.bands:
-                self.wb.put(band_key(band, rec.id), b"")
-                self._band_keys.append(band_bytes(band))
+            bands = rec.bands
+            raw = bands_bytes(bands)
+            for i, band in enumerate(bands):
+                self.wb.put(BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] + key, b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)
+            self._band_keys.append(raw)
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
         """Store a decided document's winnowed copy marks (made under ``tag``, which must be the store's),
@@ -668,6 +680,6 @@ class StoreBatch:
         self.cx.committed()
         for item in self._bloom_items:
             store.bloom.add(item)
-        store.bands.add(self._band_keys)
+        store.bands.add(b"".join(self._band_keys))
         if store.bands.wants_growth():
             store.bands = store.rebuild_bands(store.bands.bits * GROWTH)

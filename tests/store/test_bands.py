@@ -14,10 +14,21 @@ from fingerprint_indexer.fingerprint.sketch import BAND_ROWS, BANDS, band_keys
 from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bands import MIN_BITS, BandFilter, load_bands, save_bands
 from fingerprint_indexer.store.check import repair
-from fingerprint_indexer.store.embedded import EmbeddedStore, band_bytes
+from fingerprint_indexer.store.embedded import EmbeddedStore, band_bytes, bands_bytes
 
 ALGO = "test-algo/1"
 keys9 = st.binary(min_size=9, max_size=9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sketches=st.lists(st.binary(min_size=4 * BANDS * BAND_ROWS, max_size=600), max_size=5))
+def test_band_keys_decoded_together_are_each_as_stored(sketches):
+    """The store's 9 bytes of a band key: its band number as one byte, then its hash (the keys of many
+    documents decoded in one buffer give each one's bytes in turn)."""
+    keys = [k for s in sketches for k in band_keys(s)]
+    each = [int(k[:-16], 16).to_bytes(1, "big") + bytes.fromhex(k[-16:]) for k in keys]
+    assert bands_bytes(keys) == b"".join(each) and [band_bytes(k) for k in keys] == each
+    assert BandFilter().may_hold(bands_bytes(keys)).tolist() == BandFilter().may_hold(each).tolist()
 
 
 @settings(max_examples=60, deadline=None)
