@@ -71,14 +71,17 @@ def _ranges_to_positions(starts: IntArray, ends: IntArray) -> tuple[IntArray, In
     return positions, owner
 
 
-def grouped_matches(n: int, queries: IntArray, rows: IntArray, dist: npt.NDArray[np.uint8],
-                    ids: Sequence[str] | npt.NDArray[np.object_]) -> list[list[Match]]:  # fmt: skip
-    """The matches of each of ``n`` queries, from (query index, row, distance) arrays and the id of each
-    row, nearest first (distance, then id)."""
+def grouped_matches(n: int, queries: IntArray | list[int], rows: IntArray | list[int],
+                    dist: npt.NDArray[np.uint8] | list[int], ids: Sequence[str] | npt.NDArray[np.object_]
+                    ) -> list[list[Match]]:  # fmt: skip
+    """The matches of each of ``n`` queries, from (query index, row, distance) arrays or lists and the id
+    of each row, nearest first (distance, then id)."""
     out: list[list[Match]] = [[] for _ in range(n)]
     if not len(queries):  # most look-ups find nothing
         return out
-    for q, r, d in zip(queries.tolist(), rows.tolist(), dist.tolist(), strict=True):
+    if not isinstance(queries, list):
+        queries, rows, dist = queries.tolist(), rows.tolist(), dist.tolist()  # type: ignore[union-attr]
+    for q, r, d in zip(queries, rows, dist, strict=True):
         out[q].append(Match(ids[r], d))
     for hits in out:
         if len(hits) > 1:
@@ -488,6 +491,16 @@ class NumberedTables:
         self._recent.merge(self._fps[rows], rows)
         self._n_recent = self._n
 
+    def put_ints(self, nums: Sequence[int], fps: Sequence[int]) -> None:
+        """:meth:`put` of sequences of ints (the few entries of one document)."""
+        self.put(np.array(nums, dtype=np.int64), np.array(fps, dtype=np.uint64))
+
+    def query_ints(self, fps: Sequence[int], k: int, budget: int | None = None
+                   ) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
+        """:meth:`query_many` of a sequence of ints, answered as lists of ints (one document's queries)."""
+        qs, nums, dist = self.query_many(np.array(fps, dtype=np.uint64), k, budget)
+        return qs.tolist(), nums.tolist(), dist.tolist()
+
     def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
         """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once (see
         :meth:`query_many`)."""
@@ -598,6 +611,15 @@ class CompiledNumberedTables:
         nums, fps = np.ascontiguousarray(nums, dtype=np.int64), np.ascontiguousarray(fps, dtype=np.uint64)
         self._tables.put(nums, fps)
 
+    def put_ints(self, nums: Sequence[int], fps: Sequence[int]) -> None:
+        """:meth:`put` of sequences of ints (the few entries of one document: no arrays made)."""
+        self._tables.put_ints(nums, fps)
+
+    def query_ints(self, fps: Sequence[int], k: int, budget: int | None = None
+                   ) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
+        """:meth:`query_many` of a sequence of ints, answered as lists of ints (no arrays made)."""
+        return self._tables.query_ints(fps, k, budget)
+
     def kill(self, num: int) -> None:
         """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""
         self._tables.kill(int(num))
@@ -672,8 +694,7 @@ class EntryIndex:
             pending[len(self._ids)] = fp & MASK64
             self._ids.append(entry)
         if pending:
-            self._tables.put(np.fromiter(pending, dtype=np.int64, count=len(pending)),
-                             np.fromiter(pending.values(), dtype=np.uint64, count=len(pending)))
+            self._tables.put_ints(list(pending), list(pending.values()))
 
     def remove(self, entry: str) -> bool:
         num = self._num_of.pop(entry, None)
@@ -690,5 +711,5 @@ class EntryIndex:
         self.layout.check_k(k)
         if not self._num_of:
             return [[] for _ in fingerprints]
-        qs, nums, dist = self._tables.query_many(np.asarray(fingerprints, dtype=np.uint64), k)
+        qs, nums, dist = self._tables.query_ints([fp & MASK64 for fp in fingerprints], k)
         return grouped_matches(len(fingerprints), qs, nums, dist, self._ids)

@@ -388,6 +388,27 @@ impl Tables {
     /// ordered by query then number, as little-endian int64, int64 and uint8 bytes.
     pub fn query_many(&self, fps: &[u64], k: i64, budget: Option<usize>) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let (mut qs, mut nums, mut dists) = (Vec::new(), Vec::new(), Vec::new());
+        self.query_each(fps, k, budget, |q, num, d| {
+            qs.extend_from_slice(&(q as i64).to_le_bytes());
+            nums.extend_from_slice(&i64::from(num).to_le_bytes());
+            dists.push(d);
+        });
+        (qs, nums, dists)
+    }
+
+    /// [`Tables::query_many`] as vectors of numbers (for a few queries, whose answers become lists).
+    pub fn query_vecs(&self, fps: &[u64], k: i64, budget: Option<usize>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        let (mut qs, mut nums, mut dists) = (Vec::new(), Vec::new(), Vec::new());
+        self.query_each(fps, k, budget, |q, num, d| {
+            qs.push(q as i64);
+            nums.push(i64::from(num));
+            dists.push(i64::from(d));
+        });
+        (qs, nums, dists)
+    }
+
+    /// Each match of each query in turn, as (query index, number, distance), ordered by query then number.
+    fn query_each(&self, fps: &[u64], k: i64, budget: Option<usize>, mut each: impl FnMut(usize, u32, u8)) {
         let mut found = Vec::new();
         for (q, &fp) in fps.iter().enumerate() {
             for stage in 0..3 {
@@ -397,12 +418,9 @@ impl Tables {
             }
             self.query_into(fp, k, budget, &mut found);
             for &(num, d) in &found {
-                qs.extend_from_slice(&(q as i64).to_le_bytes());
-                nums.extend_from_slice(&i64::from(num).to_le_bytes());
-                dists.push(d);
+                each(q, num, d);
             }
         }
-        (qs, nums, dists)
     }
 
     /// Entries under each of `fp`'s block values: the main tables' rows (dead ones included until a
@@ -488,6 +506,18 @@ impl BlockTables {
             self.write().put(&nums, &fps)
         };
         done.map_err(PyValueError::new_err)
+    }
+
+    /// `put` of sequences of ints: for the few entries of one document, which need no arrays made.
+    fn put_ints(&self, nums: Vec<i64>, fps: Vec<u64>) -> PyResult<()> {
+        self.write().put(&nums, &fps).map_err(PyValueError::new_err)
+    }
+
+    /// `query_many` of a sequence of ints, answered as three lists of ints: for the few queries of one
+    /// document, which need no arrays made and find few matches.
+    #[pyo3(signature = (fps, k, budget = None))]
+    fn query_ints(&self, fps: Vec<u64>, k: i64, budget: Option<usize>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        self.read().query_vecs(&fps, k, budget)
     }
 
     /// Tombstone entry `num` (a rebuild, without the GIL, once a quarter of the main rows are dead).

@@ -109,6 +109,8 @@ def _same_answers(ref: NumberedTables, comp: CompiledNumberedTables, fps: list[i
     batch = np.array(fps, dtype=np.uint64)
     for want, got in zip(ref.query_many(batch, k, budget), comp.query_many(batch, k, budget), strict=True):
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    as_ints = ref.query_ints(fps, k, budget)  # the lists of one document's look-up
+    assert comp.query_ints(fps, k, budget) == as_ints == tuple(a.tolist() for a in ref.query_many(batch, k, budget))
 
 
 @pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
@@ -129,8 +131,12 @@ def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops
         if op[0] == "put":
             nums = np.cumsum([gap + 1 for gap, _ in op[1]]) + ref.n - 1
             values = np.array([f for _, f in op[1]], dtype=np.uint64)
-            ref.put(nums, values)
-            comp.put(nums, values)
+            if len(nums) % 2:  # a document's few entries as ints
+                ref.put_ints(nums.tolist(), values.tolist())
+                comp.put_ints(nums.tolist(), values.tolist())
+            else:
+                ref.put(nums, values)
+                comp.put(nums, values)
         elif op[0] == "kill":
             first = max(ref.n - op[1], 0)  # counted back from the newest (some numbers past it)
             for num in range(first, first + op[2]):
