@@ -15,7 +15,7 @@ When more keys than that have been added, the owner rebuilds it four times large
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
