@@ -81,6 +81,13 @@ def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, ha
     return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
+def bloom_test() -> Any:
+    """pybloom-live's ``BloomFilter`` membership test in compiled code, or None when the compiled core
+    is not built or switched off: called with a filter's bits (its little-endian bitarray), slices, bits
+    per slice and a key, whether every bit of the key is set; with ``set=True`` it also sets them."""
+    return _core.bloom_test if enabled() and _core is not None else None
+
+
 def enabled() -> bool:
     """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
     return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"

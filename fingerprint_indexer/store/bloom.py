@@ -7,8 +7,9 @@ import io
 import struct
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from pybloom_live import ScalableBloomFilter
+from pybloom_live import BloomFilter, ScalableBloomFilter
 
 from fingerprint_indexer.store.sidefile import SideState, load_side, save_side, side_header
 
@@ -20,9 +21,51 @@ BloomState = SideState  # what a Bloom filter file is, relative to the store it 
 def new_bloom(items: Iterable[str] = (), capacity: int = 100_000) -> ScalableBloomFilter:
     bloom = ScalableBloomFilter(initial_capacity=capacity, error_rate=ERROR_RATE,
                                 mode=ScalableBloomFilter.LARGE_SET_GROWTH)
-    for item in items:
-        bloom.add(item)
+    bloom_add_many(bloom, items)
     return bloom
+
+
+def _compiled_test() -> Any:
+    from fingerprint_indexer.fingerprint.native import bloom_test  # the compiled core's one place
+
+    return bloom_test()
+
+
+def _tested(bloom: ScalableBloomFilter) -> bool:
+    """Whether every filter of ``bloom`` is one the compiled test reads (the library's own kind)."""
+    return all(type(f) is BloomFilter and _endian(f.bitarray) == "little" for f in bloom.filters)
+
+
+def _endian(bits: Any) -> str:
+    endian = bits.endian  # an attribute since bitarray 3, a method before
+    return str(endian() if callable(endian) else endian)
+
+
+def bloom_has(bloom: ScalableBloomFilter, item: str) -> bool:
+    """``item in bloom``, the library's answer, its hashing compiled when the core is built."""
+    test = _compiled_test()
+    if test is None or not _tested(bloom):
+        return item in bloom
+    return any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(bloom.filters))
+
+
+def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str]) -> None:
+    """``bloom.add`` of each item, with the library's result (the same bits, counts and filters), its
+    hashing compiled when the core is built. The library adds whatever it would make a new filter for."""
+    test = _compiled_test()
+    if test is None or not _tested(bloom):
+        for item in items:
+            bloom.add(item)
+        return
+    for item in items:
+        if any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(bloom.filters)):
+            continue
+        last = bloom.filters[-1] if bloom.filters else None
+        if last is None or last.count >= last.capacity:
+            bloom.add(item)  # the library makes the next, larger filter
+            continue
+        test(last.bitarray, last.num_slices, last.bits_per_slice, item, True)
+        last.count += 1
 
 
 def save_bloom(path: Path, bloom: ScalableBloomFilter, generation: int, store_id: bytes) -> None:

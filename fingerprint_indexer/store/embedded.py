@@ -54,7 +54,15 @@ from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_n
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.bands import GROWTH, KEY_BYTES, BandFilter, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
-from fingerprint_indexer.store.bloom import BloomState, bloom_header, load_bloom, new_bloom, save_bloom
+from fingerprint_indexer.store.bloom import (
+    BloomState,
+    bloom_add_many,
+    bloom_has,
+    bloom_header,
+    load_bloom,
+    new_bloom,
+    save_bloom,
+)
 from fingerprint_indexer.store.db import CACHE_BYTES, describe, open_db, open_snapshot, writable
 from fingerprint_indexer.store.errors import (
     StoreDamagedError,
@@ -272,13 +280,13 @@ class EmbeddedStore:
 
     def doc_with_digest(self, digest: str) -> str | None:
         """The first stored document with this content digest (Bloom filter first, LevelDB decides)."""
-        if f"c:{digest}" not in self.bloom:
+        if not bloom_has(self.bloom, f"c:{digest}"):
             return None
         raw = self.db.get(digest_key(digest))
         return None if raw is None else raw.decode()
 
     def ids_with_fingerprint(self, fp: int) -> list[str]:
-        if f"f:{fp:016x}" not in self.bloom:
+        if not bloom_has(self.bloom, f"f:{fp:016x}"):
             return []
         pfx = fp_key(fp)
         return [k[len(pfx) :].decode() for k in self.db.iterator(prefix=pfx, include_value=False)]
@@ -678,8 +686,7 @@ class StoreBatch:
         store.n_clusters += self._clusters_delta
         self.ix.committed()
         self.cx.committed()
-        for item in self._bloom_items:
-            store.bloom.add(item)
+        bloom_add_many(store.bloom, self._bloom_items)
         store.bands.add(b"".join(self._band_keys))
         if store.bands.wants_growth():
             store.bands = store.rebuild_bands(store.bands.bits * GROWTH)

@@ -6,6 +6,7 @@
 mod alloc;
 mod blake2b;
 mod blocks;
+mod bloom;
 mod boilerplate;
 mod document;
 mod facts;
@@ -360,6 +361,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tables::BlockTables>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
+    m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;

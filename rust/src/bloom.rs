@@ -1,0 +1,127 @@
+//! The bit positions of pybloom-live's `BloomFilter` (`make_hashfuncs`), so that the store's Bloom filter
+//! is tested and filled without a Python generator per key; the filter, its file and its growth stay the
+//! library's (`store/bloom.py` calls the library whenever this is not built or does not apply).
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use sha1::Sha1;
+use sha2::digest::Digest;
+use sha2::{Sha256, Sha384, Sha512};
+use xxhash_rust::xxh3::xxh3_128;
+
+/// The hash pybloom-live picks for a filter: the smallest that yields `num_slices` chunks at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Sha512,
+    Sha384,
+    Sha256,
+    Sha1,
+    Xxh128,
+}
+
+impl Kind {
+    fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
+        fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
+            let mut h = D::new();
+            for p in parts {
+                h.update(p);
+            }
+            h.finalize().to_vec()
+        }
+        match self {
+            Kind::Sha512 => run::<Sha512>(parts),
+            Kind::Sha384 => run::<Sha384>(parts),
+            Kind::Sha256 => run::<Sha256>(parts),
+            Kind::Sha1 => run::<Sha1>(parts),
+            // python-xxhash's xxh128 digest: the 128-bit value, big-endian
+            Kind::Xxh128 => xxh3_128(&parts.concat()).to_be_bytes().to_vec(),
+        }
+    }
+}
+
+/// The positions a key sets in a filter of `num_slices` slices of `bits_per_slice` bits (offsets from
+/// the start of the filter), as pybloom-live's `make_hashfuncs(num_slices, bits_per_slice)` gives them:
+/// salt `i` is the digest of `pack('I', i)`, each salted digest of the key is read as native (little-
+/// endian) unsigned chunks, each taken modulo the slice's bits.
+pub fn positions(num_slices: usize, bits_per_slice: u64, key: &[u8]) -> Vec<u64> {
+    let chunk = if bits_per_slice >= 1 << 31 {
+        8
+    } else if bits_per_slice >= 1 << 15 {
+        4
+    } else {
+        2
+    };
+    let total = 8 * num_slices * chunk;
+    let kind = match total {
+        t if t > 384 => Kind::Sha512,
+        t if t > 256 => Kind::Sha384,
+        t if t > 160 => Kind::Sha256,
+        t if t > 128 => Kind::Sha1,
+        _ => Kind::Xxh128,
+    };
+    let mut out = Vec::with_capacity(num_slices);
+    let mut salt: u32 = 0;
+    while out.len() < num_slices {
+        let salted = kind.digest(&[&kind.digest(&[&salt.to_le_bytes()]), key]);
+        for word in salted.chunks_exact(chunk) {
+            if out.len() == num_slices {
+                break;
+            }
+            let mut raw = [0u8; 8];
+            raw[..chunk].copy_from_slice(word);
+            let slice = out.len() as u64;
+            out.push(slice * bits_per_slice + u64::from_le_bytes(raw) % bits_per_slice);
+        }
+        salt += 1;
+    }
+    out
+}
+
+/// Whether every bit of `key` is set in `bits` (a little-endian bitarray's buffer of a filter of
+/// `num_slices` x `bits_per_slice` bits); with `set`, set them too. The answer is the one before setting.
+#[pyfunction]
+#[pyo3(signature = (bits, num_slices, bits_per_slice, key, set = false))]
+pub fn bloom_test(
+    py: Python<'_>, bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64, key: &str, set: bool,
+) -> PyResult<bool> {
+    let buf = PyBuffer::<u8>::get(bits)?;
+    let need = (num_slices as u64 * bits_per_slice).div_ceil(8);
+    if (buf.len_bytes() as u64) < need || num_slices == 0 || bits_per_slice == 0 {
+        return Err(PyValueError::new_err(format!(
+            "a filter of {num_slices} x {bits_per_slice} bits needs {need} bytes, got {}",
+            buf.len_bytes()
+        )));
+    }
+    let pos = positions(num_slices, bits_per_slice, key.as_bytes());
+    if set {
+        let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are read-only"))?;
+        let mut all = true;
+        for p in pos {
+            let cell = &cells[(p >> 3) as usize];
+            let mask = 1u8 << (p & 7);
+            all &= cell.get() & mask != 0;
+            cell.set(cell.get() | mask);
+        }
+        Ok(all)
+    } else {
+        let cells = buf.as_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are not contiguous"))?;
+        Ok(pos.iter().all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_fall_in_their_slices() {
+        for (slices, bits) in [(14, 40_000u64), (3, 100), (20, 1 << 31), (5, 1 << 15)] {
+            let pos = positions(slices, bits, b"c:abc");
+            assert_eq!(pos.len(), slices);
+            for (i, p) in pos.iter().enumerate() {
+                assert!(*p >= i as u64 * bits && *p < (i as u64 + 1) * bits);
+            }
+        }
+    }
+}
