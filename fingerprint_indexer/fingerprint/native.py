@@ -88,6 +88,13 @@ def bloom_test() -> Any:
     return _core.bloom_test if enabled() and _core is not None else None
 
 
+def record_encoder() -> Any:
+    """``DocRecord.to_bytes`` in compiled code, or None when the compiled core is not built or switched
+    off: called with a record and the store's version, its bytes, or None where the reference must
+    encode it."""
+    return _core.encode_record if enabled() and _core is not None else None
+
+
 def enabled() -> bool:
     """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
     return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"

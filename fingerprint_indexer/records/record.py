@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.native import record_encoder
 from fingerprint_indexer.fingerprint.sketch import band_keys
 
 #: fingerprint, time, length, distance (-1: none), flags, chunks, frames, facts, sketch bytes
@@ -111,7 +112,15 @@ class DocRecord:
     def to_bytes(self, store_version: str | None = None) -> bytes:
         """The compact form the embedded store keeps: fixed-width numbers, fingerprints as u64, the
         sketch as raw bytes, strings length-prefixed. The id (the record's key) is left out, and so are
-        the cluster id when it is the id and the version when it is ``store_version`` (the store's)."""
+        the cluster id when it is the id and the version when it is ``store_version`` (the store's).
+        Encoded by the compiled core when it is built (:meth:`to_bytes_reference` otherwise, and for
+        what it leaves to the reference)."""
+        encode = record_encoder()
+        got = encode(self, store_version) if encode is not None else None
+        return got if got is not None else self.to_bytes_reference(store_version)
+
+    def to_bytes_reference(self, store_version: str | None = None) -> bytes:
+        """:meth:`to_bytes` in Python: the reference the compiled encoder must equal."""
         flags = ((_F_DEGENERATE if self.degenerate else 0)
                  | (_F_OWN_CLUSTER if self.cluster_id == self.id else 0)
                  | (_F_STORE_VERSION if self.version == store_version else 0)

@@ -11,6 +11,7 @@ mod boilerplate;
 mod document;
 mod facts;
 mod pass;
+mod record;
 mod simhash;
 mod sketch;
 mod tables;
@@ -362,6 +363,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
+    m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;

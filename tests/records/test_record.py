@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.records.record import DocRecord
+
+_core = native._core
 
 U64 = st.integers(0, 2**64 - 1)
 TEXT = st.text(max_size=40)
@@ -69,3 +74,31 @@ def test_cluster_records_round_trip_and_json_still_reads(cid: str, centre: int, 
     assert len(raw) == 13 + (0 if founder in (None, cid) else len(founder.encode()))
     with pytest.raises(ValueError):
         Cluster.from_bytes(cid, raw[:-1] if founder in (None, cid) else raw[:5])
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
+@settings(max_examples=400, deadline=None)
+@given(rec=records(), known=st.booleans(), odd=st.sampled_from(
+    [{}, {"sketch": "AB0f"}, {"sketch": "ab cd"}, {"sketch": "abc"}, {"content_digest": "ABCD"},
+     {"distance": 300}, {"distance": -1}, {"length": 2**63}, {"fingerprint": -1}, {"time": 3},
+     {"chunks": (1, 2)}, {"degenerate": 1}, {"facts": ["x" * 70_000]}]))
+def test_compiled_encoding_equals_the_reference(rec: DocRecord, known: bool, odd: dict[str, Any]) -> None:
+    """The compiled encoder gives the reference's bytes, and leaves to the reference what it does not
+    take (spaces in a sketch's hex, numbers out of range, other types); the reference then encodes it or
+    raises its own error."""
+    rec = replace(rec, **odd)
+    version = STORE_VERSION if known else None
+    try:
+        want: bytes | type[Exception] = rec.to_bytes_reference(version)
+    except (struct.error, ValueError, OverflowError) as exc:
+        want = type(exc)
+    got = _core.encode_record(rec, version)
+    assert got is not None or odd, "a plain record is encoded by the compiled core"
+    if got is not None:
+        assert got == want
+    if isinstance(want, bytes):
+        assert rec.to_bytes(version) == want
+    else:
+        assert got is None
+        with pytest.raises(want):
+            rec.to_bytes(version)
