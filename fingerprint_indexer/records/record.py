@@ -115,9 +115,7 @@ class DocRecord:
         the cluster id when it is the id and the version when it is ``store_version`` (the store's).
         Encoded by the compiled core when it is built (:meth:`to_bytes_reference` otherwise, and for
         what it leaves to the reference)."""
-        encode = record_encoder()
-        got = encode(self, store_version) if encode is not None else None
-        return got if got is not None else self.to_bytes_reference(store_version)
+        return record_bytes(self, store_version, record_encoder())
 
     def to_bytes_reference(self, store_version: str | None = None) -> bytes:
         """:meth:`to_bytes` in Python: the reference the compiled encoder must equal."""
@@ -188,6 +186,13 @@ class DocRecord:
                    degenerate=bool(flags & _F_DEGENERATE), length=length, published_at=published,
                    version=version, time=at, chunks=list(nums[:n_chunks]), sketch=sketch.hex(),
                    facts=list(it), frames=list(nums[n_chunks:]), replaces=replaces)
+
+
+def record_bytes(rec: DocRecord, store_version: str | None, encode: Any) -> bytes:
+    """``rec.to_bytes(store_version)`` through ``encode`` (``native.record_encoder()``, resolved once by a
+    caller that encodes many records; None: the reference)."""
+    got = encode(rec, store_version) if encode is not None else None
+    return got if got is not None else rec.to_bytes_reference(store_version)
 
 
 @dataclass

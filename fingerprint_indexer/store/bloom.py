@@ -21,19 +21,19 @@ BloomState = SideState  # what a Bloom filter file is, relative to the store it 
 def new_bloom(items: Iterable[str] = (), capacity: int = 100_000) -> ScalableBloomFilter:
     bloom = ScalableBloomFilter(initial_capacity=capacity, error_rate=ERROR_RATE,
                                 mode=ScalableBloomFilter.LARGE_SET_GROWTH)
-    bloom_add_many(bloom, items)
+    bloom_add_many(bloom, items, compiled_test(bloom))
     return bloom
 
 
-def _compiled_test() -> Any:
+def compiled_test(bloom: ScalableBloomFilter) -> Any:
+    """The compiled membership test for ``bloom``'s filters (``native.bloom_test``), or None when the
+    compiled core is not built or switched off, or the filters are not of the library's own kind (a
+    caller resolves it once for many items: the filters the library adds later are of that kind)."""
     from fingerprint_indexer.fingerprint.native import bloom_test  # the compiled core's one place
 
-    return bloom_test()
-
-
-def _tested(bloom: ScalableBloomFilter) -> bool:
-    """Whether every filter of ``bloom`` is one the compiled test reads (the library's own kind)."""
-    return all(type(f) is BloomFilter and _endian(f.bitarray) == "little" for f in bloom.filters)
+    test = bloom_test()
+    ours = all(type(f) is BloomFilter and _endian(f.bitarray) == "little" for f in bloom.filters)
+    return test if ours else None
 
 
 def _endian(bits: Any) -> str:
@@ -41,19 +41,18 @@ def _endian(bits: Any) -> str:
     return str(endian() if callable(endian) else endian)
 
 
-def bloom_has(bloom: ScalableBloomFilter, item: str) -> bool:
-    """``item in bloom``, the library's answer, its hashing compiled when the core is built."""
-    test = _compiled_test()
-    if test is None or not _tested(bloom):
+def bloom_has(bloom: ScalableBloomFilter, item: str, test: Any = None) -> bool:
+    """``item in bloom``, the library's answer; its hashing compiled with ``test`` (:func:`compiled_test`)."""
+    if test is None:
         return item in bloom
     return any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(bloom.filters))
 
 
-def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str]) -> None:
-    """``bloom.add`` of each item, with the library's result (the same bits, counts and filters), its
-    hashing compiled when the core is built. The library adds whatever it would make a new filter for."""
-    test = _compiled_test()
-    if test is None or not _tested(bloom):
+def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any = None) -> None:
+    """``bloom.add`` of each item, with the library's result (the same bits, counts and filters); its
+    hashing compiled with ``test`` (:func:`compiled_test`). The library adds whatever it would make a new
+    filter for."""
+    if test is None:
         for item in items:
             bloom.add(item)
         return

@@ -46,12 +46,13 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
+from fingerprint_indexer.fingerprint.native import record_encoder
 from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.index.memory import EntryIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
-from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
+from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id, record_bytes
 from fingerprint_indexer.store.bands import GROWTH, KEY_BYTES, BandFilter, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import (
@@ -59,6 +60,7 @@ from fingerprint_indexer.store.bloom import (
     bloom_add_many,
     bloom_has,
     bloom_header,
+    compiled_test,
     load_bloom,
     new_bloom,
     save_bloom,
@@ -224,6 +226,16 @@ class EmbeddedStore:
             self._snapshot = None
 
     # ----------------------------------------------------------------- Bloom
+    @property
+    def bloom(self) -> Any:
+        """The Bloom filter of content digests and fingerprints (pybloom-live's ``ScalableBloomFilter``)."""
+        return self._bloom
+
+    @bloom.setter
+    def bloom(self, bloom: Any) -> None:
+        self._bloom = bloom
+        self._bloom_test = compiled_test(bloom)  # resolved once, not per item
+
     def _bloom_items(self) -> list[str]:
         items = [f"c:{k[4:].decode()}" for k in self.db.iterator(prefix=DIGEST_PREFIX, include_value=False)]
         items += [f"f:{k[4:12].hex()}" for k in self.db.iterator(prefix=FP_PREFIX, include_value=False)]
@@ -280,13 +292,13 @@ class EmbeddedStore:
 
     def doc_with_digest(self, digest: str) -> str | None:
         """The first stored document with this content digest (Bloom filter first, LevelDB decides)."""
-        if not bloom_has(self.bloom, f"c:{digest}"):
+        if not bloom_has(self.bloom, f"c:{digest}", self._bloom_test):
             return None
         raw = self.db.get(digest_key(digest))
         return None if raw is None else raw.decode()
 
     def ids_with_fingerprint(self, fp: int) -> list[str]:
-        if not bloom_has(self.bloom, f"f:{fp:016x}"):
+        if not bloom_has(self.bloom, f"f:{fp:016x}", self._bloom_test):
             return []
         pfx = fp_key(fp)
         return [k[len(pfx) :].decode() for k in self.db.iterator(prefix=pfx, include_value=False)]
@@ -473,6 +485,7 @@ class StoreBatch:
         self._docs_delta = 0
         self._clusters_delta = 0
         self._marks: dict[str, bytes | None] = {}
+        self._encode = record_encoder()  # the compiled record encoder, resolved once per batch
 
     # ------------------------------------------------------- reads (own writes first)
     def record(self, doc_id: str) -> DocRecord | None:
@@ -572,7 +585,7 @@ class StoreBatch:
         # a document whose record this batch read as absent holds no index entries (they go with it)
         fresh = rec.id not in self._records and self._read.get(rec.id, rec) is None
         key = rec.id.encode()
-        self.wb.put(b"s/d/" + key, rec.to_bytes(self.store.algorithm))
+        self.wb.put(b"s/d/" + key, record_bytes(rec, self.store.algorithm, self._encode))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
             self.wb.put(digest_key(rec.content_digest), key)
@@ -617,7 +630,7 @@ class StoreBatch:
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
-        self.wb.put(b"s/d/" + rec.id.encode(), rec.to_bytes(self.store.algorithm))
+        self.wb.put(b"s/d/" + rec.id.encode(), record_bytes(rec, self.store.algorithm, self._encode))
         self._records[rec.id] = rec
 
     def remove_doc(self, doc_id: str) -> bool:
@@ -686,7 +699,7 @@ class StoreBatch:
         store.n_clusters += self._clusters_delta
         self.ix.committed()
         self.cx.committed()
-        bloom_add_many(store.bloom, self._bloom_items)
+        bloom_add_many(store.bloom, self._bloom_items, store._bloom_test)
         store.bands.add(b"".join(self._band_keys))
         if store.bands.wants_growth():
             store.bands = store.rebuild_bands(store.bands.bits * GROWTH)

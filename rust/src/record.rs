@@ -16,14 +16,44 @@ const F_PUBLISHED: u8 = 16;
 const F_REPLACES: u8 = 32;
 const F_RAW_DIGESTS: u8 = 64;
 
-/// `bytes.fromhex` of text made only of hex digit pairs (None for anything else).
-fn from_hex(text: &str) -> Option<Vec<u8>> {
+/// The value of a hex digit, or 0xFF for any other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xFFu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// `bytes.fromhex` of text made only of hex digit pairs, appended to `out` (false for anything else).
+fn from_hex_into(text: &str, out: &mut Vec<u8>) -> bool {
     let raw = text.as_bytes();
     if !raw.len().is_multiple_of(2) {
-        return None;
+        return false;
     }
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    raw.chunks_exact(2).map(|p| Some(digit(p[0])? << 4 | digit(p[1])?)).collect()
+    out.reserve(raw.len() / 2);
+    for pair in raw.chunks_exact(2) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        if hi == 0xFF || lo == 0xFF {
+            return false;
+        }
+        out.push(hi << 4 | lo);
+    }
+    true
+}
+
+/// `bytes.fromhex` of text made only of hex digit pairs (None for anything else).
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    from_hex_into(text, &mut out).then_some(out)
 }
 
 /// Whether `text` is lower-case hex digit pairs (the reference's `(?:[0-9a-f]{2})*`).
@@ -60,8 +90,15 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     let version: String = attr(rec, intern!(py, "version"))?.extract().ok()?;
     let time: f64 = attr(rec, intern!(py, "time"))?.extract().ok()?;
     let chunks: Vec<u64> = attr(rec, intern!(py, "chunks"))?.cast_into::<PyList>().ok()?.extract().ok()?;
-    let sketch: String = attr(rec, intern!(py, "sketch"))?.extract().ok()?;
-    let facts: Vec<String> = attr(rec, intern!(py, "facts"))?.cast_into::<PyList>().ok()?.extract().ok()?;
+    let sketch = attr(rec, intern!(py, "sketch"))?.cast_into::<PyString>().ok()?;
+    let sketch = sketch.to_str().ok()?;
+    let facts: Vec<Bound<'_, PyString>> = attr(rec, intern!(py, "facts"))?
+        .cast_into::<PyList>()
+        .ok()?
+        .iter()
+        .map(|f| f.cast_into::<PyString>().ok())
+        .collect::<Option<_>>()?;
+    let facts: Vec<&str> = facts.iter().map(|f| f.to_str().ok()).collect::<Option<_>>()?;
     let frames: Vec<u64> = attr(rec, intern!(py, "frames"))?.cast_into::<PyList>().ok()?.extract().ok()?;
     let replaces = opt_str(rec, intern!(py, "replaces"))?;
 
@@ -78,7 +115,7 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     flags |= if published.is_some() { F_PUBLISHED } else { 0 };
     flags |= if replaces.is_some() { F_REPLACES } else { 0 };
     flags |= if raw_digests { F_RAW_DIGESTS } else { 0 };
-    let sketch = from_hex(&sketch)?;
+    let sketch = from_hex(sketch)?;
     let count = |n: usize| u16::try_from(n).ok();
 
     let mut out = Vec::with_capacity(64 + 8 * (chunks.len() + frames.len()) + sketch.len() + 256);
@@ -111,7 +148,7 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     for s in [&duplicate_of, &published, &replaces].into_iter().flatten() {
         strings.push(s.as_bytes());
     }
-    strings.extend(facts.iter().map(String::as_bytes));
+    strings.extend(facts.iter().map(|f| f.as_bytes()));
     for s in &strings {
         out.extend_from_slice(&count(s.len())?.to_le_bytes());
     }

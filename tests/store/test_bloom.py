@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pybloom_live import ScalableBloomFilter
 
 from fingerprint_indexer.fingerprint import native
-from fingerprint_indexer.store.bloom import bloom_add_many, bloom_has, new_bloom
+from fingerprint_indexer.store.bloom import bloom_add_many, bloom_has, compiled_test, new_bloom
 
 keys = st.text(max_size=40)
 
@@ -38,21 +38,23 @@ def _state(bloom: ScalableBloomFilter) -> bytes:
 def test_compiled_bloom_equals_the_library(items, probes, size):
     """Small capacities make the filter grow (new filters, more slices) and pick each of the library's
     hashes (xxh128, SHA-1, SHA-256, SHA-384, SHA-512): bits, counts and answers are the library's."""
-    assert native.bloom_test() is not None, "run with the compiled core on"
+    test = compiled_test(ScalableBloomFilter())
+    assert test is not None, "run with the compiled core on"
     capacity, error_rate = size
     want = _library(capacity, error_rate, items)
     got = ScalableBloomFilter(initial_capacity=capacity, error_rate=error_rate,
                               mode=ScalableBloomFilter.LARGE_SET_GROWTH)
-    bloom_add_many(got, items[: len(items) // 2])
-    bloom_add_many(got, items[len(items) // 2 :])
+    bloom_add_many(got, items[: len(items) // 2], test)
+    bloom_add_many(got, items[len(items) // 2 :], test)
     assert _state(got) == _state(want)
     for probe in probes + items[:10]:
-        assert bloom_has(got, probe) == (probe in want)
+        assert bloom_has(got, probe, test) == (probe in want)
 
 
 def test_the_reference_is_the_library(monkeypatch):
     """Switched off, the library adds and answers itself."""
     monkeypatch.setenv("FPI_NATIVE", "0")
     got = new_bloom(["c:a", "f:b"], capacity=10)
+    assert compiled_test(got) is None
     assert _state(got) == _state(_library(10, 1e-4, ["c:a", "f:b"]))
     assert bloom_has(got, "c:a") and not bloom_has(got, "c:z")
