@@ -256,6 +256,13 @@ def sketch_bytes(text: str, size: int) -> bytes:
     return bytes(_core.sketch_bytes(text, size))
 
 
+def band_keys(data: bytes, bands: int, rows: int) -> tuple[str, ...]:
+    """:func:`fingerprint_indexer.fingerprint.sketch.band_keys` of ``bands`` bands of ``rows`` minima,
+    compiled."""
+    assert _core is not None
+    return tuple(_core.band_keys(data, bands, rows))
+
+
 def analyse(
     text: str, names: Iterable[str], max_facts: int = MAX_FACTS, max_frames: int = MAX_FRAMES,
     latin: Iterable[str] = (),

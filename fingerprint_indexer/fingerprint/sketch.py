@@ -159,6 +159,15 @@ def band_keys(data: bytes) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)  # a document's keys are asked for by its look-up, its write and its batch
 def _band_keys(data: bytes) -> tuple[str, ...]:
+    from fingerprint_indexer.fingerprint import native  # the compiled core's one place (it imports this)
+
+    if native.enabled():
+        return native.band_keys(data, BANDS, BAND_ROWS)
+    return band_keys_reference(data)
+
+
+def band_keys_reference(data: bytes) -> tuple[str, ...]:
+    """:func:`band_keys` in Python: the reference the compiled keys must equal."""
     if len(data) < 4 * BANDS * BAND_ROWS:
         return ()
     if np.all(from_bytes(data[: 4 * BANDS * BAND_ROWS]) == _EMPTY):

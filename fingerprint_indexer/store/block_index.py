@@ -99,7 +99,8 @@ class IndexWrites:
         self._docs: dict[str, tuple[int, int] | None] = {}
         self._delta = 0
         self._next = index.next_number
-        self._added: list[tuple[int, int]] = []  # (number, fingerprint)
+        self._added_nums: list[int] = []  # entries added: numbers and fingerprints, in turn
+        self._added_fps: list[int] = []
         self._removed: list[int] = []
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
@@ -107,8 +108,8 @@ class IndexWrites:
             return self._docs[doc_id]
         return self.index.entry(doc_id)
 
-    def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
-        self.add_many([(doc_id, fingerprint)], meta)
+    def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None, fresh: bool = False) -> None:
+        self.add_many([(doc_id, fingerprint)], meta, fresh)
 
     def add_many(self, entries: Iterable[tuple[str, int]], meta: Meta | None = None,
                  fresh: bool = False) -> None:  # fmt: skip
@@ -125,7 +126,8 @@ class IndexWrites:
             self._next = num + 1
             ix.stage_entry_at(wb, key, doc_id, fp, num, meta)
             docs[doc_id] = (fp, num)
-            self._added.append((num, fp))
+            self._added_nums.append(num)
+            self._added_fps.append(fp)
             self._delta += 1
 
     def remove(self, doc_id: str) -> bool:
@@ -146,10 +148,11 @@ class IndexWrites:
         ix.stage_counters(self.wb, len(ix) + self._delta, self._next)
 
     def committed(self) -> None:
-        self.index.apply(self._delta, self._next, self._added, self._removed)
+        self.index.apply(self._delta, self._next, self._added_nums, self._added_fps, self._removed)
         self._delta = 0
         self._docs.clear()
-        self._added.clear()
+        self._added_nums.clear()
+        self._added_fps.clear()
         self._removed.clear()
 
 
@@ -300,15 +303,14 @@ class LevelDBIndex(NearDupIndex):
         wb.put(self._key(b"meta/count"), b"%d" % count)
         wb.put(self._key(b"meta/next_number"), b"%d" % next_number)
 
-    def apply(self, delta: int, next_number: int, added: Sequence[tuple[int, int]],
-              removed: Iterable[int]) -> None:
+    def apply(self, delta: int, next_number: int, nums: Sequence[int], fps: Sequence[int],
+              removed: Iterable[int]) -> None:  # fmt: skip
         """Bring the counters and the in-memory tables level with a written batch: ``delta`` entries more,
-        ``added`` as (number, fingerprint), ``removed`` numbers."""
+        entries added under ``nums`` with ``fps``, ``removed`` numbers."""
         self._count += delta
         self._next_number = next_number
-        if added:
-            arr = np.array(added, dtype=np.uint64)
-            self._tables.put(arr[:, 0].astype(np.int64), arr[:, 1])
+        if nums:
+            self._tables.put_ints(nums, fps)
         for num in removed:
             self._tables.kill(num)
 

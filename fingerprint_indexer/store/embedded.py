@@ -672,7 +672,7 @@ class StoreBatch:
         cid = new_cluster_id(founder, lambda taken: self.cluster(taken) is not None)
         c = Cluster(cid, centre, founder, 1)
         self.put_cluster(c)
-        self.cx.add(cid, centre)
+        self.cx.add(cid, centre, fresh=True)  # no cluster of this id: no centre either (they go together)
         self._staged_centres.add(cid, centre)
         self._clusters_delta += 1
         return c

@@ -347,6 +347,20 @@ fn strip_boilerplate(py: Python<'_>, text: &str, cased: &str) -> Option<String> 
     py.detach(|| boilerplate::strip_boilerplate(text, cased))
 }
 
+/// The band keys of a sketch (`fingerprint.sketch._band_keys`): for each of `bands` bands of `rows`
+/// minima, its number in hex and the xxh3 of its bytes in 16 hex digits; none for a sketch too short to
+/// band or whose banded minima are all empty (0xFFFFFFFF).
+#[pyfunction]
+fn band_keys(data: &[u8], bands: usize, rows: usize) -> Vec<String> {
+    let width = 4 * rows;
+    if data.len() < bands * width || data[..bands * width].iter().all(|&b| b == 0xFF) {
+        return Vec::new();
+    }
+    (0..bands)
+        .map(|i| format!("{i:x}{:016x}", xxhash_rust::xxh3::xxh3_64(&data[i * width..(i + 1) * width])))
+        .collect()
+}
+
 /// The MinHash sketch of `text` (`fingerprint.sketch.sketch`, as bytes).
 #[pyfunction]
 fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyBytes> {
@@ -361,6 +375,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::Terms>()?;
     m.add_class::<tables::BlockTables>()?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;

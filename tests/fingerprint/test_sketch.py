@@ -11,8 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.slow_fingerprint import slow_sketch
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.sketch import (
+    BAND_ROWS,
+    BANDS,
     SKETCH_SIZE,
+    band_keys_reference,
     from_bytes,
     from_bytes_many,
     shingle_hashes,
@@ -126,3 +130,12 @@ def test_sketch_blocks_join_up(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = sketch(TEXT * 5)
     monkeypatch.setattr(module, "_ROWS", 7)
     assert np.array_equal(sketch(TEXT * 5), whole)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=600) | st.builds(lambda n, tail: b"\xff" * n + tail, st.integers(120, 140),
+                                                  st.binary(max_size=64)))
+def test_compiled_band_keys_equal_the_reference(data: bytes) -> None:
+    """Band keys of any sketch, too short ones and ones whose banded minima are empty included."""
+    assert native.band_keys(data, BANDS, BAND_ROWS) == band_keys_reference(data)
