@@ -155,7 +155,10 @@ def chosen_layout(n_blocks: int | None) -> BlockLayout | None:
 
 
 #: Net allocations between collections of the youngest generation during a long ingest (Python: 700).
-INGEST_GC_YOUNG = 50_000
+#: It keys on how many objects an ingest keeps alive between the points it lets go of them: ``es index``
+#: holds every decision since its last refresh (20 batches, some ten objects a document), and at
+#: 50,000 the collector traversed that window whole a few times a refresh, for nothing.
+INGEST_GC_YOUNG = 500_000
 
 
 @contextmanager
