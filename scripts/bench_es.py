@@ -78,9 +78,9 @@ def batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
 
 
 # ------------------------------------------------------------------------------------------ (a) ingest
-def _fingerprint_only(docs: list[Document], processes: int, fpr: Fingerprinter) -> float:
+def _fingerprint_only(docs: list[Document], processes: int, threads: int, fpr: Fingerprinter) -> float:
     t = time.perf_counter()
-    for _ in fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr):
+    for _ in fingerprint_many(iter(docs), processes=processes, fingerprinter=fpr, threads=threads):
         pass
     return time.perf_counter() - t
 
@@ -99,17 +99,18 @@ def _plain_bulk(client: Elasticsearch, docs: list[Document], batch: int) -> floa
     return elapsed
 
 
-def _ours(client: Elasticsearch, docs: list[Document], processes: int, batch: int, fpr: Fingerprinter,
-          counts: dict[str, int], cpu: list[float]) -> float:  # fmt: skip
+def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: int, batch: int,
+          fpr: Fingerprinter, counts: dict[str, int], cpu: list[float]) -> float:  # fmt: skip
     """Wall time of the ``index`` command's pipeline; appends the CPU seconds of this (main) process,
-    deciding and writing, to ``cpu`` (the fingerprinting workers are other processes)."""
+    deciding and writing, to ``cpu`` (fingerprinting workers are other processes; fingerprinting threads,
+    with one process, are counted in it)."""
     name = fresh(client, "bench-ours")
     client.options(ignore_status=404).indices.delete(index=f"{name}-000001")
     setup_index(client, name)
     decider = EsDecider(ElasticsearchIndex(client, name), k=3)
     counts.clear()
     t, c = time.perf_counter(), time.process_time()
-    pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8)
+    pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8, threads=threads)
     for result in pipelined(decider, batched(pairs, batch), "index"):
         for d in result.decisions:
             counts[d.decision] = counts.get(d.decision, 0) + 1
@@ -129,7 +130,7 @@ def cpu_clocks(client: Elasticsearch) -> dict[str, float]:
 
 
 def bench_ingest(
-    client: Elasticsearch, docs: list[Document], processes: int, batch: int, repeat: int
+    client: Elasticsearch, docs: list[Document], processes: int, threads: int, batch: int, repeat: int
 ) -> dict[str, Any]:
     """The three runs interleaved ``repeat`` times; medians (the machine may be shared). Each run's CPU
     seconds are split between this process, the fingerprinting workers and Elasticsearch: on a machine
@@ -147,14 +148,15 @@ def bench_ingest(
         cpu[name].append({k: after[k] - before[k] for k in before})
 
     for _ in range(repeat):
-        timed("fingerprint_only", lambda: _fingerprint_only(docs, processes, fpr))
-        timed("ours", lambda: _ours(client, docs, processes, batch, fpr, counts, ours_cpu))
+        timed("fingerprint_only", lambda: _fingerprint_only(docs, processes, threads, fpr))
+        timed("ours", lambda: _ours(client, docs, processes, threads, batch, fpr, counts, ours_cpu))
         timed("plain_bulk", lambda: _plain_bulk(client, docs, batch))
     n = len(docs)
     rate = {k: n / statistics.median(v) for k, v in runs.items()}
     return {
         "documents": n,
         "processes": processes,
+        "threads": threads if processes <= 1 else 1,
         "repeat": repeat,
         "fingerprint_only_docs_s": round(rate["fingerprint_only"], 1),
         "plain_bulk_docs_s": round(rate["plain_bulk"], 1),
@@ -263,6 +265,8 @@ def main() -> int:
     ap.add_argument("--fingerprints", type=int, default=1_000_000, help="indexed fingerprints for (b)")
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="with --processes 1: fingerprinting threads, as `es index --threads` runs them")
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of (a); medians are reported")
     ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
@@ -274,7 +278,7 @@ def main() -> int:
     parts = args.only or ["ingest", "query", "reindex"]
     docs = load_docs(args.docs or None) if {"ingest", "reindex"} & set(parts) else []
     if "ingest" in parts:
-        out["ingest"] = bench_ingest(client, docs, args.processes, args.batch_size, args.repeat)
+        out["ingest"] = bench_ingest(client, docs, args.processes, args.threads, args.batch_size, args.repeat)
         print(json.dumps(out["ingest"]), file=sys.stderr)
     if "query" in parts:
         out["query"] = bench_query(client, args.fingerprints, args.queries)

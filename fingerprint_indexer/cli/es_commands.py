@@ -37,6 +37,7 @@ from fingerprint_indexer.cli.common import (
     processes_option,
     run_guarded,
     skip_errors_option,
+    threads_option,
 )
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
@@ -137,6 +138,7 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @on_duplicate_option
 @keep_option()
 @processes_option()
+@threads_option
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               help="Documents per decision round trip and bulk request.")
 @skip_errors_option
@@ -144,7 +146,7 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @copy_marks_option
 @config_options
 def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: int, on_duplicate: str,
-              keep: Keep, processes: int, batch_size: int, skip_errors: bool, output: str,
+              keep: Keep, processes: int, threads: int, batch_size: int, skip_errors: bool, output: str,
               copy_marks: bool | None, top_k: int, idf_path: str | None, synonyms: str | None,
               n_blocks: int | None) -> None:  # fmt: skip
     """Fingerprint documents, decide new / exact / near duplicate against the index, and bulk-index them.
@@ -180,7 +182,8 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
         bar = tqdm(unit="doc", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
         try:
             docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
-            pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8)
+            pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8,
+                                       threads=threads)
             batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
             with ingest_gc():
                 for result in pipelined(decider, batches, "index"):

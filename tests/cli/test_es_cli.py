@@ -282,3 +282,16 @@ def test_es_similar_explain_lists_rejected_look_alikes_as_similar_does(es_url, e
     for row in (embedded_rows := lines(embedded.stdout)):
         row["why"].pop("passages", None)
     assert embedded_rows == rows
+
+
+@pytest.mark.corpus
+def test_index_on_threads_decides_as_on_one(es_url, es_index, news_file):
+    """Fingerprinting on threads (the default with the compiled pass) or on the main thread: the same
+    decisions, in input order."""
+    got = []
+    for threads, name in (("1", es_index), ("2", f"{es_index}-threads")):  # both deleted by the fixture
+        res = run("index", str(news_file), "--index", name, "--threads", threads, "--batch-size", "64",
+                  url=es_url)
+        assert res.returncode == 3, res.stderr  # the document with a bad date, as above
+        got.append([(d["id"], d["decision"], d.get("duplicate_of")) for d in lines(res.stdout)])
+    assert got[0] == got[1] and len(got[0]) == 255
