@@ -97,7 +97,11 @@ MAX_TERMS = 1024
 
 
 def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
-    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field."""
+    """The document's terms, highest weight first, as the whitespace-analysed ``terms`` field (the compiled
+    pass's terms join themselves, without a Python pair made for each)."""
+    joined = getattr(res.top_terms, "joined", None)
+    if joined is not None:
+        return str(joined(limit, " "))
     return " ".join(t for t, _ in res.top_terms[:limit])
 
 

@@ -183,6 +183,19 @@ impl Terms {
         Ok(format!("Terms({})", self.list(py, 0, self.items.len(), 1)?.repr()?))
     }
 
+    /// The first `limit` terms joined by `sep`: what `sep.join(t for t, _ in terms[:limit])` gives, without
+    /// a Python object made for each term (the `terms` field of an indexed document).
+    fn joined(&self, limit: usize, sep: &str) -> String {
+        let mut out = String::with_capacity(self.text.len() + sep.len() * self.items.len().min(limit));
+        for (i, &(start, end, _)) in self.items.iter().take(limit).enumerate() {
+            if i > 0 {
+                out.push_str(sep);
+            }
+            out.push_str(&self.text[start as usize..end as usize]);
+        }
+        out
+    }
+
     /// Pickled and copied as the list of its pairs.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyList>,))> {
         let list_type = py.get_type::<PyList>().into_any();

@@ -31,6 +31,13 @@ def _terms() -> tuple[object, list[tuple[str, float]]]:
     return got, [(t, w) for t, w in got]
 
 
+@given(st.integers(0, 60), st.sampled_from([" ", "", ", "]))
+@settings(max_examples=100, deadline=None)
+def test_joined_is_the_lists_join(limit: int, sep: str) -> None:
+    terms, plain = _terms()
+    assert terms.joined(limit, sep) == sep.join(t for t, _ in plain[:limit])  # type: ignore[attr-defined]
+
+
 @given(st.one_of(st.none(), st.integers(-40, 40)), st.one_of(st.none(), st.integers(-40, 40)),
        st.one_of(st.none(), st.integers(-5, 5).filter(bool)))
 @settings(max_examples=200, deadline=None)
