@@ -5,7 +5,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyFloat, PyList, PyString, PyTuple};
 
 use crate::blake2b::{hex_digest, Blake2b};
 
@@ -100,7 +100,7 @@ pub fn content_digest(compact: &[u8]) -> String {
 /// a read-only sequence whose items are made when they are read. Most documents are decided without
 /// reading their terms (only the first few are ever shown), so the hundreds of Python strings, floats
 /// and tuples a list would hold are not made, nor freed, while the GIL is held. It compares equal to a
-/// list of the same pairs, and pickles (and copies) as that list.
+/// list of the same pairs and copies as that list; it pickles packed, as its text, spans and weights.
 #[pyclass(frozen, sequence, module = "fingerprint_indexer.fingerprint._core")]
 pub struct Terms {
     text: String,
@@ -196,9 +196,46 @@ impl Terms {
         out
     }
 
-    /// Pickled and copied as the list of its pairs.
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyList>,))> {
-        let list_type = py.get_type::<PyList>().into_any();
-        Ok((list_type, (self.list(py, 0, self.items.len(), 1)?,)))
+    /// Copied as the list of its pairs (what `dataclasses.asdict` and JSON writers take).
+    fn __copy__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.list(py, 0, self.items.len(), 1)
     }
+
+    fn __deepcopy__<'py>(&self, py: Python<'py>, _memo: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.list(py, 0, self.items.len(), 1)
+    }
+
+    /// Pickled packed (its text, the terms' spans and weights as bytes; [`terms_from_packed`] unpickles
+    /// it): a result sent between processes does not become hundreds of pairs on either side.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let make = py.import("fingerprint_indexer.fingerprint._core")?.getattr("terms_from_packed")?;
+        let spans: Vec<u8> = self.items.iter().flat_map(|&(a, b, _)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
+        let weights: Vec<u8> = self.items.iter().flat_map(|&(_, _, w)| w.to_le_bytes()).collect();
+        let args = PyTuple::new(py, [
+            PyString::new(py, &self.text).into_any(),
+            PyBytes::new(py, &spans).into_any(),
+            PyBytes::new(py, &weights).into_any(),
+        ])?;
+        Ok((make, args))
+    }
+}
+
+/// The `Terms` a pickle packed (`Terms.__reduce__`): spans that do not fall on the text's characters
+/// are a ValueError.
+#[pyfunction]
+pub fn terms_from_packed(text: String, spans: &[u8], weights: &[u8]) -> PyResult<Terms> {
+    let n = weights.len() / 8;
+    if !weights.len().is_multiple_of(8) || spans.len() != 8 * n {
+        return Err(PyValueError::new_err("packed terms: spans and weights do not match"));
+    }
+    let mut items = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = u32::from_le_bytes(spans[8 * i..8 * i + 4].try_into().expect("4 bytes"));
+        let end = u32::from_le_bytes(spans[8 * i + 4..8 * i + 8].try_into().expect("4 bytes"));
+        if start > end || text.get(start as usize..end as usize).is_none() {
+            return Err(PyValueError::new_err("packed terms: a span outside the text"));
+        }
+        items.push((start, end, f64::from_le_bytes(weights[8 * i..8 * i + 8].try_into().expect("8 bytes"))));
+    }
+    Ok(Terms { text, items })
 }

@@ -9,7 +9,8 @@ from fingerprint_indexer.es.codec import terms_text
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 
 TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
-        "气象专家提醒市民注意防寒保暖，出行注意交通安全。The Met Office said on Friday that London may see snow.")
+        "气象专家提醒市民注意防寒保暖，出行注意交通安全。"
+        "The Met Office said on Friday that London may see snow.")
 
 
 def test_terms_field_is_the_terms_joined_whatever_holds_them() -> None:

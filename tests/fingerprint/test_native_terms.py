@@ -62,9 +62,23 @@ def test_equal_copied_and_pickled_as_the_list() -> None:
     assert len(terms) == len(plain) > 10  # type: ignore[arg-type]
     assert terms == plain and plain == terms and terms == terms
     assert terms != plain[:-1] and terms != plain[::-1] and terms != "x"
-    assert pickle.loads(pickle.dumps(terms)) == plain
+    unpickled = pickle.loads(pickle.dumps(terms))  # packed: a result crossing processes stays compact
+    assert unpickled == plain and type(unpickled) is type(terms)
+    assert unpickled.joined(5, " ") == terms.joined(5, " ")  # type: ignore[attr-defined]
     assert copy.deepcopy(terms) == plain and type(copy.deepcopy(terms)) is list
+    assert copy.copy(terms) == plain and type(copy.copy(terms)) is list
     res = _FPR[0].fingerprint_document(Document(id="1", title="降温", content=TEXT))
     assert asdict(res)["top_terms"] == plain
     assert asdict(Fingerprinter(reference=True).fingerprint_document(Document(id="1", title="降温",
                                                                                 content=TEXT))) == asdict(res)
+
+
+def test_packed_terms_out_of_their_text_are_refused() -> None:
+    """A damaged pickle (spans past the text, or inside a character) is a ValueError, not a bad slice."""
+    make, (text, spans, weights) = _terms()[0].__reduce__()  # type: ignore[attr-defined]
+    assert make(text, spans, weights) == _terms()[1]
+    inside = (1).to_bytes(4, "little") + (2).to_bytes(4, "little") + spans[8:]  # within "中"'s bytes
+    for bad in ((text[:1], spans, weights), (text, spans[:-1], weights), (text, spans, weights[:-8]),
+                ("中" + text[1:], inside, weights)):
+        with pytest.raises(ValueError, match="packed terms"):
+            make(*bad)
