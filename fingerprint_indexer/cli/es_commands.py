@@ -235,7 +235,8 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 @k_option
 @click.option("--source-field", default="content", show_default=True, help="Field holding the article text.")
 @click.option("--title-field", default="title", show_default=True, help="Field holding the title.")
-@processes_option(default=None)
+@processes_option()
+@threads_option
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               help="Documents per scan page and bulk request.")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
@@ -247,7 +248,7 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 @copy_marks_option
 @config_options
 def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, title_field: str,
-                processes: int, batch_size: int, checkpoint: str | None, no_progress: bool,
+                processes: int, threads: int, batch_size: int, checkpoint: str | None, no_progress: bool,
                 merge_to: int | None, copy_marks: bool | None, top_k: int,
                 idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:  # fmt: skip
     """Fingerprint an existing index in place: documents without a fingerprint of the current version.
@@ -266,7 +267,8 @@ def reindex_cmd(es_url: str | None, index_name: str, k: int, source_field: str, 
         path = Path(checkpoint) if checkpoint else default_checkpoint(url, index_name)
         path.parent.mkdir(parents=True, exist_ok=True)
         report = reindex(client, index_name, source_field=source_field, title_field=title_field, k=k,
-                         config=config, processes=processes, batch_size=batch_size, checkpoint=path,
+                         config=config, processes=processes, threads=threads, batch_size=batch_size,
+                         checkpoint=path,
                          progress=not no_progress and sys.stderr.isatty(),
                          layout=chosen_layout(n_blocks))  # fmt: skip
         out = report.to_dict()

@@ -1,7 +1,7 @@
 """Fingerprint an existing Elasticsearch index in place (``fingerprint-indexer reindex``).
 
 Scans the documents that have no fingerprint of the current algorithm version (point-in-time +
-``search_after`` on ``_shard_doc``), fingerprints them in worker processes, decides new / exact / near
+``search_after`` on ``_shard_doc``), fingerprints them (on threads of this process, or in worker processes), decides new / exact / near
 against what is already fingerprinted, and writes the fields back with bulk ``update`` operations
 (429s are retried with backoff by the bulk helper).
 
@@ -115,13 +115,15 @@ def reindex(
     k: int = 3,
     config: FingerprintConfig | None = None,
     processes: int = 1,
+    threads: int = 1,
     batch_size: int = 500,
     checkpoint: Path | None = None,
     progress: bool = True,
     layout: BlockLayout | None = None,
 ) -> ReindexReport:
     """Fingerprint every pending document of ``index``; returns the (cumulative) report. ``layout``, when
-    given, must be the index's own (None: whatever it records)."""
+    given, must be the index's own (None: whatever it records). ``threads`` fingerprint within this
+    process when ``processes`` is 1 (see ``fingerprint_many``)."""
     es_index = ElasticsearchIndex(client, index, layout, create=False)
     fpr = Fingerprinter(replace(config or FingerprintConfig(), layout=es_index.layout))
     decider = EsDecider(es_index, k=k)
@@ -154,7 +156,7 @@ def reindex(
     bar = tqdm(total=total, unit="doc", desc=f"reindex {index}", disable=not progress, dynamic_ncols=True,
                smoothing=0.1)  # fmt: skip
     try:
-        pairs = fingerprint_stream(documents(), fpr, processes, window=batch_size * 8)
+        pairs = fingerprint_stream(documents(), fpr, processes, window=batch_size * 8, threads=threads)
         batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
         for result in pipelined(decider, batches, "update"):
             _count(result, report)

@@ -69,14 +69,15 @@ def _check_fields(client: Elasticsearch, name: str, records: list[dict]) -> dict
     return docs
 
 
-def test_reindex_fingerprints_in_place_and_reports(es_client, es_index, tmp_path):
+@pytest.mark.parametrize("processes, threads", [(2, 1), (1, 2)])
+def test_reindex_fingerprints_in_place_and_reports(es_client, es_index, tmp_path, processes, threads):
+    """Fingerprinted in worker processes or on threads of this one: every field as fingerprinting gives it."""
     records, missing = _legacy_index(es_client, es_index, 300)
     with pytest.raises(ValueError, match="--update-mapping"):
         reindex(es_client, es_index, progress=False)
     setup_index(es_client, es_index, update_mapping=True)
-    report = reindex(
-        es_client, es_index, processes=2, batch_size=40, checkpoint=tmp_path / "ck.json", progress=False
-    )
+    report = reindex(es_client, es_index, processes=processes, threads=threads, batch_size=40,
+                     checkpoint=tmp_path / "ck.json", progress=False)  # fmt: skip
     assert report.documents == len(records)
     assert report.new + report.exact_duplicates + report.near_duplicates == len(records)
     assert report.exact_duplicates >= 2  # the two planted copies
