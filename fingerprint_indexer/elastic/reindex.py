@@ -1,9 +1,9 @@
 """Fingerprint an existing Elasticsearch index in place (``fingerprint-indexer reindex``).
 
 Scans the documents that have no fingerprint of the current algorithm version (point-in-time +
-``search_after`` on ``_shard_doc``), fingerprints them (on threads of this process, or in worker processes), decides new / exact / near
-against what is already fingerprinted, and writes the fields back with bulk ``update`` operations
-(429s are retried with backoff by the bulk helper).
+``search_after`` on ``_shard_doc``), fingerprints them (on threads of this process, or in worker
+processes), decides new / exact / near against what is already fingerprinted, and writes the fields
+back with bulk ``update`` operations (429s are retried with backoff by the bulk helper).
 
 Resuming needs no cursor: a document written by an earlier run already carries the current ``fp_version``
 and so drops out of the scan. The checkpoint file (rewritten atomically after every written batch) holds
