@@ -112,7 +112,8 @@ def band_bytes(band: str) -> bytes:
 
 # a band key is its band number in one hex digit, then 16 hex digits of its hash: as 9 bytes, the number
 # is the first byte, so a "0" before each key turns the keys' hex into theirs
-assert BANDS <= 16, "band numbers above 15 take two hex digits"
+if BANDS > 16:
+    raise ImportError("band numbers above 15 take two hex digits: bands_bytes cannot decode their keys")
 
 
 def bands_bytes(bands: Sequence[str]) -> bytes:
