@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,30 +41,32 @@ def _endian(bits: Any) -> str:
     return str(endian() if callable(endian) else endian)
 
 
+def _held(filters: Sequence[BloomFilter], item: str, test: Any) -> bool:
+    """Whether any of ``filters`` holds ``item``, newest first, as the library asks them."""
+    return any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(filters))
+
+
 def bloom_has(bloom: ScalableBloomFilter, item: str, test: Any = None) -> bool:
     """``item in bloom``, the library's answer; its hashing compiled with ``test`` (:func:`compiled_test`)."""
-    if test is None:
-        return item in bloom
-    return any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(bloom.filters))
+    return item in bloom if test is None else _held(bloom.filters, item, test)
 
 
 def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any = None) -> None:
     """``bloom.add`` of each item, with the library's result (the same bits, counts and filters); its
     hashing compiled with ``test`` (:func:`compiled_test`). The library adds whatever it would make a new
-    filter for."""
+    filter for. The newest filter is tested and set in one pass: an item it already holds sets nothing
+    new and is not counted, as the library's own test first would have it."""
     if test is None:
         for item in items:
             bloom.add(item)
         return
     for item in items:
-        if any(test(f.bitarray, f.num_slices, f.bits_per_slice, item) for f in reversed(bloom.filters)):
-            continue
         last = bloom.filters[-1] if bloom.filters else None
         if last is None or last.count >= last.capacity:
-            bloom.add(item)  # the library makes the next, larger filter
-            continue
-        test(last.bitarray, last.num_slices, last.bits_per_slice, item, True)
-        last.count += 1
+            bloom.add(item)  # the library tests it, and makes the next, larger filter if it is new
+        elif not _held(bloom.filters[:-1], item, test) and not test(
+                last.bitarray, last.num_slices, last.bits_per_slice, item, True):
+            last.count += 1
 
 
 def save_bloom(path: Path, bloom: ScalableBloomFilter, generation: int, store_id: bytes) -> None:
