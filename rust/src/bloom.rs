@@ -2,6 +2,8 @@
 //! is tested and filled without a Python generator per key; the filter, its file and its growth stay the
 //! library's (`store/bloom.py` calls the library whenever this is not built or does not apply).
 
+use std::sync::OnceLock;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -40,6 +42,24 @@ impl Kind {
     }
 }
 
+/// Salts kept for each hash: the library's filters need one or two (a salt's digest gives 4 to 32 chunks).
+const KEPT_SALTS: u32 = 4;
+
+/// Salt `i` of `kind` (the digest of `pack('I', i)`), which pybloom-live computes once per filter: made
+/// once per process for the first [`KEPT_SALTS`], not once per key.
+fn salt_digest(kind: Kind, i: u32) -> Vec<u8> {
+    static KEPT: OnceLock<Vec<Vec<Vec<u8>>>> = OnceLock::new();
+    let kinds = [Kind::Sha512, Kind::Sha384, Kind::Sha256, Kind::Sha1, Kind::Xxh128];
+    if i >= KEPT_SALTS {
+        return kind.digest(&[&i.to_le_bytes()]);
+    }
+    let kept = KEPT.get_or_init(|| {
+        kinds.iter().map(|k| (0..KEPT_SALTS).map(|j| k.digest(&[&j.to_le_bytes()])).collect()).collect()
+    });
+    let at = kinds.iter().position(|&k| k == kind).expect("every kind is kept");
+    kept[at][i as usize].clone()
+}
+
 /// The positions a key sets in a filter of `num_slices` slices of `bits_per_slice` bits (offsets from
 /// the start of the filter), as pybloom-live's `make_hashfuncs(num_slices, bits_per_slice)` gives them:
 /// salt `i` is the digest of `pack('I', i)`, each salted digest of the key is read as native (little-
@@ -63,7 +83,7 @@ pub fn positions(num_slices: usize, bits_per_slice: u64, key: &[u8]) -> Vec<u64>
     let mut out = Vec::with_capacity(num_slices);
     let mut salt: u32 = 0;
     while out.len() < num_slices {
-        let salted = kind.digest(&[&kind.digest(&[&salt.to_le_bytes()]), key]);
+        let salted = kind.digest(&[&salt_digest(kind, salt), key]);
         for word in salted.chunks_exact(chunk) {
             if out.len() == num_slices {
                 break;

@@ -33,27 +33,21 @@ const HEX_VALUE: [u8; 256] = {
     t
 };
 
-/// `bytes.fromhex` of text made only of hex digit pairs, appended to `out` (false for anything else).
-fn from_hex_into(text: &str, out: &mut Vec<u8>) -> bool {
+/// `bytes.fromhex` of text made only of hex digit pairs (None for anything else).
+fn from_hex(text: &str) -> Option<Vec<u8>> {
     let raw = text.as_bytes();
     if !raw.len().is_multiple_of(2) {
-        return false;
+        return None;
     }
-    out.reserve(raw.len() / 2);
+    let mut out = Vec::with_capacity(raw.len() / 2);
     for pair in raw.chunks_exact(2) {
         let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
         if hi == 0xFF || lo == 0xFF {
-            return false;
+            return None;
         }
         out.push(hi << 4 | lo);
     }
-    true
-}
-
-/// `bytes.fromhex` of text made only of hex digit pairs (None for anything else).
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    from_hex_into(text, &mut out).then_some(out)
+    Some(out)
 }
 
 /// Whether `text` is lower-case hex digit pairs (the reference's `(?:[0-9a-f]{2})*`).
@@ -66,7 +60,7 @@ fn attr<'py>(rec: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> Option<Bou
 }
 
 fn opt_str<'py>(rec: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> Option<Option<String>> {
-    let v = rec.getattr(name).ok()?;
+    let v = attr(rec, name)?;
     if v.is_none() {
         Some(None)
     } else {
