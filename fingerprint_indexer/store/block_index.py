@@ -1,17 +1,23 @@
 """Embedded block index: entries persisted in LevelDB, block tables held in memory.
 
-Keys (all under an optional namespace prefix, so the index can share a database with other records)::
+A document holds one fingerprint or several (its document, lead and chunk fingerprints); its entries are
+numbered one after the other and kept under two keys, whatever their number (all under an optional
+namespace prefix, so the index can share a database with other records)::
 
-    d/<entry id>                   -> <fingerprint, u64 BE><entry number, u32 BE>[<meta JSON>]
-    n/<entry number, u32 BE>       -> entry id
+    d/<doc id>                -> <first number, u32 BE><count, u16 BE><fingerprints, u64 BE each>[<meta JSON>]
+    n/<first number, u32 BE>  -> doc id
     meta/layout, meta/algorithm, meta/count, meta/next_number, meta/format
 
-LevelDB holds each entry once and is the truth. The block buckets are NumPy tables over entry numbers
-(:class:`fingerprint_indexer.index.memory.NumberedTables`): an insert is two ``put``s and an append to
-the tables' buffer, a removal two ``delete``s and a tombstone, a query a few binary searches and one
-XOR + popcount pass, then an id look-up per match. No bucket is read or written whole, on disk or in
-memory. The tables are rebuilt at open from what the owner saved beside the store (``tables``, checked
-by it against the store's generation: see EmbeddedStore) or else from one scan of the ``d/`` keys.
+LevelDB holds each document once and is the truth. The block buckets are NumPy tables over entry numbers
+(:class:`fingerprint_indexer.index.memory.NumberedTables`), beside each number's place in its document
+(so a matched number leads to its document's ``n/`` key): an insert is two ``put``s and an append to the
+tables' buffer, a removal two ``delete``s and tombstones, a query a few binary searches and one XOR +
+popcount pass, then an id look-up per document matched. A document's first fingerprint matches under its
+id, its ``n``-th under the id, :data:`~fingerprint_indexer.store.near.CHUNK_SEP` and ``n`` (the entry
+:func:`~fingerprint_indexer.store.near.entry_id` names when the id given is ``entry_id(doc, 0)``). No
+bucket is read or written whole, on disk or in memory. The tables are rebuilt at open from what the
+owner saved beside the store (``tables``, checked by it against the store's generation: see
+EmbeddedStore) or else from one scan of the ``d/`` keys.
 
 A query reads at most ``bucket_budget`` entries of each bucket, the newest first, which bounds its work
 when a stock phrase or a formulaic text has put tens of thousands of documents under one block value
@@ -19,11 +25,13 @@ when a stock phrase or a formulaic text has put tens of thousands of documents u
 
 The block layout (and, when given, the fingerprint algorithm version) is fixed when the index is created
 and checked on every open: a mismatch raises :class:`StoreMismatchError`; so does an index of another
-on-disk format (the bucket-key layouts of earlier versions), which must be rebuilt.
+on-disk format, which must be rebuilt (``upgrade`` opens one of :data:`UPGRADABLE` empty, for its owner
+to :meth:`LevelDBIndex.clear` and fill again).
 """
 
 from __future__ import annotations
 
+import array
 import io
 import json
 import struct
@@ -42,33 +50,48 @@ from fingerprint_indexer.index.memory import numbered_tables
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
+from fingerprint_indexer.store.near import CHUNK_SEP
 from fingerprint_indexer.store.sidefile import load_side, save_side
 
-FORMAT = b"entries-3"  # keyed-2 kept one LevelDB key per (bucket, entry); packed before that
+FORMAT = b"entries-4"  # entries-3 kept two keys per entry; keyed-2 one per (bucket, entry); packed before
+UPGRADABLE = (b"entries-3",)  # formats opened empty with ``upgrade``, for their owner to rebuild
 NUM_MASK = 0xFFFFFFFF
+#: Fingerprints one document may hold (its entries' places are kept in 16 bits).
+MAX_ENTRIES = 0xFFFF
 #: Entries read per bucket and query, newest first. Far above any bucket of real news at 10^5
 #: documents, so recall there is untouched; it caps the cost of a hot bucket at 10^7.
 BUCKET_BUDGET = 4096
-_ENTRY = struct.Struct(">QI")  # fingerprint, entry number
-#: (fingerprint, alive) by entry number: what the tables are rebuilt from.
-TableArrays = tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]
+_HEAD = struct.Struct(">IH")  # first entry number, fingerprint count
+#: (fingerprint, alive, place in its document) by entry number: what the tables are rebuilt from.
+TableArrays = tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_], npt.NDArray[np.uint16]]
+_PARTS = ("fps", "alive", "places")
 
 
-def _doc_value(fp: int, num: int, meta: Meta | None) -> bytes:
-    value = _ENTRY.pack(fp, num)
+def _doc_value(first: int, fps: Sequence[int], meta: Meta | None) -> bytes:
+    value = _HEAD.pack(first, len(fps)) + struct.pack(f">{len(fps)}Q", *fps)
     if meta:
         value += json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
     return value
 
 
-TABLES_MAGIC = b"FPIBLOCKS1\n"
+def _held(raw: bytes) -> tuple[int, int]:
+    """(first entry number, fingerprint count) of a document's value."""
+    return _HEAD.unpack_from(raw)
+
+
+def _entry(doc_id: str, place: int) -> str:
+    """The entry id of a document's fingerprint at ``place`` (its id for the first)."""
+    return f"{doc_id}{CHUNK_SEP}{place}" if place else doc_id
+
+
+TABLES_MAGIC = b"FPIBLOCKS2\n"  # 1 had no places
 
 
 def save_tables(path: Path, tables: dict[str, TableArrays], generation: int, store_id: bytes) -> None:
     """Save the named indexes' table arrays beside the store (a side file: store.sidefile)."""
     buf = io.BytesIO()
-    arrays = {f"{name}.{part}": arr for name, t in tables.items() for part, arr in zip(("fps", "alive"), t,
-                                                                                         strict=True)}
+    arrays = {f"{name}.{part}": arr for name, t in tables.items()
+              for part, arr in zip(_PARTS, t, strict=True)}
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     save_side(path, TABLES_MAGIC, buf.getvalue(), generation, store_id)
 
@@ -82,7 +105,8 @@ def load_tables(path: Path, generation: int, store_id: bytes) -> dict[str, Table
     try:
         with np.load(io.BytesIO(payload), allow_pickle=False) as z:
             names = {k.split(".", 1)[0] for k in z.files}
-            return {n: (z[f"{n}.fps"].astype(np.uint64), z[f"{n}.alive"].astype(bool)) for n in names}
+            return {n: (z[f"{n}.fps"].astype(np.uint64), z[f"{n}.alive"].astype(bool),
+                        z[f"{n}.places"].astype(np.uint16)) for n in names}  # fmt: skip
     except (ValueError, KeyError, OSError):
         return {}
 
@@ -96,49 +120,54 @@ class IndexWrites:
 
     def __init__(self, index: LevelDBIndex, wb: Any) -> None:
         self.index, self.wb = index, wb
-        self._docs: dict[str, tuple[int, int] | None] = {}
+        self._docs: dict[str, tuple[int, int] | None] = {}  # doc -> (first number, count), None: removed
         self._delta = 0
         self._next = index.next_number
-        self._added_nums: list[int] = []  # entries added: numbers and fingerprints, in turn
+        self._added_nums: list[int] = []  # entries added: numbers, fingerprints and places, in turn
         self._added_fps: list[int] = []
+        self._added_places: list[int] = []
         self._removed: list[int] = []
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
         if doc_id in self._docs:
             return self._docs[doc_id]
-        return self.index.entry(doc_id)
+        return self.index.held(doc_id)
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None, fresh: bool = False) -> None:
-        self.add_many([(doc_id, fingerprint)], meta, fresh)
+        self.add_doc(doc_id, (fingerprint,), meta, fresh)
 
-    def add_many(self, entries: Iterable[tuple[str, int]], meta: Meta | None = None,
-                 fresh: bool = False) -> None:  # fmt: skip
-        """Stage each (entry id, fingerprint), replacing an entry of the same id: a document's entries in
-        one loop, each key built once for its read and its write. ``fresh``: the caller knows that no id
-        is held, committed or staged (a document whose record is absent), so none is read first."""
-        ix, wb, docs = self.index, self.wb, self._docs
-        for doc_id, fingerprint in entries:
-            fp = fingerprint & MASK64
-            key = ix.doc_key(doc_id)
-            if not fresh and (docs[doc_id] if doc_id in docs else ix.entry_at(key)) is not None:
-                self.remove(doc_id)
-            num = self._next
-            self._next = num + 1
-            ix.stage_entry_at(wb, key, doc_id, fp, num, meta)
-            docs[doc_id] = (fp, num)
-            self._added_nums.append(num)
-            self._added_fps.append(fp)
-            self._delta += 1
+    def add_doc(self, doc_id: str, fingerprints: Sequence[int], meta: Meta | None = None,
+                fresh: bool = False) -> None:  # fmt: skip
+        """Stage a document with its fingerprints (matched as entries: see the module docstring),
+        replacing what the document held. ``fresh``: the caller knows that the document is held neither
+        committed nor staged (its record is absent), so nothing is read first."""
+        count = len(fingerprints)
+        if not 1 <= count <= MAX_ENTRIES:
+            raise ValueError(f"a document holds 1 to {MAX_ENTRIES} fingerprints, not {count}")
+        ix, docs = self.index, self._docs
+        key = ix.doc_key(doc_id)
+        if not fresh and (docs[doc_id] if doc_id in docs else ix.held_at(key)) is not None:
+            self.remove(doc_id)
+        fps = [fp & MASK64 for fp in fingerprints]
+        first = self._next
+        self._next = first + count
+        ix.stage_doc_at(self.wb, key, doc_id, first, fps, meta)
+        docs[doc_id] = (first, count)
+        self._added_nums += range(first, first + count)
+        self._added_fps += fps
+        self._added_places += range(count)
+        self._delta += count
 
     def remove(self, doc_id: str) -> bool:
+        """Stage the removal of a document and all its entries; whether it was held."""
         cur = self._current(doc_id)
         if cur is None:
             return False
-        _fp, num = cur
-        self.index.stage_removal(self.wb, doc_id, num)
+        first, count = cur
+        self.index.stage_removal(self.wb, doc_id, first)
         self._docs[doc_id] = None
-        self._removed.append(num)
-        self._delta -= 1
+        self._removed += range(first, first + count)
+        self._delta -= count
         return True
 
     def finish(self) -> None:
@@ -148,11 +177,13 @@ class IndexWrites:
         ix.stage_counters(self.wb, len(ix) + self._delta, self._next)
 
     def committed(self) -> None:
-        self.index.apply(self._delta, self._next, self._added_nums, self._added_fps, self._removed)
+        self.index.apply(self._delta, self._next, self._added_nums, self._added_fps, self._added_places,
+                         self._removed)
         self._delta = 0
         self._docs.clear()
         self._added_nums.clear()
         self._added_fps.clear()
+        self._added_places.clear()
         self._removed.clear()
 
 
@@ -162,7 +193,8 @@ class LevelDBIndex(NearDupIndex):
     ``bucket_budget`` bounds the entries a query reads from each block bucket (newest first; None reads
     them all). ``tables`` are the arrays of :meth:`table_arrays` saved by the owner when it last closed
     this index at the current state; without them (or when they do not fit) the tables are rebuilt from
-    LevelDB.
+    LevelDB. ``upgrade`` opens an index of an :data:`UPGRADABLE` format empty, for the owner to
+    :meth:`clear` and fill again.
     """
 
     def __init__(
@@ -175,6 +207,7 @@ class LevelDBIndex(NearDupIndex):
         prefix: bytes = b"",
         bucket_budget: int | None = BUCKET_BUDGET,
         tables: TableArrays | None = None,
+        upgrade: bool = False,
     ) -> None:
         if path is not None and db is None:
             self._db: plyvel.DB = open_db(path)
@@ -190,28 +223,39 @@ class LevelDBIndex(NearDupIndex):
         self._owns_db = path is not None
         self._p = prefix
         try:
-            self.layout, self.algorithm = self._check_meta(layout, algorithm)
-            self._count = int(self._db.get(self._key(b"meta/count")) or b"0")
-            self._next_number = int(self._db.get(self._key(b"meta/next_number")) or b"0")
-            self.tables_rebuilt = tables is None or len(tables[0]) != self._next_number or int(
+            self.layout, self.algorithm, old = self._check_meta(layout, algorithm, upgrade)
+            self._count = 0 if old else int(self._db.get(self._key(b"meta/count")) or b"0")
+            self._next_number = 0 if old else int(self._db.get(self._key(b"meta/next_number")) or b"0")
+            if old:  # entries of another format: none is read (the owner clears and rebuilds them)
+                tables = (np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros(0, np.uint16))
+            self.tables_rebuilt = tables is None or any(len(t) != self._next_number for t in tables) or int(
                 tables[1].sum()) != self._count
-            fps, alive = self._scan() if self.tables_rebuilt else tables  # type: ignore[misc]
+            fps, alive, places = self._scan() if self.tables_rebuilt else tables  # type: ignore[misc]
             self._tables = numbered_tables(self.layout, fps, alive)
+            self._places = array.array("H", places.astype(np.uint16).tobytes())
         except BaseException:
             self.close()
             raise
 
     def _scan(self) -> TableArrays:
-        """(fingerprint, alive) by entry number, from one pass over the ``d/`` keys."""
-        heads = b"".join(v[: _ENTRY.size] for v in self._db.iterator(prefix=self.doc_key(""),
-                                                                      include_key=False))
-        entries = np.frombuffer(heads, dtype=np.dtype([("fp", ">u8"), ("num", ">u4")]))
+        """(fingerprint, alive, place) by entry number, from one pass over the ``d/`` keys."""
+        firsts, counts, held = [], [], []
+        for raw in self._db.iterator(prefix=self.doc_key(""), include_key=False):
+            first, count = _held(raw)
+            firsts.append(first)
+            counts.append(count)
+            held.append(raw[_HEAD.size : _HEAD.size + 8 * count])
+        lengths = np.array(counts, dtype=np.int64)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        places = np.arange(int(lengths.sum()), dtype=np.int64) - starts
+        nums = np.repeat(np.array(firsts, dtype=np.int64), lengths) + places
         fps = np.zeros(self._next_number, dtype=np.uint64)
         alive = np.zeros(self._next_number, dtype=bool)
-        nums = entries["num"].astype(np.int64)
-        fps[nums] = entries["fp"]
+        at = np.zeros(self._next_number, dtype=np.uint16)
+        fps[nums] = np.frombuffer(b"".join(held), dtype=">u8")
         alive[nums] = True
-        return fps, alive
+        at[nums] = places
+        return fps, alive, at
 
     @property
     def next_number(self) -> int:
@@ -220,20 +264,24 @@ class LevelDBIndex(NearDupIndex):
 
     def table_arrays(self) -> TableArrays:
         """What the tables are rebuilt from, for the owner to save beside the store."""
-        return self._tables.arrays()
+        fps, alive = self._tables.arrays()
+        return fps, alive, np.frombuffer(self._places, dtype=np.uint16).copy()
 
     # ------------------------------------------------------------------ meta
     def _key(self, suffix: bytes) -> bytes:
         return self._p + suffix
 
     def _check_meta(
-        self, layout: BlockLayout | None, algorithm: str | None
-    ) -> tuple[BlockLayout, str | None]:
+        self, layout: BlockLayout | None, algorithm: str | None, upgrade: bool
+    ) -> tuple[BlockLayout, str | None, bool]:
+        """The layout and algorithm to use, and whether the index is of an :data:`UPGRADABLE` format
+        (opened for an upgrade)."""
         raw_layout = self._db.get(self._key(b"meta/layout"))
         raw_algo = self._db.get(self._key(b"meta/algorithm"))
         raw_format = self._db.get(self._key(b"meta/format"))
         has_docs = next(self._db.iterator(prefix=self._key(b"d/"), include_value=False), None) is not None
-        if (raw_format is not None or has_docs) and raw_format != FORMAT:
+        old = upgrade and raw_format in UPGRADABLE
+        if (raw_format is not None or has_docs) and raw_format != FORMAT and not old:
             found = raw_format.decode() if raw_format else "unknown"
             raise rebuild_error(self.location, f"a block index of format {found!r}, not {FORMAT.decode()!r}")
         stored = BlockLayout.from_dict(json.loads(raw_layout)) if raw_layout else None
@@ -255,30 +303,27 @@ class LevelDBIndex(NearDupIndex):
                 wb.put(self._key(b"meta/algorithm"), algorithm.encode())
             if raw_format is None:
                 wb.put(self._key(b"meta/format"), FORMAT)
-        return final, stored_algo or algorithm
+        return final, stored_algo or algorithm, old
 
     # ------------------------------------------------------------------ keys
     def doc_key(self, doc_id: str) -> bytes:
-        """LevelDB key of an entry."""
+        """LevelDB key of a document's entries."""
         return self._p + b"d/" + doc_id.encode()
 
     def _num_key(self, num: int) -> bytes:
         return self._p + b"n/" + num.to_bytes(4, "big")
 
-    def entry(self, doc_id: str) -> tuple[int, int] | None:
-        """(fingerprint, entry number) of an entry as LevelDB holds it (None when absent)."""
-        return self.entry_at(self.doc_key(doc_id))
+    def held(self, doc_id: str) -> tuple[int, int] | None:
+        """(first entry number, fingerprint count) of a document as LevelDB holds it (None when absent)."""
+        return self.held_at(self.doc_key(doc_id))
 
-    def entry_at(self, key: bytes) -> tuple[int, int] | None:
-        """:meth:`entry` of the entry under LevelDB key ``key`` (:meth:`doc_key`)."""
+    def held_at(self, key: bytes) -> tuple[int, int] | None:
+        """:meth:`held` of the document under LevelDB key ``key`` (:meth:`doc_key`)."""
         raw = self._db.get(key)
-        if raw is None:
-            return None
-        fp, num = _ENTRY.unpack_from(raw)
-        return fp, num
+        return None if raw is None else _held(raw)
 
     def numbers_held(self) -> int:
-        """How many entry numbers LevelDB holds (one per entry in a healthy index)."""
+        """How many first entry numbers LevelDB holds (one per document in a healthy index)."""
         return sum(1 for _ in self._db.iterator(prefix=self._key(b"n/"), include_value=False))
 
     # ---------------------------------------------------------------- writes
@@ -286,17 +331,17 @@ class LevelDBIndex(NearDupIndex):
         """Stage index changes into ``wb`` (a plyvel write batch shared with the caller's records)."""
         return IndexWrites(self, wb)
 
-    def stage_entry_at(self, wb: Any, key: bytes, doc_id: str, fp: int, num: int, meta: Meta | None = None
-                       ) -> None:  # fmt: skip
-        """Put entry ``doc_id`` (LevelDB key ``key``: :meth:`doc_key`) under number ``num`` into the write
-        batch ``wb`` (its keys only: see :meth:`apply`)."""
-        wb.put(key, _doc_value(fp, num, meta))
-        wb.put(self._num_key(num), doc_id.encode())
+    def stage_doc_at(self, wb: Any, key: bytes, doc_id: str, first: int, fps: Sequence[int],
+                     meta: Meta | None = None) -> None:  # fmt: skip
+        """Put document ``doc_id`` (LevelDB key ``key``: :meth:`doc_key`), its entries numbered from
+        ``first``, into the write batch ``wb`` (its keys only: see :meth:`apply`)."""
+        wb.put(key, _doc_value(first, fps, meta))
+        wb.put(self._num_key(first), doc_id.encode())
 
-    def stage_removal(self, wb: Any, doc_id: str, num: int) -> None:
-        """Delete an entry and its number in the write batch ``wb``."""
+    def stage_removal(self, wb: Any, doc_id: str, first: int) -> None:
+        """Delete a document and its first number in the write batch ``wb``."""
         wb.delete(self.doc_key(doc_id))
-        wb.delete(self._num_key(num))
+        wb.delete(self._num_key(first))
 
     def stage_counters(self, wb: Any, count: int, next_number: int) -> None:
         """Put the entry count and the next entry number into the write batch ``wb``."""
@@ -304,34 +349,45 @@ class LevelDBIndex(NearDupIndex):
         wb.put(self._key(b"meta/next_number"), b"%d" % next_number)
 
     def apply(self, delta: int, next_number: int, nums: Sequence[int], fps: Sequence[int],
-              removed: Iterable[int]) -> None:  # fmt: skip
+              places: Sequence[int], removed: Iterable[int]) -> None:  # fmt: skip
         """Bring the counters and the in-memory tables level with a written batch: ``delta`` entries more,
-        entries added under ``nums`` with ``fps``, ``removed`` numbers."""
+        entries added under ``nums`` (consecutive from :attr:`next_number`) with ``fps`` at ``places`` in
+        their documents, ``removed`` numbers."""
         self._count += delta
         self._next_number = next_number
         if nums:
             self._tables.put_ints(nums, fps)
+            self._places.extend(places)
         for num in removed:
             self._tables.kill(num)
 
     def clear(self) -> None:
-        """Delete every entry and counter (the layout, algorithm and format stay), in one write batch; the
-        in-memory tables are not touched (a store repair opens the index afresh)."""
-        keep = tuple(self._key(k) for k in (b"meta/layout", b"meta/algorithm", b"meta/format"))
+        """Delete every entry and counter (the layout and algorithm stay; the format becomes this
+        version's), in one write batch; the in-memory tables are emptied."""
+        keep = tuple(self._key(k) for k in (b"meta/layout", b"meta/algorithm"))
         with self._db.write_batch(transaction=True) as wb:
             for key in self._db.iterator(prefix=self._p, include_value=False):
                 if not key.startswith(keep):
                     wb.delete(key)
+            wb.put(self._key(b"meta/format"), FORMAT)
+        self._count = self._next_number = 0
+        self._tables = numbered_tables(self.layout)
+        self._places = array.array("H")
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
         self.add_many([(doc_id, fingerprint, meta)])
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]], batch_size: int = 10_000) -> None:
-        """Insert in atomic write batches of ``batch_size`` documents."""
+        """Insert documents of one fingerprint each, in atomic write batches of ``batch_size``."""
+        self.add_docs(((doc_id, (fp,), meta) for doc_id, fp, meta in items), batch_size)
+
+    def add_docs(self, items: Iterable[tuple[str, Sequence[int], Meta | None]], batch_size: int = 10_000
+                 ) -> None:  # fmt: skip
+        """Insert documents with their fingerprints, in atomic write batches of ``batch_size``."""
         wb = self._db.write_batch(transaction=True)
         staged = self.writes(wb)
-        for n, (doc_id, fp, meta) in enumerate(items, 1):
-            staged.add(doc_id, fp, meta)
+        for n, (doc_id, fps, meta) in enumerate(items, 1):
+            staged.add_doc(doc_id, fps, meta)
             if n % batch_size == 0:
                 staged.finish()
                 wb.write()
@@ -354,23 +410,34 @@ class LevelDBIndex(NearDupIndex):
 
     # --------------------------------------------------------------- queries
     def get(self, doc_id: str) -> int | None:
-        cur = self.entry(doc_id)
-        return None if cur is None else cur[0]
+        """A document's first fingerprint (its document fingerprint), or None."""
+        fps = self.fingerprints(doc_id)
+        return None if fps is None else fps[0]
+
+    def fingerprints(self, doc_id: str) -> tuple[int, ...] | None:
+        """Every fingerprint of a document, in entry order, or None when it is absent."""
+        raw = self._db.get(self.doc_key(doc_id))
+        if raw is None:
+            return None
+        _first, count = _held(raw)
+        return struct.unpack_from(f">{count}Q", raw, _HEAD.size)
 
     def get_meta(self, doc_id: str) -> dict[str, Any] | None:
         """The meta stored with ``doc_id`` (empty dict when none), or None if absent."""
         raw = self._db.get(self.doc_key(doc_id))
         if raw is None:
             return None
-        return json.loads(raw[_ENTRY.size :]) if len(raw) > _ENTRY.size else {}
+        end = _HEAD.size + 8 * _held(raw)[1]
+        return json.loads(raw[end:]) if len(raw) > end else {}
 
     def __len__(self) -> int:
         return self._count
 
     def id_of(self, num: int) -> str | None:
-        """The entry id under entry number ``num`` (None when it was removed)."""
-        raw = self._db.get(self._num_key(num))
-        return None if raw is None else raw.decode()
+        """The entry id under entry number ``num`` (None when its document was removed)."""
+        place = self._places[num]
+        raw = self._db.get(self._num_key(num - place))
+        return None if raw is None else _entry(raw.decode(), place)
 
     def bucket_sizes(self, fingerprint: int, limit: int | None = None) -> list[int]:
         """Number of entries in each block bucket of ``fingerprint``, each counted up to ``limit``
@@ -392,11 +459,18 @@ class LevelDBIndex(NearDupIndex):
         fps = np.array([int(fp) & MASK64 for fp in fingerprints], dtype=np.uint64)
         qs, nums, dist = self._tables.query_many(fps, k, self.bucket_budget)
         out: list[list[Match]] = [[] for _ in range(len(fps))]
-        ids: dict[int, str | None] = {}
+        ids: dict[int, str | None] = {}  # first number -> doc id
+        places, get, num_key = self._places, self._db.get, self._num_key
         for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
-            doc_id = ids[num] if num in ids else ids.setdefault(num, self.id_of(num))
+            place = places[num]
+            first = num - place
+            if first in ids:
+                doc_id = ids[first]
+            else:
+                raw = get(num_key(first))
+                doc_id = ids[first] = None if raw is None else raw.decode()
             if doc_id is not None:
-                out[q].append(Match(doc_id, d))
+                out[q].append(Match(_entry(doc_id, place) if place else doc_id, d))
         for hits in out:
             if len(hits) > 1:
                 hits.sort(key=lambda m: (m.distance, m.doc_id))
@@ -414,6 +488,18 @@ class LevelDBIndex(NearDupIndex):
         """Every stored doc id, in key order."""
         pfx = self.doc_key("")
         return [k[len(pfx) :].decode() for k in self._db.iterator(prefix=pfx, include_value=False)]
+
+    def docs(self) -> Iterable[tuple[str, int, tuple[int, ...]]]:
+        """(doc id, first entry number, fingerprints) of every stored document, in key order."""
+        pfx = self.doc_key("")
+        for key, raw in self._db.iterator(prefix=pfx):
+            first, count = _held(raw)
+            yield key[len(pfx) :].decode(), first, struct.unpack_from(f">{count}Q", raw, _HEAD.size)
+
+    def id_at(self, first: int) -> str | None:
+        """The document whose entries are numbered from ``first`` (None when there is none)."""
+        raw = self._db.get(self._num_key(first))
+        return None if raw is None else raw.decode()
 
     def compact(self) -> None:
         """Compact this index's key range (after a bulk load, so queries read few files)."""

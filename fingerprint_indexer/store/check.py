@@ -66,9 +66,8 @@ def _records(db: plyvel.DB, version: str | None) -> tuple[dict[str, DocRecord], 
     return good, bad
 
 
-def _expected_index(records: dict[str, DocRecord]) -> dict[str, int]:
-    return {entry_id(r.id, n): fp for r in records.values() if not r.degenerate
-            for n, fp in enumerate(r.fingerprints)}
+def _expected_index(records: dict[str, DocRecord]) -> dict[str, tuple[int, ...]]:
+    return {entry_id(r.id, 0): tuple(r.fingerprints) for r in records.values() if not r.degenerate}
 
 
 def _expected_bands(records: dict[str, DocRecord]) -> set[bytes]:
@@ -84,27 +83,28 @@ def _first_with_digest(records: dict[str, DocRecord]) -> dict[str, str]:
     return {d: r.id for d, r in first.items()}
 
 
-def _index_problems(ix: LevelDBIndex, expected: dict[str, int], name: str) -> list[str]:
+def _index_problems(ix: LevelDBIndex, expected: dict[str, tuple[int, ...]], name: str) -> list[str]:
+    """What of an index differs from the fingerprints its records say it holds (by document)."""
     out = []
-    got = {i: ix.get(i) for i in ix.doc_ids()}
-    missing = [i for i, fp in expected.items() if got.get(i) != fp]
+    got: dict[str, tuple[int, ...]] = {}
+    unnumbered = 0
+    for doc_id, first, fps in ix.docs():
+        got[doc_id] = fps
+        unnumbered += ix.id_at(first) != doc_id
+    missing = [i for i, fps in expected.items() if got.get(i) != fps]
     extra = [i for i in got if i not in expected]
     if missing:
-        out.append(f"{name}: {len(missing)} entries missing or wrong (first: {missing[0]!r})")
+        out.append(f"{name}: {len(missing)} documents missing or wrong (first: {missing[0]!r})")
     if extra:
-        out.append(f"{name}: {len(extra)} entries of no record (first: {extra[0]!r})")
-    if len(ix) != len(got):
-        out.append(f"{name}: count says {len(ix)}, holds {len(got)}")
-    unnumbered = 0
-    for i in got:
-        found = ix.entry(i)
-        if found is not None and ix.id_of(found[1]) != i:
-            unnumbered += 1
+        out.append(f"{name}: {len(extra)} documents of no record (first: {extra[0]!r})")
+    held = sum(map(len, got.values()))
+    if len(ix) != held:
+        out.append(f"{name}: count says {len(ix)} entries, holds {held}")
     if unnumbered:
-        out.append(f"{name}: {unnumbered} entries whose number does not lead back to them")
-    held = ix.numbers_held()
-    if held > len(got):
-        out.append(f"{name}: {held - len(got)} entry numbers of no entry")
+        out.append(f"{name}: {unnumbered} documents whose number does not lead back to them")
+    numbers = ix.numbers_held()
+    if numbers > len(got):
+        out.append(f"{name}: {numbers - len(got)} entry numbers of no document")
     return out
 
 
@@ -172,7 +172,8 @@ def check(directory: str | Path) -> Report:
             rep.problems.append(f"sketch band keys: {len(want_bands - band_keys)} missing, "
                                 f"{len(band_keys - want_bands)} of no record")
         rep.problems += _index_problems(store.index, _expected_index(records), "block index")
-        centres = {cid: Cluster.from_bytes(cid, raw).centre for cid, raw in clusters.items()}
+        centres: dict[str, tuple[int, ...]] = {cid: (Cluster.from_bytes(cid, raw).centre,)
+                                               for cid, raw in clusters.items()}
         rep.problems += _index_problems(store.centres, centres, "cluster centre index")
     finally:
         store.close()
@@ -266,7 +267,7 @@ def repair(directory: str | Path) -> Report:
             wb.put(b"s/meta/docs", str(len(records)).encode())
             wb.put(b"s/meta/clusters", str(len(clusters)).encode())
         store.index = LevelDBIndex(db=db, prefix=b"x/", algorithm=store.algorithm)
-        store.index.add_many((i, fp, None) for i, fp in _expected_index(records).items())
+        store.index.add_docs((i, fps, None) for i, fps in _expected_index(records).items())
         store.centres = LevelDBIndex(db=db, prefix=b"k/", algorithm=store.algorithm)
         store.centres.add_many((c.id, c.centre, None) for c in clusters.values())
         store.n_docs, store.n_clusters = len(records), len(clusters)

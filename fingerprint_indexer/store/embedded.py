@@ -10,9 +10,10 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/k/<cluster id>          -> cluster record (Cluster.to_bytes: centre fingerprint, size, founder)
     s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off"),
                                  the inputs whose documents were decided into it (sources: JSON paths)
-    x/...                     -> block index of non-degenerate documents  (LevelDBIndex); a document's
-                                 chunk fingerprints are entries ``<doc id>\x1f<n>`` beside ``<doc id>``
-                                 (an id holding \x1e or \x1f is escaped: see :func:`entry_id`)
+    x/...                     -> block index of non-degenerate documents  (LevelDBIndex): a document
+                                 under ``entry_id(<doc id>, 0)``, its lead and chunk fingerprints matched
+                                 as entries ``<doc id>\x1f<n>`` (an id holding \x1e or \x1f is escaped:
+                                 see :func:`entry_id`)
     k/...                     -> block index of cluster centres           (LevelDBIndex)
     w/d/<doc id>              -> copy marks (fingerprint.winnow.Marks bytes)     only in a store whose
     w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
@@ -76,10 +77,11 @@ from fingerprint_indexer.store.errors import (
 from fingerprint_indexer.store.near import LookAhead, doc_of, entry_id, judged_near, verified_near
 from fingerprint_indexer.verification import check_many
 
-# 5: raw fingerprints, digests and bands in keys, binary cluster records; 4: block tables in memory
-# (blocks.bin); 3 kept one key per (bucket, entry); 2 packed buckets
-FORMAT = b"5"
-UPGRADABLE = (b"4",)  # formats that `store repair` brings to FORMAT in place (their derived keys rebuilt)
+# 6: a document's block-index entries under two keys, not two each; 5: raw fingerprints, digests and bands
+# in keys, binary cluster records; 4: block tables in memory (blocks.bin); 3 kept one key per (bucket,
+# entry); 2 packed buckets
+FORMAT = b"6"
+UPGRADABLE = (b"4", b"5")  # formats that `store repair` brings to FORMAT in place (derived keys rebuilt)
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 
 
@@ -196,9 +198,9 @@ class EmbeddedStore:
         saved = load_tables(self.tables_path, int(self.db.get(b"s/meta/generation") or b"0"),
                             saved_id) if saved_id else {}
         self.index = LevelDBIndex(db=self.db, prefix=b"x/", layout=layout, algorithm=algorithm,
-                                  tables=saved.get("x"))
+                                  tables=saved.get("x"), upgrade=upgrade)
         self.centres = LevelDBIndex(db=self.db, prefix=b"k/", layout=self.index.layout,
-                                    algorithm=algorithm, tables=saved.get("k"))
+                                    algorithm=algorithm, tables=saved.get("k"), upgrade=upgrade)
         self.layout = self.index.layout
         self.algorithm = self.index.algorithm
         if fmt is None:
@@ -596,7 +598,7 @@ class StoreBatch:
         self._docs_delta += 1
         if index:
             entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
-            self.ix.add_many(entries, fresh=fresh)
+            self.ix.add_doc(entries[0][0], rec.fingerprints, fresh=fresh)
             self._staged_index.add_many(entries)
             bands = rec.bands
             raw = bands_bytes(bands)
@@ -648,8 +650,8 @@ class StoreBatch:
             else:  # later exact copies still find the text through the documents that keep it
                 self.wb.put(digest_key(rec.content_digest), heir.encode())
             self._digests[rec.content_digest] = heir
+        self.ix.remove(entry_id(doc_id, 0))
         for n in range(len(rec.fingerprints)):
-            self.ix.remove(entry_id(doc_id, n))
             self._staged_index.remove(entry_id(doc_id, n))
         for band in rec.bands:
             self.wb.delete(band_key(band, doc_id))

@@ -82,7 +82,7 @@ def _entry_keys(ix: LevelDBIndex) -> list[bytes]:
     return [k for k in ix._db.iterator(prefix=ix._key(b""), include_value=False) if k[:2] in (b"d/", b"n/")]
 
 
-def test_an_entry_is_two_keys_and_no_bucket_is_written(tmp_path):
+def test_a_document_is_two_keys_and_no_bucket_is_written(tmp_path):
     with LevelDBIndex(tmp_path / "ix") as ix:
         ix.add_many([(f"d{i}", 0xABCD_0000_0000_0000 | i, None) for i in range(50)])  # one hot block 0
         assert len(_entry_keys(ix)) == 50 * 2
@@ -102,7 +102,7 @@ def test_saved_tables_are_used_and_tables_that_do_not_fit_are_rebuilt(tmp_path):
         ix.add_many([(f"d{i}", fp, None) for i, fp in enumerate(fps)])
         ix.remove("d3")
         saved = ix.table_arrays()
-        saved = (saved[0].copy(), saved[1].copy())
+        saved = (saved[0].copy(), saved[1].copy(), saved[2].copy())
     with LevelDBIndex(tmp_path / "ix", tables=saved) as ix:
         assert not ix.tables_rebuilt
         assert ix.query(fps[5], 0) == [Match("d5", 0)] and ix.query(fps[3], 0) == []
@@ -134,5 +134,50 @@ def test_index_of_the_packed_layout_is_refused_with_a_rebuild_hint(tmp_path):
     db.put(b"d/a", b"0000000000000001 0")
     db.put(b"b/00/0000", b"\x00" * 12)
     db.close()
-    with pytest.raises(StoreMismatchError, match=r"format 'packed-1', not 'entries-3'; rebuild it"):
+    with pytest.raises(StoreMismatchError, match=r"format 'packed-1', not 'entries-4'; rebuild it"):
         LevelDBIndex(tmp_path / "ix")
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 7), st.lists(st.integers(0, 2**64 - 1), max_size=5)),
+                      min_size=1, max_size=30),
+       probes=st.lists(st.integers(0, 2**64 - 1), max_size=4), flips=st.integers(0, 3))
+def test_documents_of_several_fingerprints_match_as_their_entries(steps, probes, flips):
+    """Documents of one to five fingerprints, put again, removed (an empty list) and put back, answer as a
+    brute-force scan of their entries would: the first under the document's id, the ``n``-th as
+    ``<id>\\x1f<n>``, before and after reopening (tables scanned from LevelDB, then read back as saved)."""
+    held: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        with LevelDBIndex(d) as ix:
+            for n, fps in steps:
+                doc = f"d{n}"
+                if fps:
+                    ix.add_docs([(doc, fps, None)])
+                    held[doc] = fps
+                else:
+                    assert ix.remove(doc) == (doc in held)
+                    held.pop(doc, None)
+            saved = ix.table_arrays()
+        entries = {(doc if i == 0 else f"{doc}\x1f{i}"): fp
+                   for doc, fps in held.items() for i, fp in enumerate(fps)}
+        wanted = [fp ^ ((1 << flips) - 1) for fp in list(entries.values())[:4]] + probes
+        for tables in (None, saved):
+            with LevelDBIndex(d, tables=tables) as ix:
+                assert ix.tables_rebuilt == (tables is None)
+                assert len(ix) == len(entries) and ix.numbers_held() == len(held)
+                assert {doc: ix.fingerprints(doc) for doc in held} == {d: tuple(f) for d, f in held.items()}
+                for fp in wanted:
+                    brute = sorted((Match(e, bin(fp ^ v).count("1")) for e, v in entries.items()
+                                    if bin(fp ^ v).count("1") <= 3), key=lambda m: (m.distance, m.doc_id))
+                    assert ix.query(fp, 3) == brute
+
+
+def test_a_document_holds_at_most_max_entries_fingerprints(tmp_path):
+    from fingerprint_indexer.store.block_index import MAX_ENTRIES
+
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        with pytest.raises(ValueError, match=f"a document holds 1 to {MAX_ENTRIES} fingerprints, not 0"):
+            ix.add_docs([("a", [], None)])
+        ix.add_docs([("a", list(range(MAX_ENTRIES)), None)])
+        assert ix.query(MAX_ENTRIES - 1, 0) == [Match(f"a\x1f{MAX_ENTRIES - 1}", 0)]
+        assert ix.remove("a") and len(ix) == 0 and ix.query(MAX_ENTRIES - 1, 0) == []

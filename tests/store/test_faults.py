@@ -99,7 +99,7 @@ def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path)
     problems = "\n".join(check(tmp_path).problems)
     assert "document counter says 99, records hold 25" in problems
     assert "content digest keys: 0 point at no such document, 5 digests have no key" in problems
-    assert "5 entries whose number does not lead back to them" in problems
+    assert "5 documents whose number does not lead back to them" in problems
     repair(tmp_path)
     assert check(tmp_path).ok
     with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
@@ -157,12 +157,53 @@ def _as_format_4(path: Path) -> None:
                 wb.put(b"s/b/%x%s/" % (key[4], key[5:13].hex().encode()) + key[13:], b"")
             for key, raw in db.iterator(prefix=b"s/k/"):
                 wb.put(key, Cluster.from_bytes(key[4:].decode(), raw).to_json())
-            wb.put(b"s/meta/format", b"4")
+            wb.put(b"s/meta/format", b"4")  # (format 4 kept the block indexes as format 5 did)
     finally:
         db.close()
 
 
-def test_a_store_of_format_4_is_refused_and_store_repair_upgrades_it_in_place(tmp_path: Path) -> None:
+def _as_index_entries_3(path: Path) -> None:
+    """Rewrite a store's block indexes as store formats 4 and 5 kept them (index format ``entries-3``: two
+    keys per entry, ``d/<entry id>`` -> fingerprint and number, ``n/<number>`` -> entry id) and its saved
+    block tables as they saved them (no places), and record format 5."""
+    import io
+    import struct
+
+    import numpy as np
+    import plyvel
+
+    from fingerprint_indexer.store.sidefile import load_side, save_side
+
+    db = plyvel.DB(str(path / "leveldb"))
+    try:
+        generation, store_id = int(db.get(b"s/meta/generation")), db.get(b"s/meta/store_id")
+        with db.write_batch() as wb:
+            for ns in (b"x/", b"k/"):
+                for key, raw in db.iterator(prefix=ns + b"d/"):
+                    doc_id = key[4:].decode()
+                    first, count = struct.unpack_from(">IH", raw)
+                    wb.delete(key)
+                    wb.delete(ns + b"n/" + first.to_bytes(4, "big"))
+                    for n, fp in enumerate(struct.unpack_from(f">{count}Q", raw, 6)):
+                        entry = doc_id if n == 0 else f"{doc_id}\x1f{n}"
+                        wb.put(ns + b"d/" + entry.encode(), struct.pack(">QI", fp, first + n))
+                        wb.put(ns + b"n/" + (first + n).to_bytes(4, "big"), entry.encode())
+                wb.put(ns + b"meta/format", b"entries-3")
+            wb.put(b"s/meta/format", b"5")
+    finally:
+        db.close()
+    payload, _ = load_side(path / "blocks.bin", b"FPIBLOCKS2\n", generation, store_id)
+    assert payload is not None
+    with np.load(io.BytesIO(payload)) as z:
+        old = {name: z[name] for name in z.files if not name.endswith(".places")}
+    buf = io.BytesIO()
+    np.savez(buf, **old)
+    save_side(path / "blocks.bin", b"FPIBLOCKS1\n", buf.getvalue(), generation, store_id)
+
+
+@pytest.mark.parametrize("old", ["4", "5"])
+def test_a_store_of_an_earlier_format_is_refused_and_store_repair_upgrades_it_in_place(tmp_path: Path,
+                                                                                       old: str) -> None:
     from fingerprint_indexer.documents import Document
     from fingerprint_indexer.pipeline import Pipeline
     from fingerprint_indexer.store.errors import StoreMismatchError
@@ -172,15 +213,25 @@ def test_a_store_of_format_4_is_refused_and_store_repair_upgrades_it_in_place(tm
     with Pipeline(tmp_path) as p:
         list(p.process_many(Document(id=str(i), content=t) for i, t in enumerate(texts)))
         keys = {k: v for k, v in p.store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")}
-    _as_format_4(tmp_path)
-    with pytest.raises(StoreMismatchError, match=r"store format '4', not '5'; upgrade it in place: "
+        held = {ix: dict(ix_docs(getattr(p.store, ix))) for ix in ("index", "centres")}
+    _as_index_entries_3(tmp_path)
+    if old == "4":
+        _as_format_4(tmp_path)
+    with pytest.raises(StoreMismatchError, match=rf"store format '{old}', not '6'; upgrade it in place: "
                                                  r"'fingerprint-indexer store repair"):
         EmbeddedStore(tmp_path)
     report = repair(tmp_path)
     assert not report.lost and check(tmp_path).ok
-    with EmbeddedStore(tmp_path) as store:  # the records, keys and clusters a store of format 5 writes
-        assert store.db.get(b"s/meta/format") == b"5"
+    with EmbeddedStore(tmp_path) as store:  # the records, keys, clusters and indexes format 6 writes
+        assert store.db.get(b"s/meta/format") == b"6"
         assert {k: v for k, v in store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")} == keys
+        assert {ix: dict(ix_docs(getattr(store, ix))) for ix in ("index", "centres")} == held
+        assert store.db.get(b"x/meta/format") == store.db.get(b"k/meta/format") == b"entries-4"
     with Pipeline(tmp_path) as p:  # and it decides as before: every document is found again
         again = list(p.process_many(Document(id=f"x{i}", content=t) for i, t in enumerate(texts)))
     assert all(r.decision == "exact_duplicate" for r in again)
+
+
+def ix_docs(ix: object) -> list[tuple[str, tuple[int, ...]]]:
+    """(document, fingerprints) of each document a block index holds."""
+    return [(doc_id, fps) for doc_id, _first, fps in ix.docs()]  # type: ignore[attr-defined]
