@@ -1,6 +1,8 @@
 """Types of the compiled fingerprint pass (rust/src/lib.rs); fingerprint/native.py wraps it. ``BlockTables``
 (rust/src/tables.rs) is wrapped by index/memory.py."""
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -82,3 +84,11 @@ class BlockTables:
 def bloom_test(bits: object, num_slices: int, bits_per_slice: int, key: str, set: bool = False) -> bool: ...
 def encode_record(rec: object, store_version: str | None = None) -> bytes | None: ...
 def band_keys(data: bytes, bands: int, rows: int) -> list[str]: ...
+def compare_candidates(
+    fps: Sequence[int], sketch: bytes, candidates: list[tuple[Sequence[int], bytes]], k: int
+) -> list[tuple[int, int, int, float, bool]] | None: ...
+def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int | None, str, str] | None: ...
+def fact_steps(
+    a: Sequence[str], b: Sequence[str], frames_a: Sequence[int], frames_b: Sequence[int], later: bool | None,
+    params: object,
+) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None: ...

@@ -81,6 +81,13 @@ def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, ha
     return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
+def verification() -> ModuleType | None:
+    """The compiled core when it is built and not switched off, for the verification rule's compiled
+    comparisons (``compare_candidates``, ``days_apart``, ``fact_steps``: ``verification/rule.py`` and
+    ``verification/compare.py`` are their reference), else None."""
+    return _core if enabled() else None
+
+
 def bloom_test() -> Any:
     """pybloom-live's ``BloomFilter`` membership test in compiled code, or None when the compiled core
     is not built or switched off: called with a filter's bits (its little-endian bitarray), slices, bits

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.facts import (
     DAY,
     FIGURE,
@@ -178,7 +179,18 @@ def _one_digit_apart(x: str, y: str) -> bool:
 
 
 def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:
-    """How many days apart two documents were published, with both days; None unless both say."""
+    """How many days apart two documents were published, with both days; None unless both say. Compiled
+    where both days are written ``YYYY-MM-DD`` (:func:`days_apart_reference` is what it equals)."""
+    core = native.verification()
+    if core is not None:
+        got = core.days_apart(a, b)
+        if got is not None:
+            return None if got[0] is None else got
+    return days_apart_reference(a, b)
+
+
+def days_apart_reference(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:
+    """:func:`days_apart` in Python."""
     da = next((f[1:] for f in a if f.startswith(DAY)), None)
     db = next((f[1:] for f in b if f.startswith(DAY)), None)
     if da is None or db is None:

@@ -33,13 +33,15 @@ measures each step.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.facts import FIGURE, NAME, OCCURRENCE
 from fingerprint_indexer.fingerprint.hamming import hamming
@@ -252,6 +254,50 @@ def _shares_band(a: bytes, b: bytes) -> bool:
     return bool(shares_band_many(from_bytes(a), from_bytes(b)[None, :])[0])
 
 
+class FactParams(NamedTuple):
+    """What the compiled fact steps read of a policy for one pair (the thresholds, at its days apart)."""
+
+    need_figures: float
+    need_facts: float
+    new_fact_share: float
+    edit_share: float
+    max_occurrence_change: float
+    max_figure_change: float
+    max_name_change: float
+    edits_forgive_dates: bool
+    edits_forgive_frames: bool
+    min_one_sided_name_share: float
+    min_refilled: float
+    max_refilled_share: float
+
+
+@functools.lru_cache(maxsize=4096)
+def _fact_params(policy: VerifyPolicy, days: int | None, short: bool) -> FactParams:
+    need_figures, need_facts = policy.correction_needs(days)
+    return FactParams(need_figures, need_facts, policy.new_fact_share(days),
+                      policy.edit_share(short=short, days=days), policy.max_occurrence_change,
+                      policy.max_figure_change, policy.max_name_change, policy.edits_forgive_dates,
+                      policy.edits_forgive_frames, policy.min_one_sided_name_share, policy.min_refilled,
+                      policy.max_refilled_share)  # fmt: skip
+
+
+def _fact_steps(a: Evidence, b: Evidence, policy: VerifyPolicy, apart: tuple[int, str, str] | None,
+                short: bool) -> tuple[str, str, FactDiff]:  # fmt: skip
+    """``(step, reason, comparison)`` of the fact steps (:func:`compare_facts`, :func:`facts_conflict`)
+    for two texts ``apart`` (:func:`days_apart`). The compiled port decides where it can; a pair it
+    rejects or cannot judge goes to the reference, which gives the reason."""
+    days = apart[0] if apart is not None else None
+    core = native.verification()
+    if core is not None:
+        later = None if apart is None or apart[1] == apart[2] else apart[1] > apart[2]
+        got = core.fact_steps(a.facts, b.facts, a.frames, b.frames, later, _fact_params(policy, days, short))
+        if got is not None and not got[0]:
+            return "", "", FactDiff(got[1], got[2], got[3])
+    diff = compare_facts(a.facts, b.facts, policy, days=days)
+    step, reason = facts_conflict(a, b, policy, diff, days)
+    return step, reason, diff
+
+
 def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim: float, k: int,
            band: bool, policy: VerifyPolicy) -> Verdict:  # fmt: skip
     """Steps 2-6 of the rule, given step 1 (the distance, and whether a sketch band is shared) and the
@@ -261,14 +307,14 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
         return Verdict(distance, where, sim, False, f"distance {distance} > {k}", step="distance", policy=tag)
     whole = hamming(a.fingerprints[0], b.fingerprints[0]) <= k
     short, notices = one_passage(a) or one_passage(b), one_passage(a) and one_passage(b)
-    days = days_of(a.facts, b.facts)
+    apart = days_apart(a.facts, b.facts)
+    days = apart[0] if apart is not None else None  # (days_of)
     need = policy.text_need(band=band, short=short, notices=notices, whole=whole, days=days)
     if sim < need:
         when = f", published {days} days apart" if policy.staleness(days) > 0 else ""
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need:.2f}{when}",
                        band=band, step="text", policy=tag)  # fmt: skip
-    diff = compare_facts(a.facts, b.facts, policy, days=days)
-    step, reason = facts_conflict(a, b, policy, diff, days)
+    step, reason, diff = _fact_steps(a, b, policy, apart, short)
     return Verdict(distance, where, sim, not reason, reason, diff, band=band, step=step, policy=tag)
 
 
@@ -282,10 +328,35 @@ def check(a: Evidence, b: Evidence, k: int, policy: VerifyPolicy = DEFAULT_POLIC
 def check_many(
     query: Evidence, candidates: Sequence[Evidence], k: int, policy: VerifyPolicy = DEFAULT_POLICY
 ) -> list[Verdict]:
-    """:func:`check` of ``query`` against each candidate: distances, sketches and bands compared as
-    matrices, facts only for the candidates that pass both."""
+    """:func:`check` of ``query`` against each candidate: distances, sketches and bands compared first
+    (compiled, or as matrices: :func:`compare_candidates_reference`), facts only for the candidates that
+    pass both."""
     if not candidates:
         return []
+    compared = None
+    core = native.verification()
+    if core is not None:
+        try:
+            compared = core.compare_candidates(query.fingerprints, query.sketch,
+                                               [(c.fingerprints, c.sketch) for c in candidates], k)
+        except (TypeError, OverflowError):  # not 64-bit fingerprints or not bytes: the reference's to say
+            compared = None
+    if compared is None:
+        compared = compare_candidates_reference(query, candidates, k, policy)
+    out = []
+    for c, (d, i, j, sim, band) in zip(candidates, compared, strict=True):
+        # where the closest pair lies matters only for a candidate near enough and alike enough
+        where = (i, j) if d <= k and sim >= policy.min_similarity else (0, 0)
+        out.append(_judge(query, c, d, where, sim, k, band, policy))
+    return out
+
+
+def compare_candidates_reference(query: Evidence, candidates: Sequence[Evidence], k: int,
+                                 policy: VerifyPolicy = DEFAULT_POLICY
+                                 ) -> list[tuple[int, int, int, float, bool]]:  # fmt: skip
+    """Per candidate: the smallest distance over all fingerprint pairs, where it lies (only for one within
+    ``k`` and alike enough, else (0, 0)), the sketches' agreement, and whether a band is shared by one
+    farther than ``k``; as matrices."""
     lengths = [len(c.fingerprints) for c in candidates]
     flat = np.fromiter((f for c in candidates for f in c.fingerprints), dtype=np.uint64, count=sum(lengths))
     dist = closest_many(query.fingerprints, flat, lengths)
@@ -305,10 +376,10 @@ def check_many(
     for i, c in enumerate(candidates):
         d, sim, band = int(dist[i]), float(sims[i]), bool(bands[i])
         if d > k or sim < policy.min_similarity:  # where the closest pair lies does not matter for these
-            out.append(_judge(query, c, d, (0, 0), sim, k, band, policy))
+            out.append((d, 0, 0, sim, band))
         else:
-            out.append(_judge(query, c, d, closest(query.fingerprints, c.fingerprints)[1], sim, k, band,
-                              policy))
+            where = closest(query.fingerprints, c.fingerprints)[1]
+            out.append((d, where[0], where[1], sim, band))
     return out
 
 

@@ -18,6 +18,7 @@ mod tables;
 mod text;
 mod title;
 mod unicode;
+mod verify;
 mod weights;
 mod winnow;
 
@@ -385,5 +386,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     facts::register(m)?;
     title::register(m)?;
+    verify::register(m)?;
     Ok(())
 }
