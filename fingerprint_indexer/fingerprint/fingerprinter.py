@@ -11,6 +11,7 @@ stored with every indexed document so that stores never mix algorithms.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import multiprocessing as mp
 import threading
@@ -131,9 +132,10 @@ class FingerprintResult:
         """Every fingerprint this document is indexed under: the document's first, then its chunks'."""
         return (self.fingerprint, *self.chunks)
 
-    @property
+    @functools.cached_property
     def evidence(self) -> Evidence:
-        """What verification compares (:func:`fingerprint_indexer.verification.check`)."""
+        """What verification compares (:func:`fingerprint_indexer.verification.check`), made once: the
+        decision step reads it for its look-ahead, its candidates and its clusters."""
         return Evidence(self.fingerprints, self.sketch, self.facts, self.frames)
 
     def to_dict(self, with_terms: bool = True) -> dict[str, Any]:
