@@ -14,6 +14,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyTuple};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// Blocks up to this many bits index their buckets directly; wider ones look them up in a hash map.
 const DIRECT_BITS: u32 = 16;
@@ -46,10 +47,14 @@ fn prefetch<T>(at: &T) {
     let _ = at;
 }
 
+/// A bucket's entry numbers, ascending: the first few inline (as many as fit the room of a Vec's pointer
+/// and capacity), more on the heap.
+type Bucket = SmallVec<[u32; 4]>;
+
 /// The buckets of one block, each holding entry numbers in ascending order.
 enum Buckets {
-    Direct(Vec<Vec<u32>>),
-    Hashed(FxHashMap<u64, Vec<u32>>),
+    Direct(Vec<Bucket>),
+    Hashed(FxHashMap<u64, Bucket>),
 }
 
 /// One block of the layout: where its bits are, and its buckets.
@@ -70,7 +75,7 @@ impl Block {
 
     fn empty(width: u32, hashed: bool) -> Buckets {
         if width <= DIRECT_BITS && !hashed {
-            Buckets::Direct(vec![Vec::new(); 1usize << width])
+            Buckets::Direct(vec![Bucket::new(); 1usize << width])
         } else {
             Buckets::Hashed(FxHashMap::default())
         }
@@ -89,7 +94,7 @@ impl Block {
         let key = self.key(fp);
         match &self.buckets {
             Buckets::Direct(b) => &b[key as usize],
-            Buckets::Hashed(m) => m.get(&key).map_or(&[], Vec::as_slice),
+            Buckets::Hashed(m) => m.get(&key).map_or(&[], Bucket::as_slice),
         }
     }
 
@@ -122,7 +127,7 @@ impl Block {
             bucket.remove(at);
         }
         if let Buckets::Hashed(m) = &mut self.buckets {
-            if m.get(&key).is_some_and(Vec::is_empty) {
+            if m.get(&key).is_some_and(|v| v.is_empty()) {
                 m.remove(&key);
             }
         }
@@ -165,12 +170,11 @@ impl Block {
     }
 
     fn nbytes(&self) -> usize {
-        let held = std::mem::size_of::<Vec<u32>>();
+        let held = std::mem::size_of::<Bucket>();
+        let heap = |v: &Bucket| if v.spilled() { 4 * v.capacity() } else { 0 };
         match &self.buckets {
-            Buckets::Direct(b) => b.iter().map(|v| held + 4 * v.capacity()).sum(),
-            Buckets::Hashed(m) => {
-                m.capacity() * (8 + held + 1) + m.values().map(|v| 4 * v.capacity()).sum::<usize>()
-            }
+            Buckets::Direct(b) => b.iter().map(|v| held + heap(v)).sum(),
+            Buckets::Hashed(m) => m.capacity() * (8 + held + 1) + m.values().map(heap).sum::<usize>(),
         }
     }
 }
@@ -244,9 +248,11 @@ impl Tables {
         let top = hi as usize + 1;
         self.fps.resize(top, 0);
         self.alive.resize(top, false);
-        for stage in 0..2 {
-            for &fp in fps {
-                self.prefetch(fp, None, stage); // the buckets' reads overlap, as a batch's queries' do
+        if !self.blocks.iter().any(|b| b.hashed) {
+            for stage in 0..2 {
+                for &fp in fps {
+                    self.prefetch(fp, None, stage); // the buckets' reads overlap, as a batch's queries' do
+                }
             }
         }
         if nums.windows(2).all(|w| w[0] < w[1]) {
@@ -578,6 +584,16 @@ impl BlockTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bucket_takes_the_room_of_a_vec() {
+        assert_eq!(std::mem::size_of::<Bucket>(), std::mem::size_of::<Vec<u32>>());
+        let mut b = Bucket::new();
+        b.extend([1, 2, 3, 4]);
+        assert!(!b.spilled());
+        b.push(5);
+        assert!(b.spilled() && b.as_slice() == [1, 2, 3, 4, 5]);
+    }
 
     fn pairs(t: &Tables, fps: &[u64], k: i64, budget: Option<usize>) -> Vec<(i64, i64, u8)> {
         let (qs, nums, dists) = t.query_many(fps, k, budget);
