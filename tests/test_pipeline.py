@@ -6,7 +6,7 @@ import pytest
 from support.templates import EDITED_HEADLINES
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, FingerprintResult
 from fingerprint_indexer.pipeline import Pipeline
 
 
@@ -259,3 +259,11 @@ def test_a_scrape_failure_under_many_headlines_is_not_one_article(tmp_path):
     assert [o["decision"] for o in out] == ["new", "new", "exact_duplicate", "new"]
     assert out[2]["duplicate_of"] == "a"
     assert len({o["cluster_id"] for o in out}) == 3
+
+
+def test_more_chunks_than_the_store_numbers_are_refused_before_anything_is_opened(tmp_path):
+    with pytest.raises(ValueError, match=r"max_chunks must be at most 65533 for the embedded store"):
+        Pipeline(tmp_path / "s", FingerprintConfig(max_chunks=65534))
+    assert not (tmp_path / "s").exists()
+    with Pipeline(tmp_path / "s", FingerprintConfig(max_chunks=65533)) as p:
+        assert p.process(Document(id="a", content="国际学校的教师通常来自国外。" * 8)).decision == "new"
