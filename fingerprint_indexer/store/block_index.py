@@ -79,6 +79,11 @@ def _held(raw: bytes) -> tuple[int, int]:
     return _HEAD.unpack_from(raw)
 
 
+def _fingerprints_of(raw: bytes) -> tuple[int, ...]:
+    """The fingerprints of a document's value, in entry order."""
+    return struct.unpack_from(f">{_held(raw)[1]}Q", raw, _HEAD.size)
+
+
 def _entry(doc_id: str, place: int) -> str:
     """The entry id of a document's fingerprint at ``place`` (its id for the first)."""
     return f"{doc_id}{CHUNK_SEP}{place}" if place else doc_id
@@ -419,8 +424,7 @@ class LevelDBIndex(NearDupIndex):
         raw = self._db.get(self.doc_key(doc_id))
         if raw is None:
             return None
-        _first, count = _held(raw)
-        return struct.unpack_from(f">{count}Q", raw, _HEAD.size)
+        return _fingerprints_of(raw)
 
     def get_meta(self, doc_id: str) -> dict[str, Any] | None:
         """The meta stored with ``doc_id`` (empty dict when none), or None if absent."""
@@ -436,8 +440,8 @@ class LevelDBIndex(NearDupIndex):
     def id_of(self, num: int) -> str | None:
         """The entry id under entry number ``num`` (None when its document was removed)."""
         place = self._places[num]
-        raw = self._db.get(self._num_key(num - place))
-        return None if raw is None else _entry(raw.decode(), place)
+        doc_id = self.id_at(num - place)
+        return None if doc_id is None else _entry(doc_id, place)
 
     def bucket_sizes(self, fingerprint: int, limit: int | None = None) -> list[int]:
         """Number of entries in each block bucket of ``fingerprint``, each counted up to ``limit``
@@ -454,23 +458,19 @@ class LevelDBIndex(NearDupIndex):
 
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
         """Matches of each fingerprint, sorted by (distance, doc id): one pass over the tables for all of
-        them, and one id look-up per entry matched (however many of them it matches)."""
+        them, and one id look-up per document matched (however many of its entries, and queries, match)."""
         self.layout.check_k(k)
         fps = np.array([int(fp) & MASK64 for fp in fingerprints], dtype=np.uint64)
         qs, nums, dist = self._tables.query_many(fps, k, self.bucket_budget)
         out: list[list[Match]] = [[] for _ in range(len(fps))]
         ids: dict[int, str | None] = {}  # first number -> doc id
-        places, get, num_key = self._places, self._db.get, self._num_key
+        places = self._places
         for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
             place = places[num]
             first = num - place
-            if first in ids:
-                doc_id = ids[first]
-            else:
-                raw = get(num_key(first))
-                doc_id = ids[first] = None if raw is None else raw.decode()
+            doc_id = ids[first] if first in ids else ids.setdefault(first, self.id_at(first))
             if doc_id is not None:
-                out[q].append(Match(_entry(doc_id, place) if place else doc_id, d))
+                out[q].append(Match(_entry(doc_id, place), d))
         for hits in out:
             if len(hits) > 1:
                 hits.sort(key=lambda m: (m.distance, m.doc_id))
@@ -493,8 +493,7 @@ class LevelDBIndex(NearDupIndex):
         """(doc id, first entry number, fingerprints) of every stored document, in key order."""
         pfx = self.doc_key("")
         for key, raw in self._db.iterator(prefix=pfx):
-            first, count = _held(raw)
-            yield key[len(pfx) :].decode(), first, struct.unpack_from(f">{count}Q", raw, _HEAD.size)
+            yield key[len(pfx) :].decode(), _held(raw)[0], _fingerprints_of(raw)
 
     def id_at(self, first: int) -> str | None:
         """The document whose entries are numbered from ``first`` (None when there is none)."""

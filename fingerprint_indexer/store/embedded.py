@@ -104,7 +104,13 @@ def band_key(band: str, doc_id: str = "") -> bytes:
     """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
     :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
     the documents under it (one key each: an insert never rewrites what other documents share)."""
-    return BAND_PREFIX + band_bytes(band) + doc_id.encode()
+    return band_key_at(band_bytes(band), 0, doc_id.encode())
+
+
+def band_key_at(raw: bytes, i: int, doc: bytes = b"") -> bytes:
+    """:func:`band_key` of the ``i``-th key of ``raw`` (several keys' bytes: :func:`bands_bytes`) and an
+    encoded doc id, without decoding the key again."""
+    return BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] + doc
 
 
 def band_bytes(band: str) -> bytes:
@@ -357,7 +363,7 @@ class EmbeddedStore:
         sought: dict[bytes, list[int]] = {}  # prefix -> the positions of its key in ``bands``
         raw = bands_bytes(bands)
         for i in np.flatnonzero(self.bands.may_hold(raw)).tolist():
-            sought.setdefault(BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES], []).append(i)
+            sought.setdefault(band_key_at(raw, i), []).append(i)
         if not sought:
             return found
         with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
@@ -603,7 +609,7 @@ class StoreBatch:
             bands = rec.bands
             raw = bands_bytes(bands)
             for i, band in enumerate(bands):
-                self.wb.put(BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] + key, b"")
+                self.wb.put(band_key_at(raw, i, key), b"")
                 self._staged_bands.setdefault(band, set()).add(rec.id)
             self._band_keys.append(raw)
 
