@@ -58,10 +58,10 @@ class Pipeline:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {keep!r}")
         self.config = config or FingerprintConfig()
         self.config.layout.check_k(k)
-        if self.config.max_chunks + 2 > MAX_ENTRIES:  # the document's, the lead's and the chunks'
-            raise ValueError(f"max_chunks must be at most {MAX_ENTRIES - 2} for the embedded store (a "
-                             "document's fingerprints are numbered in 16 bits), got "
-                             f"{self.config.max_chunks}")
+        if self.config.max_fingerprints > MAX_ENTRIES:
+            most = self.config.max_chunks - (self.config.max_fingerprints - MAX_ENTRIES)
+            raise ValueError(f"max_chunks must be at most {most} for the embedded store (a document's "
+                             f"fingerprints are numbered in 16 bits), got {self.config.max_chunks}")
         self.k, self.keep, self.processes, self.batch_size = k, keep, processes, batch_size
         self.threads = threads
         self._pictures: ImageStore | None = None  # opened when a first document carries pictures

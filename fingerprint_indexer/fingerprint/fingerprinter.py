@@ -103,6 +103,11 @@ class FingerprintConfig:
         if not 1 <= self.sketch_size <= 256:
             raise ValueError(f"sketch_size must be in 1..256, got {self.sketch_size}")
 
+    @property
+    def max_fingerprints(self) -> int:
+        """The most fingerprints a document gets: its own, its lead's and ``max_chunks`` chunks'."""
+        return self.max_chunks + 2
+
 
 @dataclass(frozen=True)
 class FingerprintResult:
