@@ -80,17 +80,9 @@ def reference_only() -> Iterator[None]:
 def fact_steps_both(a: Evidence, b: Evidence) -> tuple[tuple[str, FactDiff] | None, tuple[str, FactDiff]]:
     """The compiled fact steps' (step, comparison) of a pair (None: left to the reference) and the
     reference's, under the default policy."""
-    core = native.verification()
-    assert core is not None
     apart = compare.days_apart_reference(a.facts, b.facts)
-    days = apart[0] if apart is not None else None
-    diff = compare.compare_facts(a.facts, b.facts, DEFAULT_POLICY, days=days)
-    want = rule.facts_conflict(a, b, DEFAULT_POLICY, diff, days)[0], diff
-    later = None if apart is None or apart[1] == apart[2] else apart[1] > apart[2]
-    short = rule.one_passage(a) or rule.one_passage(b)
-    got = core.fact_steps(a.facts, b.facts, a.frames, b.frames, later,
-                          rule._fact_params(DEFAULT_POLICY, days, short))  # fmt: skip
-    return (None if got is None else (got[0], FactDiff(got[1], got[2], got[3]))), want
+    step, _reason, diff = rule.fact_steps_reference(a, b, DEFAULT_POLICY, apart[0] if apart else None)
+    return rule.fact_steps_compiled(a, b, DEFAULT_POLICY, apart), (step, diff)
 
 
 def differences(seen: list[Verified]) -> tuple[list[str], int, int]:
@@ -119,7 +111,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="documents per corpus (0 = all)")
     ap.add_argument("--show", type=int, default=5, help="differences printed per corpus")
     args = ap.parse_args()
-    if native.verification() is None:
+    if native.core() is None:
         print("the compiled core is not built (or FPI_NATIVE=0): nothing to compare", file=sys.stderr)
         return 2
     inputs = args.inputs or (sorted(DATA.glob("*.jsonl.gz")) if DATA.is_dir() else [])

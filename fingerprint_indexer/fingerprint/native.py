@@ -81,10 +81,11 @@ def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, ha
     return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
-def verification() -> ModuleType | None:
-    """The compiled core when it is built and not switched off, for the verification rule's compiled
-    comparisons (``compare_candidates``, ``days_apart``, ``fact_steps``: ``verification/rule.py`` and
-    ``verification/compare.py`` are their reference), else None."""
+def core() -> ModuleType | None:
+    """The compiled core when it is built and not switched off (``FPI_NATIVE=0``), else None: where the
+    pieces beside the pass come from, such as the verification rule's comparisons (``compare_candidates``,
+    ``days_apart``, ``fact_steps``: ``verification/rule.py`` and ``verification/compare.py`` are their
+    reference)."""
     return _core if enabled() else None
 
 
@@ -92,14 +93,16 @@ def bloom_test() -> Any:
     """pybloom-live's ``BloomFilter`` membership test in compiled code, or None when the compiled core
     is not built or switched off: called with a filter's bits (its little-endian bitarray), slices, bits
     per slice and a key, whether every bit of the key is set; with ``set=True`` it also sets them."""
-    return _core.bloom_test if enabled() and _core is not None else None
+    compiled = core()
+    return None if compiled is None else compiled.bloom_test
 
 
 def record_encoder() -> Any:
     """``DocRecord.to_bytes`` in compiled code, or None when the compiled core is not built or switched
     off: called with a record and the store's version, its bytes, or None where the reference must
     encode it."""
-    return _core.encode_record if enabled() and _core is not None else None
+    compiled = core()
+    return None if compiled is None else compiled.encode_record
 
 
 def enabled() -> bool:

@@ -181,7 +181,7 @@ def _one_digit_apart(x: str, y: str) -> bool:
 def days_apart(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:
     """How many days apart two documents were published, with both days; None unless both say. Compiled
     where both days are written ``YYYY-MM-DD`` (:func:`days_apart_reference` is what it equals)."""
-    core = native.verification()
+    core = native.core()
     if core is not None:
         got = core.days_apart(a, b)
         if got is not None:

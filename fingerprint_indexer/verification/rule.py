@@ -43,9 +43,11 @@ import numpy.typing as npt
 
 from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.facts import FIGURE, NAME, OCCURRENCE
+from fingerprint_indexer.fingerprint.facts import FIGURE, MAX_FACTS, MAX_FRAMES, NAME, OCCURRENCE
 from fingerprint_indexer.fingerprint.hamming import hamming
 from fingerprint_indexer.fingerprint.sketch import (
+    BAND_ROWS,
+    BANDS,
     from_bytes,
     from_bytes_many,
     shares_band_many,
@@ -255,7 +257,8 @@ def _shares_band(a: bytes, b: bytes) -> bool:
 
 
 class FactParams(NamedTuple):
-    """What the compiled fact steps read of a policy for one pair (the thresholds, at its days apart)."""
+    """What the compiled fact steps read for one pair: the policy's thresholds at its days apart, and the
+    samples' sizes (a sample this full may have dropped facts above its largest hash)."""
 
     need_figures: float
     need_facts: float
@@ -269,6 +272,8 @@ class FactParams(NamedTuple):
     min_one_sided_name_share: float
     min_refilled: float
     max_refilled_share: float
+    max_facts: int = MAX_FACTS
+    max_frames: int = MAX_FRAMES
 
 
 @functools.lru_cache(maxsize=4096)
@@ -281,21 +286,38 @@ def _fact_params(policy: VerifyPolicy, days: int | None, short: bool) -> FactPar
                       policy.max_refilled_share)  # fmt: skip
 
 
-def _fact_steps(a: Evidence, b: Evidence, policy: VerifyPolicy, apart: tuple[int, str, str] | None,
-                short: bool) -> tuple[str, str, FactDiff]:  # fmt: skip
-    """``(step, reason, comparison)`` of the fact steps (:func:`compare_facts`, :func:`facts_conflict`)
-    for two texts ``apart`` (:func:`days_apart`). The compiled port decides where it can; a pair it
-    rejects or cannot judge goes to the reference, which gives the reason."""
+def fact_steps_compiled(a: Evidence, b: Evidence, policy: VerifyPolicy, apart: tuple[int, str, str] | None
+                        ) -> tuple[str, FactDiff] | None:  # fmt: skip
+    """``(step, comparison)`` of the fact steps for two texts ``apart`` (:func:`days_apart`) by the
+    compiled port: the step that rejects the pair ("" when none does) and :func:`compare_facts`'s
+    comparison; None when the compiled core is off or leaves the pair to :func:`fact_steps_reference`."""
+    core = native.core()
+    if core is None:
+        return None
     days = apart[0] if apart is not None else None
-    core = native.verification()
-    if core is not None:
-        later = None if apart is None or apart[1] == apart[2] else apart[1] > apart[2]
-        got = core.fact_steps(a.facts, b.facts, a.frames, b.frames, later, _fact_params(policy, days, short))
-        if got is not None and not got[0]:
-            return "", "", FactDiff(got[1], got[2], got[3])
+    later = None if apart is None or apart[1] == apart[2] else apart[1] > apart[2]
+    short = one_passage(a) or one_passage(b)
+    got = core.fact_steps(a.facts, b.facts, a.frames, b.frames, later, _fact_params(policy, days, short))
+    return None if got is None else (got[0], FactDiff(got[1], got[2], got[3]))
+
+
+def fact_steps_reference(a: Evidence, b: Evidence, policy: VerifyPolicy, days: int | None
+                         ) -> tuple[str, str, FactDiff]:  # fmt: skip
+    """``(step, reason, comparison)`` of the fact steps (:func:`compare_facts`, :func:`facts_conflict`)
+    for two texts ``days`` apart, in Python."""
     diff = compare_facts(a.facts, b.facts, policy, days=days)
     step, reason = facts_conflict(a, b, policy, diff, days)
     return step, reason, diff
+
+
+def _fact_steps(a: Evidence, b: Evidence, policy: VerifyPolicy, apart: tuple[int, str, str] | None
+                ) -> tuple[str, str, FactDiff]:  # fmt: skip
+    """``(step, reason, comparison)`` of the fact steps for two texts ``apart``: the compiled port decides
+    where it can; a pair it rejects or cannot judge goes to the reference, which gives the reason."""
+    got = fact_steps_compiled(a, b, policy, apart)
+    if got is not None and not got[0]:
+        return "", "", got[1]
+    return fact_steps_reference(a, b, policy, apart[0] if apart is not None else None)
 
 
 def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim: float, k: int,
@@ -314,7 +336,7 @@ def _judge(a: Evidence, b: Evidence, distance: int, where: tuple[int, int], sim:
         when = f", published {days} days apart" if policy.staleness(days) > 0 else ""
         return Verdict(distance, where, sim, False, f"texts differ: similarity {sim:.2f} < {need:.2f}{when}",
                        band=band, step="text", policy=tag)  # fmt: skip
-    step, reason, diff = _fact_steps(a, b, policy, apart, short)
+    step, reason, diff = _fact_steps(a, b, policy, apart)
     return Verdict(distance, where, sim, not reason, reason, diff, band=band, step=step, policy=tag)
 
 
@@ -334,11 +356,12 @@ def check_many(
     if not candidates:
         return []
     compared = None
-    core = native.verification()
+    core = native.core()
     if core is not None:
         try:
             compared = core.compare_candidates(query.fingerprints, query.sketch,
-                                               [(c.fingerprints, c.sketch) for c in candidates], k)
+                                               [(c.fingerprints, c.sketch) for c in candidates], k,
+                                               BANDS, BAND_ROWS)  # fmt: skip
         except (TypeError, OverflowError):  # not 64-bit fingerprints or not bytes: the reference's to say
             compared = None
     if compared is None:

@@ -28,9 +28,13 @@ use crate::unicode::{decimal, is_word};
 /// `MAX_SENTENCE` of `fingerprint/chunks.py`: a longer sentence is cut into slices (not ported).
 const MAX_SENTENCE: usize = 4096;
 
-const OCCURRENCE: char = '#';
-const FIGURE: char = '=';
-const NAME: char = '@';
+/// The kinds of fact, each a fact's first character (`OCCURRENCE`, `FIGURE`, `NAME`, `DAY`, `TITLE` of
+/// `fingerprint/facts.py`).
+pub(crate) const OCCURRENCE: char = '#';
+pub(crate) const FIGURE: char = '=';
+pub(crate) const NAME: char = '@';
+pub(crate) const DAY: char = '%';
+pub(crate) const TITLE: char = '^';
 
 /// What a word of `_EN_NUMBERS` or `_MONTHS` is.
 #[derive(Clone, Copy, PartialEq, Debug)]

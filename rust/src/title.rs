@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use rustc_hash::FxHashSet;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::facts::numbers;
+use crate::facts::{numbers, DAY, TITLE};
 use crate::text::py_isspace;
 
 /// `MAX_TITLE_FACTS` of `fingerprint/facts.py`.
@@ -132,7 +132,7 @@ pub fn title_facts(
     let mut keyed: Vec<(u64, String)> = found.into_iter().map(|f| (xxh3_64(f.as_bytes()), f)).collect();
     keyed.sort_unstable();
     keyed.dedup();
-    Some(keyed.into_iter().take(MAX_TITLE_FACTS).map(|(_, f)| format!("^{f}")).collect())
+    Some(keyed.into_iter().take(MAX_TITLE_FACTS).map(|(_, f)| format!("{TITLE}{f}")).collect())
 }
 
 /// Whether `y-m-d` is a day of the proleptic Gregorian calendar, year 1 to 9999 (`datetime.date`).
@@ -174,7 +174,7 @@ pub fn publication_day(value: &str) -> Option<Option<String>> {
     if b.is_empty() {
         return Some(None);
     }
-    let day = |y: u32, m: u32, d: u32| is_day(y, m, d).then(|| format!("%{y:04}-{m:02}-{d:02}"));
+    let day = |y: u32, m: u32, d: u32| is_day(y, m, d).then(|| format!("{DAY}{y:04}-{m:02}-{d:02}"));
     // `date.fromisoformat`'s plainest form; a day that does not exist reads as none by `_YMD` either
     if b.len() == 10 && b[4] == b'-' && b[7] == b'-' {
         let (y, m, d) = (digits(&b[..4])?, digits(&b[5..7])?, digits(&b[8..])?);

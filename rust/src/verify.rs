@@ -3,9 +3,10 @@
 //! between two texts, and whether the fact steps (title, ordinals, facts, frames) reject a pair.
 //!
 //! The fact steps answer only "rejected or not" and the comparison of facts (shared, one-sided); the
-//! reason of a rejection is the reference's. Where a character's Python `isdigit` or `isspace` is not
-//! settled here (a non-ASCII numeral, the ASCII separators Python splits on) or a date is not written as
-//! `YYYY-MM-DD`, the functions answer None and the reference runs.
+//! reason of a rejection is the reference's. Where a character's Python `isdigit` is not settled here (a
+//! numeral that is not a decimal digit, such as a superscript) or a date is not written as `YYYY-MM-DD`,
+//! the functions answer None and the reference runs. The samples' sizes and the sketch's bands come from
+//! the Python side with each call, as they do to the pass.
 
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -13,19 +14,11 @@ use pyo3::types::{PyString, PyTuple};
 use rustc_hash::{FxHashMap, FxHashSet};
 use xxhash_rust::xxh3::xxh3_64;
 
-const DAY: char = '%';
-const TITLE: char = '^';
-const OCCURRENCE: char = '#';
-const FIGURE: char = '=';
-const NAME: char = '@';
-/// `fingerprint.facts.MAX_FACTS`: a sample this full may have dropped facts above its largest hash.
-const MAX_FACTS: usize = 64;
-/// `fingerprint.facts.MAX_FRAMES`.
-const MAX_FRAMES: usize = 64;
+use crate::facts::{DAY, FIGURE, NAME, OCCURRENCE, TITLE};
+use crate::text::py_isspace;
+use crate::unicode::decimal;
+
 const ORDINAL_UNITS: &str = "届次号期批轮";
-/// `fingerprint.sketch.BANDS` and `BAND_ROWS`.
-const BANDS: usize = 8;
-const BAND_ROWS: usize = 4;
 
 /// A question the port leaves to the reference.
 struct Unsure;
@@ -44,10 +37,13 @@ fn kind_is(f: &str, c: char) -> bool {
     f.starts_with(c)
 }
 
-/// Python's `str.isdigit` of one character: ASCII and non-numerals are settled, other numerals are not.
+/// Python's `str.isdigit` of one character: decimal digits and non-numerals are settled, other numerals
+/// (superscripts and circled digits are digits to Python, fractions are not) are not.
 fn is_digit(c: char) -> Sure<bool> {
     if c.is_ascii() {
         Ok(c.is_ascii_digit())
+    } else if decimal(c).is_some() {
+        Ok(true) // every decimal digit is a digit
     } else if !c.is_numeric() {
         Ok(false) // every character Python calls a digit is a number (Nd or No)
     } else {
@@ -166,13 +162,15 @@ fn is_body(f: &str) -> bool {
 }
 
 /// `compare.compare_facts` with the policy's `correction_needs` for the days apart.
-fn compare_facts<'a, 'py>(a: &[Fact<'a, 'py>], b: &[Fact<'a, 'py>], need_figures: f64, need_facts: f64) -> Sure<Diff<'a, 'py>> {
+fn compare_facts<'a, 'py>(
+    a: &[Fact<'a, 'py>], b: &[Fact<'a, 'py>], need_figures: f64, need_facts: f64, max_facts: usize,
+) -> Sure<Diff<'a, 'py>> {
     let hashed = |s: &[Fact<'a, 'py>]| -> Vec<(u64, Fact<'a, 'py>)> {
         s.iter().filter(|f| is_body(f.0)).map(|&f| (fact_hash(f.0), f)).collect()
     };
     let (ha, hb) = (hashed(a), hashed(b));
     let cut_of = |h: &[(u64, Fact)]| -> u128 {
-        if h.len() >= MAX_FACTS {
+        if h.len() >= max_facts {
             h.iter().map(|x| x.0).max().unwrap_or(0) as u128
         } else {
             1 << 64
@@ -247,22 +245,19 @@ fn compare_facts<'a, 'py>(a: &[Fact<'a, 'py>], b: &[Fact<'a, 'py>], need_figures
 }
 
 /// `compare._named`.
-fn named(name: &str, known: &FxHashSet<&str>) -> Sure<bool> {
+fn named(name: &str, known: &FxHashSet<&str>) -> bool {
     let held = |m: &str| name.contains(m) || m.contains(name);
     if name.starts_with('<') && name.contains(' ') {
         if known.iter().any(|m| m.starts_with('<') && held(m)) {
-            return Ok(true);
+            return true;
         }
         let mut inner = name.chars();
         inner.next();
         inner.next_back();
-        let inner = inner.as_str();
-        if inner.chars().any(|c| ('\x1c'..='\x1f').contains(&c)) {
-            return Err(Unsure); // Python's split() breaks there, Rust's does not
-        }
-        return Ok(inner.split_whitespace().all(|w| known.contains(w)));
+        // `str.split()`: runs of Python's whitespace, no empty words
+        return inner.as_str().split(py_isspace).filter(|w| !w.is_empty()).all(|w| known.contains(w));
     }
-    Ok(known.iter().any(|m| held(m)))
+    known.iter().any(|m| held(m))
 }
 
 /// `compare._digits`.
@@ -284,9 +279,9 @@ struct Facts<'s, 'a> {
 }
 
 impl<'s, 'a> Facts<'s, 'a> {
-    fn new(all: &'s [&'a str]) -> Self {
+    fn new(all: &'s [&'a str], max_facts: usize) -> Self {
         let body: Vec<u64> = all.iter().filter(|f| is_body(f)).map(|f| fact_hash(f)).collect();
-        let body_cut = if body.len() < MAX_FACTS { None } else { body.iter().copied().max() };
+        let body_cut = if body.len() < max_facts { None } else { body.iter().copied().max() };
         Facts { all, body_cut }
     }
 
@@ -305,7 +300,7 @@ fn of_kind<'a>(facts: &[&'a str], kind: char) -> Vec<&'a str> {
 }
 
 /// Whether `compare.title_conflict` finds a reason.
-fn title_conflict(a: &[&str], b: &[&str]) -> Sure<bool> {
+fn title_conflict(a: &[&str], b: &[&str], max_facts: usize) -> Sure<bool> {
     let (ta, tb) = (sorted_set(of_kind(a, TITLE)), sorted_set(of_kind(b, TITLE)));
     if ta.is_empty() || tb.is_empty() {
         return Ok(false);
@@ -313,14 +308,8 @@ fn title_conflict(a: &[&str], b: &[&str]) -> Sure<bool> {
     let (names_a, names_b) = (of_kind(&ta, NAME), of_kind(&tb, NAME));
     let known_a: FxHashSet<&str> = names_a.iter().copied().chain(of_kind(a, NAME)).collect();
     let known_b: FxHashSet<&str> = names_b.iter().copied().chain(of_kind(b, NAME)).collect();
-    let mut only_a = 0;
-    for n in &names_a {
-        only_a += !named(n, &known_b)? as usize;
-    }
-    let mut only_b = 0;
-    for n in &names_b {
-        only_b += !named(n, &known_a)? as usize;
-    }
+    let only_a = names_a.iter().filter(|n| !named(n, &known_b)).count();
+    let only_b = names_b.iter().filter(|n| !named(n, &known_a)).count();
     if only_a > 0 && only_b > 0 && only_a == names_a.len() && only_b == names_b.len() {
         return Ok(true);
     }
@@ -340,7 +329,7 @@ fn title_conflict(a: &[&str], b: &[&str]) -> Sure<bool> {
         }
         Ok((any, out))
     };
-    let ((any_a, fa), (any_b, fb)) = (figures(&new_a, &Facts::new(b))?, figures(&new_b, &Facts::new(a))?);
+    let ((any_a, fa), (any_b, fb)) = (figures(&new_a, &Facts::new(b, max_facts))?, figures(&new_b, &Facts::new(a, max_facts))?);
     Ok(any_a && any_b && fa != fb)
 }
 
@@ -353,7 +342,8 @@ fn real_names(diff: &Diff) -> (usize, usize) {
     (a.iter().filter(|n| apart(n, &b)).count(), b.iter().filter(|n| apart(n, &a)).count())
 }
 
-/// What the fact steps read of the policy for one pair (`rule.FactParams`).
+/// What the fact steps read for one pair (`rule.FactParams`): the policy's thresholds at its days apart,
+/// and the samples' sizes.
 #[derive(FromPyObject)]
 struct Params {
     need_figures: f64,
@@ -368,6 +358,8 @@ struct Params {
     min_one_sided_name_share: f64,
     min_refilled: f64,
     max_refilled_share: f64,
+    max_facts: usize,
+    max_frames: usize,
 }
 
 /// (two-sided, changed) of counts of shared and one-sided facts (`FactDiff.two_sided`, `changed`).
@@ -378,7 +370,7 @@ fn changed(shared: usize, a: usize, b: usize) -> (bool, f64) {
 
 /// The step of `rule.facts_conflict` that rejects a pair ("" when none does), given its comparison.
 fn fact_step(a: &[&str], b: &[&str], fa: &[u64], fb: &[u64], diff: &Diff, later: Option<bool>, p: &Params) -> Sure<&'static str> {
-    if title_conflict(a, b)? {
+    if title_conflict(a, b, p.max_facts)? {
         return Ok("title");
     }
     let ordinal = |s: &[Fact]| s.iter().any(|f| is_ordinal(f.0));
@@ -417,7 +409,7 @@ fn fact_step(a: &[&str], b: &[&str], fa: &[u64], fb: &[u64], diff: &Diff, later:
             return Ok("facts");
         }
     }
-    let (aligned, refilled) = compare_frames(fa, fb, MAX_FRAMES);
+    let (aligned, refilled) = compare_frames(fa, fb, p.max_frames);
     let share = if aligned > 0 { refilled as f64 / aligned as f64 } else { 0.0 };
     if refilled as f64 >= p.min_refilled && share >= p.max_refilled_share && !(edited && p.edits_forgive_frames) {
         return Ok("frames");
@@ -447,7 +439,7 @@ fn fact_steps<'py>(
     let fa: Vec<u64> = frames_a.extract().ok()?;
     let fb: Vec<u64> = frames_b.extract().ok()?;
     let (xa, xb): (Vec<Fact>, Vec<Fact>) = (sa.iter().copied().zip(&pa).collect(), sb.iter().copied().zip(&pb).collect());
-    let diff = compare_facts(&xa, &xb, params.need_figures, params.need_facts).ok()?;
+    let diff = compare_facts(&xa, &xb, params.need_figures, params.need_facts, params.max_facts).ok()?;
     let step = fact_step(&sa, &sb, &fa, &fb, &diff, later, &params).ok()?;
     let tuple = |xs: &[Fact<'_, 'py>]| PyTuple::new(py, xs.iter().map(|x| x.1)).ok();
     Some((step, tuple(&diff.shared)?, tuple(&diff.only_a)?, tuple(&diff.only_b)?))
@@ -505,14 +497,14 @@ type Compared = (u32, usize, usize, f64, bool);
 /// sketch of no whole minima).
 #[pyfunction]
 fn compare_candidates(
-    fps: Vec<u64>, sketch: &[u8], candidates: Vec<(Vec<u64>, PyBackedBytes)>, k: u32,
+    fps: Vec<u64>, sketch: &[u8], candidates: Vec<(Vec<u64>, PyBackedBytes)>, k: u32, bands: usize, rows: usize,
 ) -> Option<Vec<Compared>> {
     if fps.is_empty() || !sketch.len().is_multiple_of(4) {
         return None;
     }
     let minima = |s: &[u8]| -> Vec<u32> { s.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() };
     let q = minima(sketch);
-    let banded = q.len() >= BANDS * BAND_ROWS && !q[..BANDS * BAND_ROWS].iter().all(|&m| m == u32::MAX);
+    let banded = q.len() >= bands * rows && !q[..bands * rows].iter().all(|&m| m == u32::MAX);
     let mut out = Vec::with_capacity(candidates.len());
     for (theirs, their_sketch) in &candidates {
         let their_sketch: &[u8] = their_sketch;
@@ -535,7 +527,7 @@ fn compare_candidates(
                 sim = q.iter().zip(&r).filter(|(x, y)| x == y).count() as f64 / q.len() as f64;
                 band = best > k
                     && banded
-                    && (0..BANDS).any(|n| q[n * BAND_ROWS..(n + 1) * BAND_ROWS] == r[n * BAND_ROWS..(n + 1) * BAND_ROWS]);
+                    && (0..bands).any(|n| q[n * rows..(n + 1) * rows] == r[n * rows..(n + 1) * rows]);
             } else if !their_sketch.is_empty() {
                 sim = 0.0;
             }
@@ -569,13 +561,14 @@ mod tests {
         assert!(one_digit_apart("=250", "=251").ok().unwrap());
         assert!(!one_digit_apart("=1972", "=1927").ok().unwrap());
         assert!(!one_digit_apart("#2023年", "#2024年").ok().unwrap());
-        assert!(one_digit_apart("=１２", "=１３").is_err());
+        assert!(one_digit_apart("=１２", "=１３").ok().unwrap()); // decimal digits, full-width
+        assert!(one_digit_apart("=²²", "=²³").is_err()); // superscripts: digits to Python, not decimal
     }
 
     #[test]
     fn frames_align_per_skeleton() {
         let a = [1u64 << 32 | 1, 1 << 32 | 2, 2 << 32 | 5];
         let b = [1u64 << 32 | 1, 1 << 32 | 3, 2 << 32 | 6];
-        assert_eq!(compare_frames(&a, &b, MAX_FRAMES), (3, 2));
+        assert_eq!(compare_frames(&a, &b, 64), (3, 2));
     }
 }

@@ -18,18 +18,21 @@ from support.corpus import DATA_DIR, EN_BBC, ZH_NEWS, require
 
 from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.sketch import BAND_ROWS, BANDS
 from fingerprint_indexer.verification import compare, rule
 from fingerprint_indexer.verification.compare import FactDiff
 from fingerprint_indexer.verification.policy import DEFAULT_POLICY
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_native_verification.py"
-pytestmark = pytest.mark.skipif(native.verification() is None,
+pytestmark = pytest.mark.skipif(native.core() is None,
                                 reason="the compiled core is not built or is switched off (FPI_NATIVE=0)")
 
 NAMES = ["江苏", "江苏省", "李明", "王刚", "网售", "揭网售", "<franklin federal fund>", "<franklin fund>",
-         "franklin", "federal", "fund", "Smith", "SMITH CO", "<vstr>", "vstr"]
+         "franklin", "federal", "fund", "Smith", "SMITH CO", "<vstr>", "vstr",
+         "<franklin federal\x1ffund>", "<franklin\u3000federal fund>"]  # words split as str.split() does
 OCCURRENCES = ["第2次", "第3次", "14届", "13届", "2023年", "2024年", "3月5日", "3月6日", "神舟20号", "Q3"]
-FIGURES = ["250", "251", "1972", "1927", "600000", "606000", "12.5", "1,5", "5万", "３２", "３３", "²3"]
+FIGURES = ["250", "251", "1972", "1927", "600000", "606000", "12.5", "1,5", "5万", "３２", "３３", "²3", "²²",
+           "²³"]
 POLICIES = [DEFAULT_POLICY,
             replace(DEFAULT_POLICY, edits_forgive_dates=False, edits_forgive_frames=True, max_edit_share=0.5),
             replace(DEFAULT_POLICY, max_figure_change=0.1, max_name_change=0.1, min_refilled=1,
@@ -60,20 +63,12 @@ def _frames() -> st.SearchStrategy[list[int]]:
 
 def _reference(a: Evidence, b: Evidence, policy: Any) -> tuple[str, FactDiff]:
     apart = compare.days_apart_reference(a.facts, b.facts)
-    days = apart[0] if apart is not None else None
-    diff = compare.compare_facts(a.facts, b.facts, policy, days=days)
-    return rule.facts_conflict(a, b, policy, diff, days)[0], diff
+    step, _reason, diff = rule.fact_steps_reference(a, b, policy, apart[0] if apart else None)
+    return step, diff
 
 
 def _compiled(a: Evidence, b: Evidence, policy: Any) -> tuple[str, FactDiff] | None:
-    core = native.verification()
-    assert core is not None
-    apart = compare.days_apart_reference(a.facts, b.facts)
-    days = apart[0] if apart is not None else None
-    later = None if apart is None or apart[1] == apart[2] else apart[1] > apart[2]
-    short = rule.one_passage(a) or rule.one_passage(b)
-    got = core.fact_steps(a.facts, b.facts, a.frames, b.frames, later, rule._fact_params(policy, days, short))
-    return None if got is None else (got[0], FactDiff(got[1], got[2], got[3]))
+    return rule.fact_steps_compiled(a, b, policy, compare.days_apart_reference(a.facts, b.facts))
 
 
 @settings(max_examples=400, deadline=None)
@@ -94,15 +89,18 @@ def test_fact_steps_reject_at_the_reference_step_with_its_comparison(fa, fb, sha
         assert got == want
 
 
-def test_fact_steps_answer_for_ordinary_facts_and_leave_other_numerals_to_the_reference():
+def test_fact_steps_answer_for_ordinary_facts_and_leave_non_decimal_numerals_to_the_reference():
     a = Evidence([1, 2], facts=["%2024-03-05", "^@李明", "#第2次", "=250", "=1972", "@江苏"],
                  frames=[1 << 32 | 1])
     b = Evidence([1, 2], facts=["%2024-03-01", "^@李明", "#第2次", "=251", "=1972", "@江苏省"],
                  frames=[1 << 32 | 2])
     for policy in POLICIES:
         assert _compiled(a, b, policy) == _reference(a, b, policy)
-    full_width = Evidence([1, 2], facts=["=３２", "=1972"])
-    assert _compiled(full_width, replace(full_width, facts=["=３３", "=1972"]), DEFAULT_POLICY) is None
+    full_width = Evidence([1, 2], facts=["=３２", "=1972"])  # decimal digits: settled
+    other = replace(full_width, facts=["=３３", "=1972"])
+    assert _compiled(full_width, other, DEFAULT_POLICY) == _reference(full_width, other, DEFAULT_POLICY)
+    superscript = Evidence([1, 2], facts=["=²²", "=1972"])  # digits to Python, not decimal: not settled
+    assert _compiled(superscript, replace(superscript, facts=["=²³", "=1972"]), DEFAULT_POLICY) is None
 
 
 @settings(max_examples=200, deadline=None)
@@ -140,9 +138,9 @@ def test_candidates_compare_as_the_reference_matrices(q, cands, size, empty, k):
             if s:
                 s[e % len(s)] ^= 1
         evs.append(Evidence(fps, bytes(s)))
-    core = native.verification()
+    core = native.core()
     assert core is not None
-    got = core.compare_candidates(q, sketch, [(c.fingerprints, c.sketch) for c in evs], k)
+    got = core.compare_candidates(q, sketch, [(c.fingerprints, c.sketch) for c in evs], k, BANDS, BAND_ROWS)
     want = rule.compare_candidates_reference(query, evs, k)
     assert got is not None and len(got) == len(want)
     for (d, i, j, sim, band), ref in zip(got, want, strict=True):
