@@ -35,7 +35,7 @@ import array
 import io
 import json
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.index.base import Meta, NearDupIndex
-from fingerprint_indexer.index.memory import numbered_tables
+from fingerprint_indexer.index.memory import CompiledNumberedTables, NumberedTables, numbered_tables
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
@@ -89,6 +89,25 @@ def _entry(doc_id: str, place: int) -> str:
     return f"{doc_id}{CHUNK_SEP}{place}" if place else doc_id
 
 
+def _matches(n: int, queries: list[int], nums: list[int], dist: list[int], place_of: Callable[[int], int],
+             doc_at: Callable[[int], str | None]) -> list[list[Match]]:  # fmt: skip
+    """The matches of each of ``n`` queries from (query index, entry number, distance) lists: an entry's
+    id from its place in its document (``place_of``) and the document under its first number
+    (``doc_at``, asked once per document; None: gone, no match), nearest first (distance, then id)."""
+    out: list[list[Match]] = [[] for _ in range(n)]
+    ids: dict[int, str | None] = {}  # first number -> doc id
+    for q, num, d in zip(queries, nums, dist, strict=True):
+        place = place_of(num)
+        first = num - place
+        doc_id = ids[first] if first in ids else ids.setdefault(first, doc_at(first))
+        if doc_id is not None:
+            out[q].append(Match(_entry(doc_id, place), d))
+    for hits in out:
+        if len(hits) > 1:
+            hits.sort(key=lambda m: (m.distance, m.doc_id))
+    return out
+
+
 TABLES_MAGIC = b"FPIBLOCKS2\n"  # 1 had no places
 
 
@@ -123,15 +142,19 @@ class IndexWrites:
     the batch is written and :meth:`committed` after: only then do the in-memory tables change.
     """
 
-    def __init__(self, index: LevelDBIndex, wb: Any) -> None:
+    def __init__(self, index: LevelDBIndex, wb: Any, queried: bool = False) -> None:
         self.index, self.wb = index, wb
         self._docs: dict[str, tuple[int, int] | None] = {}  # doc -> (first number, count), None: removed
         self._delta = 0
-        self._next = index.next_number
+        self._base = self._next = index.next_number
         self._added_nums: list[int] = []  # entries added: numbers, fingerprints and places, in turn
         self._added_fps: list[int] = []
         self._added_places: list[int] = []
         self._removed: list[int] = []
+        # ``queried``: the entries added are also put into small block tables of their own, for
+        # :meth:`query_many`, numbered from 0 at _base (the documents holding them by that first number)
+        self._staged = numbered_tables(index.layout, small=True) if queried else None
+        self._held_by: dict[int, str] = {}
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
         if doc_id in self._docs:
@@ -162,6 +185,10 @@ class IndexWrites:
         self._added_fps += fps
         self._added_places += range(count)
         self._delta += count
+        if self._staged is not None:
+            at = first - self._base
+            self._staged.put_ints(range(at, at + count), fps)
+            self._held_by[at] = doc_id
 
     def remove(self, doc_id: str) -> bool:
         """Stage the removal of a document and all its entries; whether it was held."""
@@ -173,7 +200,31 @@ class IndexWrites:
         self._docs[doc_id] = None
         self._removed += range(first, first + count)
         self._delta -= count
+        at = first - self._base
+        if self._held_by.pop(at, None) is not None:  # added here: its entries leave the staged tables too
+            for num in range(at, at + count):
+                self._staged.kill(num)  # type: ignore[union-attr]
         return True
+
+    def query_many(self, fingerprints: Sequence[int], k: int) -> list[list[Match]]:
+        """The entries added here (not committed, not removed since) within ``k`` of each fingerprint, as
+        :meth:`LevelDBIndex.query_many` answers (no bucket budget: a batch's entries are few); only for
+        writes made ``queried``."""
+        staged = self._queried()
+        if not self._held_by:
+            return [[] for _ in fingerprints]
+        qs, nums, dist = staged.query_ints([fp & MASK64 for fp in fingerprints], k)
+        return _matches(len(fingerprints), qs, nums, dist, self._added_places.__getitem__, self._held_by.get)
+
+    def any_near(self, fingerprints: Sequence[int], k: int) -> bool:
+        """Whether :meth:`query_many` would find any entry."""
+        staged = self._queried()
+        return bool(self._held_by) and bool(staged.query_ints([fp & MASK64 for fp in fingerprints], k)[0])
+
+    def _queried(self) -> NumberedTables | CompiledNumberedTables:
+        if self._staged is None:
+            raise TypeError("these index writes keep no tables of their own entries: make them queried")
+        return self._staged
 
     def finish(self) -> None:
         ix = self.index
@@ -332,9 +383,10 @@ class LevelDBIndex(NearDupIndex):
         return sum(1 for _ in self._db.iterator(prefix=self._key(b"n/"), include_value=False))
 
     # ---------------------------------------------------------------- writes
-    def writes(self, wb: Any) -> IndexWrites:
-        """Stage index changes into ``wb`` (a plyvel write batch shared with the caller's records)."""
-        return IndexWrites(self, wb)
+    def writes(self, wb: Any, queried: bool = False) -> IndexWrites:
+        """Stage index changes into ``wb`` (a plyvel write batch shared with the caller's records);
+        ``queried``: the caller will ask for the entries staged (:meth:`IndexWrites.query_many`)."""
+        return IndexWrites(self, wb, queried)
 
     def stage_doc_at(self, wb: Any, key: bytes, doc_id: str, first: int, fps: Sequence[int],
                      meta: Meta | None = None) -> None:  # fmt: skip
@@ -462,19 +514,8 @@ class LevelDBIndex(NearDupIndex):
         self.layout.check_k(k)
         fps = np.array([int(fp) & MASK64 for fp in fingerprints], dtype=np.uint64)
         qs, nums, dist = self._tables.query_many(fps, k, self.bucket_budget)
-        out: list[list[Match]] = [[] for _ in range(len(fps))]
-        ids: dict[int, str | None] = {}  # first number -> doc id
-        places = self._places
-        for q, num, d in zip(qs.tolist(), nums.tolist(), dist.tolist(), strict=True):
-            place = places[num]
-            first = num - place
-            doc_id = ids[first] if first in ids else ids.setdefault(first, self.id_at(first))
-            if doc_id is not None:
-                out[q].append(Match(_entry(doc_id, place), d))
-        for hits in out:
-            if len(hits) > 1:
-                hits.sort(key=lambda m: (m.distance, m.doc_id))
-        return out
+        return _matches(len(fps), qs.tolist(), nums.tolist(), dist.tolist(), self._places.__getitem__,
+                        self.id_at)
 
     def nbytes(self) -> int:
         """Bytes of the in-memory tables."""

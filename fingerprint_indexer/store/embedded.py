@@ -50,7 +50,6 @@ from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.native import record_encoder
 from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
-from fingerprint_indexer.index.memory import EntryIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id, record_bytes
@@ -474,14 +473,12 @@ class StoreBatch:
     def __init__(self, store: EmbeddedStore) -> None:
         self.store = store
         self.wb = store.db.write_batch(transaction=True, sync=True)
-        self.ix = store.index.writes(self.wb)
-        self.cx = store.centres.writes(self.wb)
+        self.ix = store.index.writes(self.wb, queried=True)  # answers for this batch's own entries too
+        self.cx = store.centres.writes(self.wb, queried=True)
         self._records: dict[str, DocRecord | None] = {}
         self._digests: dict[str, str | None] = {}  # written by this batch
         self._digests_read: dict[str, str | None] = {}  # committed answers read by this batch
         self._clusters: dict[str, Cluster] = {}
-        self._staged_index = EntryIndex(store.layout)
-        self._staged_centres = EntryIndex(store.layout)
         # what the store held before this batch, looked up for the whole batch at once (look_ahead)
         self._near_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
@@ -548,13 +545,13 @@ class StoreBatch:
         """Indexed documents within ``k`` of each fingerprint: the committed index minus ids changed here,
         plus staged ones; each index asked once for all the fingerprints."""
         done = self._committed_near(k)(fps)
-        staged = self._staged_index.query_many(fps, k) if len(self._staged_index) else None
+        staged = self.ix.query_many(fps, k)
         masked = self._masked
         out = []
         for q, hits in enumerate(done):
             if masked:
                 hits = [m for m in hits if doc_of(m.doc_id) not in masked]
-            if staged is not None and staged[q]:
+            if staged[q]:
                 hits = sorted(hits + staged[q], key=lambda m: (m.distance, m.doc_id))
             out.append(list(hits))
         return out
@@ -576,10 +573,24 @@ class StoreBatch:
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
         """Verified near-duplicate documents, this batch's own writes included."""
+        if self._nothing_near(ev, k):
+            return []
         return verified_near(ev, k, self.near_many, self.record, bands=self.band_docs_many)
 
+    def _nothing_near(self, ev: Evidence, k: int) -> bool:
+        """Whether :func:`verified_near` would find no candidate at all, read from what it would read: the
+        committed answers looked up ahead (an id changed here only takes hits away), the staged band keys
+        and the staged entries. Most documents of a batch are so; none of them then costs a look-up."""
+        bands = band_keys(bytes(ev.sketch))
+        if not (self._committed_near(k).none_found(ev.fingerprints) and self._bands_ahead.none_found(bands)):
+            return False
+        return self._staged_bands.keys().isdisjoint(bands) and not self.ix.any_near(ev.fingerprints, k)
+
     def centres_near(self, fp: int, k: int) -> list[Match]:
-        hits = self._committed_centres(k)([fp])[0] + self._staged_centres.query(fp, k)
+        committed = self._committed_centres(k)
+        if committed.none_found((fp,)) and not self.cx.any_near((fp,), k):
+            return []  # most documents: nothing within k, asked ahead, and nothing staged
+        hits = committed([fp])[0] + self.cx.query_many((fp,), k)[0]
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))
 
     def missing(self, doc_id: str) -> StoreDamagedError:
@@ -603,9 +614,7 @@ class StoreBatch:
         self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
         self._docs_delta += 1
         if index:
-            entries = [(entry_id(rec.id, n), fp) for n, fp in enumerate(rec.fingerprints)]
-            self.ix.add_doc(entries[0][0], rec.fingerprints, fresh=fresh)
-            self._staged_index.add_many(entries)
+            self.ix.add_doc(entry_id(rec.id, 0), rec.fingerprints, fresh=fresh)
             bands = rec.bands
             raw = bands_bytes(bands)
             for i, band in enumerate(bands):
@@ -657,8 +666,6 @@ class StoreBatch:
                 self.wb.put(digest_key(rec.content_digest), heir.encode())
             self._digests[rec.content_digest] = heir
         self.ix.remove(entry_id(doc_id, 0))
-        for n in range(len(rec.fingerprints)):
-            self._staged_index.remove(entry_id(doc_id, n))
         for band in rec.bands:
             self.wb.delete(band_key(band, doc_id))
             self._staged_bands.get(band, set()).discard(doc_id)
@@ -682,7 +689,6 @@ class StoreBatch:
         c = Cluster(cid, centre, founder, 1)
         self.put_cluster(c)
         self.cx.add(cid, centre, fresh=True)  # no cluster of this id: no centre either (they go together)
-        self._staged_centres.add(cid, centre)
         self._clusters_delta += 1
         return c
 

@@ -9,6 +9,7 @@ block index and band keys, so they find and verify the same candidates.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
@@ -60,13 +61,20 @@ class LookAhead(Generic[K, V]):
     def __init__(self, lookup: Callable[[Sequence[K]], list[V]]) -> None:
         self._lookup = lookup
         self._known: dict[K, V] = {}
+        self._found: set[K] = set()  # the keys whose answer is not empty
 
     def ahead(self, keys: Iterable[K]) -> None:
         """Look up the keys not known yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
         todo = [key for key in dict.fromkeys(keys) if key not in self._known]
         for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
             chunk = todo[i : i + LOOK_AHEAD_CHUNK]
-            self._known.update(zip(chunk, self._lookup(chunk), strict=True))
+            answers = self._lookup(chunk)
+            self._known.update(zip(chunk, answers, strict=True))
+            self._found.update(itertools.compress(chunk, answers))
+
+    def none_found(self, keys: Sequence[K]) -> bool:
+        """Whether every key was asked already and found nothing (a key not asked counts as found)."""
+        return all(map(self._known.__contains__, keys)) and self._found.isdisjoint(keys)
 
     def __call__(self, keys: Sequence[K]) -> list[V]:
         """The answer to each key, in order."""

@@ -172,34 +172,3 @@ def test_numbered_tables_factory_follows_the_switch(monkeypatch):
     monkeypatch.setenv("FPI_NATIVE", "1")
     want = NumberedTables if not native.AVAILABLE else CompiledNumberedTables
     assert type(memory.numbered_tables(BlockLayout())) is want
-
-
-@settings(max_examples=120, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["add", "many", "remove"]), st.integers(0, 12),
-                              st.integers(0, 2**64 - 1), st.integers(0, 7)), max_size=60),
-       probe=st.integers(0, 2**64 - 1), k=st.integers(0, 3), native=st.booleans(),
-       wide=st.booleans())
-def test_entry_index_answers_as_the_memory_index(ops, probe, k, native, wide):
-    """Adds (one, or several with repeated ids), removals and look-ups: the same matches in the same
-    order, on the compiled tables and on the reference's."""
-    layout = BlockLayout.even(5) if wide else BlockLayout()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("FPI_NATIVE", "1" if native else "0")
-        entries = memory.EntryIndex(layout)
-    reference = MemoryIndex(layout, merge_threshold=1 << 30)
-    for op, ident, value, bits in ops:
-        fp = probe ^ (value & ((1 << bits) - 1)) if bits else value  # most within a few bits of the probe
-        if op == "add":
-            entries.add(f"e{ident}", fp)
-            reference.add(f"e{ident}", fp)
-        elif op == "many":
-            batch = [(f"e{ident}", fp), (f"e{(ident + 1) % 13}", fp ^ 1), (f"e{ident}", fp ^ 2)]
-            entries.add_many(batch)
-            for entry, f in batch:
-                reference.add(entry, f)
-        else:
-            assert entries.remove(f"e{ident}") == reference.remove(f"e{ident}")
-        assert len(entries) == len(reference)
-        probes = [probe, fp, probe ^ 0b101]
-        assert entries.query_many(probes, k) == reference.query_many(probes, k)
-        assert entries.query(probe, k) == reference.query(probe, k)

@@ -181,3 +181,53 @@ def test_a_document_holds_at_most_max_entries_fingerprints(tmp_path):
         ix.add_docs([("a", list(range(MAX_ENTRIES)), None)])
         assert ix.query(MAX_ENTRIES - 1, 0) == [Match(f"a\x1f{MAX_ENTRIES - 1}", 0)]
         assert ix.remove("a") and len(ix) == 0 and ix.query(MAX_ENTRIES - 1, 0) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(committed=st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(0, 2**64 - 1), min_size=1,
+                                                                max_size=3)), max_size=6),
+       steps=st.lists(st.tuples(st.integers(0, 9), st.lists(st.integers(0, 7), max_size=4)), max_size=25),
+       probe=st.integers(0, 2**64 - 1), k=st.integers(0, 3), native=st.booleans())
+def test_staged_writes_answer_for_their_own_entries(committed, steps, probe, k, native):
+    """Documents added (again), removed (an empty list) and added back in one write batch: the batch's
+    staged answers are a brute-force scan of the entries it added and still holds, whatever the index
+    held before, on the compiled tables and on the reference's; the batch then commits what it staged."""
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FPI_NATIVE", "1" if native else "0")
+        with LevelDBIndex(d) as ix:
+            ix.add_docs([(f"d{n}", fps, None) for n, fps in committed])
+            wb = ix._db.write_batch(transaction=True)
+            staged = ix.writes(wb, queried=True)
+            added: dict[str, list[int]] = {}
+            for n, flips in steps:
+                doc = f"d{n}"
+                if flips:
+                    fps = [probe ^ (1 << f) ^ (1 << (f + 8) if f % 2 else 0) for f in flips]
+                    staged.add_doc(doc, fps)
+                    added[doc] = fps
+                else:
+                    staged.remove(doc)
+                    added.pop(doc, None)
+                entries = {(doc if i == 0 else f"{doc}\x1f{i}"): fp
+                           for doc, fps in added.items() for i, fp in enumerate(fps)}
+                probes = [probe, probe ^ 0b11, probe ^ (1 << 63)]
+                brute = [sorted((Match(e, bin(q ^ v).count("1")) for e, v in entries.items()
+                                 if bin(q ^ v).count("1") <= k), key=lambda m: (m.distance, m.doc_id))
+                         for q in probes]
+                assert staged.query_many(probes, k) == brute
+                assert staged.any_near(probes, k) == any(brute)
+            staged.finish()
+            wb.write()
+            staged.committed()
+            for doc, fps in added.items():
+                assert ix.fingerprints(doc) == tuple(fps)
+
+
+def test_writes_not_made_queried_refuse_queries(tmp_path):
+    """Bulk loads stage no tables of their own entries, so they cannot answer for them: they say so."""
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        staged = ix.writes(ix._db.write_batch(), queried=False)
+        staged.add_doc("a", [1, 2])
+        for ask in (staged.query_many, staged.any_near):
+            with pytest.raises(TypeError, match="keep no tables of their own entries"):
+                ask([1], 0)

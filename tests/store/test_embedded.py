@@ -279,6 +279,46 @@ def test_a_batch_answers_the_same_with_its_look_ups_asked_ahead(tmp_path):
         assert answers[1][0][2] == ["d0", "d2", "d3", "n4"]
 
 
+@pytest.mark.parametrize(("seed", "batch_size"), [(1, 7), (2, 32), (3, 500)])
+def test_documents_with_nothing_near_skip_the_look_up_and_decide_the_same(tmp_path, monkeypatch, seed,
+                                                                          batch_size):
+    """A document that nothing committed or staged is near (asked ahead) is passed over without a look-up
+    of its candidates or centres: shuffled originals, exact and edited copies, in batches that split a
+    story's copies or hold them together, decide and store as with every look-up made."""
+    import random
+
+    from support.synthetic_news import documents
+
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.store.near import LookAhead
+
+    docs = documents(seed=seed)
+    random.Random(seed).shuffle(docs)
+    skipped = 0
+    none_found = LookAhead.none_found
+
+    def counted(self, keys):  # type: ignore[no-untyped-def]
+        nonlocal skipped
+        found = none_found(self, keys)
+        skipped += found
+        return found
+
+    outcomes = []
+    for fast in (True, False):
+        monkeypatch.setattr(LookAhead, "none_found", counted if fast else lambda self, keys: False)
+        with Pipeline(tmp_path / f"s{fast}", batch_size=batch_size) as pipe:
+            got = pipe.process_many(Document(id=d["id"], content=d["content"], title=d["title"])
+                                    for d in docs)
+            decisions = [(d.id, d.decision, d.duplicate_of, d.cluster_id) for d in got]
+            records = [pipe.store.record(d["id"]) for d in docs]
+        outcomes.append((decisions, [(r.decision, r.duplicate_of, r.cluster_id) for r in records if r]))
+    assert outcomes[0] == outcomes[1]
+    assert skipped > len(docs) // 2
+    kinds = {d[1] for d in outcomes[0][0]}
+    assert {"new", "exact_duplicate", "near_duplicate"} <= kinds
+
+
 def test_a_batch_is_freed_by_reference_counting(tmp_path):
     """A batch, its records and its look-up answers are freed when the batch is dropped: the cycle
     collector never has to traverse them (a batch referring to itself would leave all it holds to it)."""
