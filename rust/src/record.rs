@@ -112,7 +112,29 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     let sketch = from_hex(sketch)?;
     let count = |n: usize| u16::try_from(n).ok();
 
-    let mut out = Vec::with_capacity(64 + 8 * (chunks.len() + frames.len()) + sketch.len() + 256);
+    let digests: [Vec<u8>; 2] = if raw_digests {
+        [from_hex(&content)?, from_hex(&keyword)?]
+    } else {
+        [content.into_bytes(), keyword.into_bytes()]
+    };
+    let mut strings: Vec<&[u8]> = Vec::with_capacity(8 + facts.len());
+    strings.extend([&digests[0][..], &digests[1][..], decision.as_bytes()]);
+    if flags & F_OWN_CLUSTER == 0 {
+        strings.push(cluster.as_bytes());
+    }
+    if flags & F_STORE_VERSION == 0 {
+        strings.push(version.as_bytes());
+    }
+    for s in [&duplicate_of, &published, &replaces].into_iter().flatten() {
+        strings.push(s.as_bytes());
+    }
+    strings.extend(facts.iter().map(|f| f.as_bytes()));
+
+    // the exact size: the fixed head, four counts, the numbers, the sketch, a length and the bytes of
+    // each string (a record is built once, so no byte of it is copied again)
+    let size = 27 + 8 + 8 * (chunks.len() + frames.len()) + sketch.len()
+        + strings.iter().map(|s| 2 + s.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(size);
     out.push(BINARY);
     out.extend_from_slice(&fingerprint.to_le_bytes());
     out.extend_from_slice(&time.to_le_bytes());
@@ -126,29 +148,13 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
         out.extend_from_slice(&v.to_le_bytes());
     }
     out.extend_from_slice(&sketch);
-
-    let digests: [Vec<u8>; 2] = if raw_digests {
-        [from_hex(&content)?, from_hex(&keyword)?]
-    } else {
-        [content.into_bytes(), keyword.into_bytes()]
-    };
-    let mut strings: Vec<&[u8]> = vec![&digests[0], &digests[1], decision.as_bytes()];
-    if flags & F_OWN_CLUSTER == 0 {
-        strings.push(cluster.as_bytes());
-    }
-    if flags & F_STORE_VERSION == 0 {
-        strings.push(version.as_bytes());
-    }
-    for s in [&duplicate_of, &published, &replaces].into_iter().flatten() {
-        strings.push(s.as_bytes());
-    }
-    strings.extend(facts.iter().map(|f| f.as_bytes()));
     for s in &strings {
         out.extend_from_slice(&count(s.len())?.to_le_bytes());
     }
     for s in &strings {
         out.extend_from_slice(s);
     }
+    debug_assert_eq!(out.len(), size);
     Some(out)
 }
 
