@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from fingerprint_indexer.fingerprint.sketch import band_keys
 
 
 @dataclass(frozen=True)
@@ -18,3 +21,9 @@ class Evidence:
     sketch: bytes = b""
     facts: Sequence[str] = ()
     frames: Sequence[int] = ()
+
+    @functools.cached_property
+    def band_keys(self) -> tuple[str, ...]:
+        """The sketch's band keys (:func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), made once:
+        a batch's look-ahead, the document's look-up and its write all read them."""
+        return tuple(band_keys(self.sketch))

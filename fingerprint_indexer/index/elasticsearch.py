@@ -384,7 +384,7 @@ class ElasticsearchIndex(NearDupIndex):
             chunk = queries[start : start + self.msearch_batch]
             if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
-            hot = self.hot_bands(b for ev in chunk for b in band_keys(bytes(ev.sketch)))
+            hot = self.hot_bands(b for ev in chunk for b in ev.band_keys)
             bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot) for ev in chunk]
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):

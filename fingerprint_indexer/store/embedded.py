@@ -48,7 +48,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.native import record_encoder
-from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ, band_keys
+from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
@@ -521,9 +521,9 @@ class StoreBatch:
         :meth:`commit`, so the answers hold for every document of the batch (this batch's own writes are
         looked up document by document)."""
         evs = list(evs)
-        self._committed_near(k).ahead(fp for ev in evs for fp in ev.fingerprints)
+        self._committed_near(k).ahead(itertools.chain.from_iterable(ev.fingerprints for ev in evs))
         self._committed_centres(k).ahead(ev.fingerprints[0] for ev in evs if ev.fingerprints)
-        self._bands_ahead.ahead(key for ev in evs for key in band_keys(bytes(ev.sketch)))
+        self._bands_ahead.ahead(itertools.chain.from_iterable(ev.band_keys for ev in evs))
 
     # The look-ups hold the store's indexes, never this batch: a batch that referred to itself would be
     # freed only by the cycle collector, which would traverse all it holds (records, answers) to do so.
@@ -581,7 +581,7 @@ class StoreBatch:
         """Whether :func:`verified_near` would find no candidate at all, read from what it would read: the
         committed answers looked up ahead (an id changed here only takes hits away), the staged band keys
         and the staged entries. Most documents of a batch are so; none of them then costs a look-up."""
-        bands = band_keys(bytes(ev.sketch))
+        bands = ev.band_keys
         if not (self._committed_near(k).none_found(ev.fingerprints) and self._bands_ahead.none_found(bands)):
             return False
         return self._staged_bands.keys().isdisjoint(bands) and not self.ix.any_near(ev.fingerprints, k)

@@ -15,7 +15,6 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.sketch import band_keys
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import DocRecord
 from fingerprint_indexer.verification import Verdict, check_many
@@ -65,7 +64,10 @@ class LookAhead(Generic[K, V]):
 
     def ahead(self, keys: Iterable[K]) -> None:
         """Look up the keys not known yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
-        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        known = self._known
+        todo = list(dict.fromkeys(keys))
+        if known:
+            todo = [key for key in todo if key not in known]
         for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
             chunk = todo[i : i + LOOK_AHEAD_CHUNK]
             answers = self._lookup(chunk)
@@ -110,7 +112,7 @@ def judged_near(
             h[0] += 1
             h[1] = min(h[1], m.distance)
     if bands is not None:
-        for docs in bands(band_keys(bytes(ev.sketch))):
+        for docs in bands(ev.band_keys):
             for doc in docs:
                 hits.setdefault(doc, [0, k + 1])[0] += 1
     hits.pop(exclude or "", None)
