@@ -105,6 +105,14 @@ def record_encoder() -> Any:
     return None if compiled is None else compiled.encode_record
 
 
+def record_decoder() -> Any:
+    """``DocRecord.from_bytes``'s reading in compiled code, or None when the compiled core is not built or
+    switched off: called with a record's bytes and the store's version, the record's fields, or None
+    where the reference must read it."""
+    compiled = core()
+    return None if compiled is None else compiled.decode_record
+
+
 def enabled() -> bool:
     """Whether the compiled pass is built and not switched off (``FPI_NATIVE=0``)."""
     return AVAILABLE and os.environ.get("FPI_NATIVE", "1") != "0"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
-from fingerprint_indexer.fingerprint.native import record_encoder
+from fingerprint_indexer.fingerprint.native import record_decoder, record_encoder
 from fingerprint_indexer.fingerprint.sketch import band_keys
 
 #: fingerprint, time, length, distance (-1: none), flags, chunks, frames, facts, sketch bytes
@@ -147,7 +147,13 @@ class DocRecord:
     @classmethod
     def from_bytes(cls, doc_id: str, raw: bytes, store_version: str | None = None) -> DocRecord:
         """The inverse of :meth:`to_bytes` (a JSON record, as earlier stores wrote, is read too); a
-        damaged record raises ValueError."""
+        damaged record raises ValueError. Read by the compiled core when it is built
+        (:meth:`from_bytes_reference` otherwise, and for what it leaves to the reference)."""
+        return record_from_bytes(doc_id, raw, store_version, record_decoder())
+
+    @classmethod
+    def from_bytes_reference(cls, doc_id: str, raw: bytes, store_version: str | None = None) -> DocRecord:
+        """:meth:`from_bytes` in Python: the reference the compiled decoder must equal."""
         if raw[:1] == b"{":
             return cls.from_json(raw)
         try:
@@ -193,6 +199,22 @@ def record_bytes(rec: DocRecord, store_version: str | None, encode: Any) -> byte
     caller that encodes many records; None: the reference)."""
     got = encode(rec, store_version) if encode is not None else None
     return got if got is not None else rec.to_bytes_reference(store_version)
+
+
+def record_from_bytes(doc_id: str, raw: bytes, store_version: str | None, decode: Any) -> DocRecord:
+    """``DocRecord.from_bytes(doc_id, raw, store_version)`` through ``decode``
+    (``native.record_decoder()``, resolved once by a caller that reads many records; None: the
+    reference), which reads a binary record's fields or leaves the record to the reference."""
+    got = decode(raw, store_version) if decode is not None else None
+    if got is None:
+        return DocRecord.from_bytes_reference(doc_id, raw, store_version)
+    (fp, at, length, distance, degenerate, chunks, frames, sketch, digest, kw, decision, cluster_id, version,
+     duplicate_of, published, replaces, facts) = got  # fmt: skip
+    return DocRecord(id=doc_id, fingerprint=fp, content_digest=digest, keyword_digest=kw,
+                     cluster_id=doc_id if cluster_id is None else cluster_id, decision=decision,
+                     duplicate_of=duplicate_of, distance=distance, degenerate=degenerate, length=length,
+                     published_at=published, version=version, time=at, chunks=chunks, sketch=sketch,
+                     facts=facts, frames=frames, replaces=replaces)  # fmt: skip
 
 
 @dataclass

@@ -32,6 +32,7 @@ to :meth:`LevelDBIndex.clear` and fill again).
 from __future__ import annotations
 
 import array
+import functools
 import io
 import json
 import struct
@@ -67,8 +68,14 @@ TableArrays = tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_], npt.NDArray[n
 _PARTS = ("fps", "alive", "places")
 
 
+@functools.lru_cache(maxsize=64)
+def _doc_struct(count: int) -> struct.Struct:
+    """The head and ``count`` fingerprints of a document's value, packed in one call."""
+    return struct.Struct(f"{_HEAD.format}{count}Q")
+
+
 def _doc_value(first: int, fps: Sequence[int], meta: Meta | None) -> bytes:
-    value = _HEAD.pack(first, len(fps)) + struct.pack(f">{len(fps)}Q", *fps)
+    value = _doc_struct(len(fps)).pack(first, len(fps), *fps)
     if meta:
         value += json.dumps(dict(meta), ensure_ascii=False, sort_keys=True).encode()
     return value

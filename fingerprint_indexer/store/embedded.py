@@ -47,12 +47,18 @@ import plyvel
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.hamming import MASK64
-from fingerprint_indexer.fingerprint.native import record_encoder
+from fingerprint_indexer.fingerprint.native import record_decoder, record_encoder
 from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
-from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id, record_bytes
+from fingerprint_indexer.records.record import (
+    Cluster,
+    DocRecord,
+    new_cluster_id,
+    record_bytes,
+    record_from_bytes,
+)
 from fingerprint_indexer.store.bands import GROWTH, KEY_BYTES, BandFilter, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import (
@@ -103,13 +109,13 @@ def band_key(band: str, doc_id: str = "") -> bytes:
     """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
     :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
     the documents under it (one key each: an insert never rewrites what other documents share)."""
-    return band_key_at(band_bytes(band), 0, doc_id.encode())
+    return band_keys_at(band_bytes(band), doc_id.encode())[0]
 
 
-def band_key_at(raw: bytes, i: int, doc: bytes = b"") -> bytes:
-    """:func:`band_key` of the ``i``-th key of ``raw`` (several keys' bytes: :func:`bands_bytes`) and an
-    encoded doc id, without decoding the key again."""
-    return BAND_PREFIX + raw[i * KEY_BYTES : (i + 1) * KEY_BYTES] + doc
+def band_keys_at(raw: bytes, doc: bytes = b"") -> list[bytes]:
+    """:func:`band_key` of each key of ``raw`` (several keys' bytes: :func:`bands_bytes`) and an encoded
+    doc id, without decoding the keys again."""
+    return [BAND_PREFIX + raw[i : i + KEY_BYTES] + doc for i in range(0, len(raw), KEY_BYTES)]
 
 
 def band_bytes(band: str) -> bytes:
@@ -162,6 +168,7 @@ class EmbeddedStore:
         self.bands_path = self.directory / "bands.bin"
         self.side_file_error: str | None = None  # a side file (Bloom filter, block tables) not saved
         self._snapshot: Path | None = None
+        self._decode = record_decoder()  # the compiled record reader, resolved once
         ldb = self.directory / "leveldb"
         if self.bloom_path.exists() and not self.bloom_path.is_file():
             raise StoreDamagedError(f"store {self.directory}: {self.bloom_path} is not a file; move it away "
@@ -292,7 +299,7 @@ class EmbeddedStore:
         if raw is None:
             return None
         try:
-            return DocRecord.from_bytes(doc_id, raw, self.algorithm)
+            return record_from_bytes(doc_id, raw, self.algorithm, self._decode)
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreDamagedError(f"store {self.directory} is damaged: the record of {doc_id!r} cannot be "
                                     f"read ({exc}); see 'fingerprint-indexer store check {self.directory}'"
@@ -362,7 +369,7 @@ class EmbeddedStore:
         sought: dict[bytes, list[int]] = {}  # prefix -> the positions of its key in ``bands``
         raw = bands_bytes(bands)
         for i in np.flatnonzero(self.bands.may_hold(raw)).tolist():
-            sought.setdefault(band_key_at(raw, i), []).append(i)
+            sought.setdefault(band_keys_at(raw[i * KEY_BYTES : (i + 1) * KEY_BYTES])[0], []).append(i)
         if not sought:
             return found
         with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
@@ -617,9 +624,15 @@ class StoreBatch:
             self.ix.add_doc(entry_id(rec.id, 0), rec.fingerprints, fresh=fresh)
             bands = rec.bands
             raw = bands_bytes(bands)
-            for i, band in enumerate(bands):
-                self.wb.put(band_key_at(raw, i, key), b"")
-                self._staged_bands.setdefault(band, set()).add(rec.id)
+            put, staged = self.wb.put, self._staged_bands
+            for stored in band_keys_at(raw, key):
+                put(stored, b"")
+            for band in bands:
+                held = staged.get(band)
+                if held is None:
+                    staged[band] = {rec.id}
+                else:
+                    held.add(rec.id)
             self._band_keys.append(raw)
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:

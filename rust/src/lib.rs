@@ -381,6 +381,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<blocks::BlockKeys>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;
+    m.add_function(wrap_pyfunction!(record::decode_record, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;
     m.add_function(wrap_pyfunction!(set_boilerplate_markers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;

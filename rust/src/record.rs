@@ -164,3 +164,137 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
 pub fn encode_record<'py>(rec: &Bound<'py, PyAny>, store_version: Option<&str>) -> Option<Bound<'py, PyBytes>> {
     encode(rec, store_version).map(|raw| PyBytes::new(rec.py(), &raw))
 }
+
+/// Little-endian readers over a record's bytes: None past its end.
+struct Reader<'a> {
+    raw: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let part = self.raw.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(part)
+    }
+
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+}
+
+/// The lower-case hex digits of `raw` (Python's `bytes.hex`).
+fn to_hex(raw: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * raw.len());
+    for &b in raw {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
+}
+
+/// The fields of a binary record, or None where the reference must read it (a JSON record, a damaged
+/// one, one of the store's version read without it): the reference then reads it or raises its error.
+type Decoded<'a> = (
+    u64, f64, i64, Option<i64>, bool, Vec<u64>, Vec<u64>, String, String, String, &'a str, Option<&'a str>,
+    Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<&'a str>, Vec<&'a str>,
+);
+
+fn decode<'a>(raw: &'a [u8], store_version: Option<&'a str>) -> Option<Decoded<'a>> {
+    let mut r = Reader { raw, pos: 0 };
+    if r.take(1)? != [BINARY] {
+        return None;
+    }
+    let fingerprint = u64::from_le_bytes(r.array()?);
+    let time = f64::from_le_bytes(r.array()?);
+    let length = i64::from_le_bytes(r.array()?);
+    let distance = i8::from_le_bytes(r.array()?);
+    let flags = r.take(1)?[0];
+    let mut counts = [0usize; 4];
+    for c in &mut counts {
+        *c = u16::from_le_bytes(r.array()?) as usize;
+    }
+    let [n_chunks, n_frames, n_facts, n_sketch] = counts;
+    let mut nums = Vec::with_capacity(n_chunks + n_frames);
+    for _ in 0..n_chunks + n_frames {
+        nums.push(u64::from_le_bytes(r.array()?));
+    }
+    let frames = nums.split_off(n_chunks);
+    let sketch = to_hex(r.take(n_sketch)?);
+    let n_str = 3
+        + usize::from(flags & F_OWN_CLUSTER == 0)
+        + usize::from(flags & F_STORE_VERSION == 0)
+        + n_facts
+        + [F_DUPLICATE_OF, F_PUBLISHED, F_REPLACES].iter().filter(|&&f| flags & f != 0).count();
+    let mut lengths = Vec::with_capacity(n_str);
+    for _ in 0..n_str {
+        lengths.push(u16::from_le_bytes(r.array()?) as usize);
+    }
+    let mut parts = Vec::with_capacity(n_str);
+    for n in lengths {
+        parts.push(r.take(n)?);
+    }
+    if r.pos != raw.len() {
+        return None;
+    }
+    let digest = |part: &[u8]| -> Option<String> {
+        if flags & F_RAW_DIGESTS != 0 {
+            Some(to_hex(part))
+        } else {
+            std::str::from_utf8(part).ok().map(str::to_owned)
+        }
+    };
+    let content = digest(parts[0])?;
+    let keyword = digest(parts[1])?;
+    let mut strings = parts[2..].iter().map(|p| std::str::from_utf8(p).ok());
+    let decision = strings.next()??;
+    let cluster = if flags & F_OWN_CLUSTER != 0 { None } else { Some(strings.next()??) };
+    let version = if flags & F_STORE_VERSION != 0 { Some(store_version?) } else { Some(strings.next()??) };
+    let mut optional = |flag: u8| -> Option<Option<&'a str>> {
+        if flags & flag != 0 { strings.next()?.map(Some) } else { Some(None) }
+    };
+    let duplicate_of = optional(F_DUPLICATE_OF)?;
+    let published = optional(F_PUBLISHED)?;
+    let replaces = optional(F_REPLACES)?;
+    let facts: Vec<&str> = strings.collect::<Option<_>>()?;
+    let distance = if distance < 0 { None } else { Some(i64::from(distance)) };
+    Some((
+        fingerprint, time, length, distance, flags & F_DEGENERATE != 0, nums, frames, sketch, content, keyword,
+        decision, cluster, version, duplicate_of, published, replaces, facts,
+    ))
+}
+
+/// `DocRecord.from_bytes_reference`'s reading of a binary record, as a tuple: fingerprint, time, length,
+/// distance, degenerate, chunks, frames, sketch (hex), content digest, keyword digest, decision, cluster id
+/// (None: the record's id), version, duplicate_of, published_at, replaces, facts. None where the
+/// reference must read it.
+#[pyfunction]
+#[pyo3(signature = (raw, store_version = None))]
+pub fn decode_record<'py>(
+    py: Python<'py>, raw: &[u8], store_version: Option<&str>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(f) = decode(raw, store_version) else {
+        return Ok(None);
+    };
+    let items: [Bound<'py, PyAny>; 17] = [
+        f.0.into_pyobject(py)?.into_any(),
+        f.1.into_pyobject(py)?.into_any(),
+        f.2.into_pyobject(py)?.into_any(),
+        f.3.into_pyobject(py)?.into_any(),
+        pyo3::types::PyBool::new(py, f.4).to_owned().into_any(),
+        PyList::new(py, f.5)?.into_any(),
+        PyList::new(py, f.6)?.into_any(),
+        PyString::new(py, &f.7).into_any(),
+        PyString::new(py, &f.8).into_any(),
+        PyString::new(py, &f.9).into_any(),
+        PyString::new(py, f.10).into_any(),
+        f.11.into_pyobject(py)?.into_any(),
+        f.12.into_pyobject(py)?.into_any(),
+        f.13.into_pyobject(py)?.into_any(),
+        f.14.into_pyobject(py)?.into_any(),
+        f.15.into_pyobject(py)?.into_any(),
+        PyList::new(py, f.16)?.into_any(),
+    ];
+    Ok(Some(pyo3::types::PyTuple::new(py, items)?.into_any()))
+}

@@ -102,3 +102,36 @@ def test_compiled_encoding_equals_the_reference(rec: DocRecord, known: bool, odd
         assert got is None
         with pytest.raises(want):
             rec.to_bytes(version)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
+@settings(max_examples=400, deadline=None)
+@given(rec=records(), known=st.booleans(), read_known=st.booleans(),
+       damage=st.sampled_from(["", "cut", "extra", "form", "utf8"]), at=st.integers(0, 10**6))
+def test_compiled_decoding_equals_the_reference(rec: DocRecord, known: bool, read_known: bool, damage: str,
+                                                at: int) -> None:  # fmt: skip
+    """The compiled reader gives the reference's record, and leaves to the reference every record it
+    would refuse (cut short, trailing bytes, of another form, text that is not UTF-8, the store's
+    version read without it); the reference then raises its own error."""
+    raw = rec.to_bytes(STORE_VERSION if known else None)
+    if damage == "cut":
+        raw = raw[: at % len(raw)]
+    elif damage == "extra":
+        raw += b"x"
+    elif damage == "form":
+        raw = b"\x02" + raw[1:]
+    elif damage == "utf8":
+        raw = raw[:-1] + b"\xff" if raw[-1:] != b"\xff" else raw
+    version = STORE_VERSION if read_known else None
+    try:
+        want: DocRecord | type[Exception] = DocRecord.from_bytes_reference(rec.id, raw, version)
+    except ValueError as exc:
+        want = type(exc)
+    got = _core.decode_record(raw, version)
+    if isinstance(want, DocRecord):
+        assert got is not None or raw[:1] == b"{", "a binary record is read by the compiled core"
+        assert DocRecord.from_bytes(rec.id, raw, version) == want
+    else:
+        assert got is None
+        with pytest.raises(ValueError):
+            DocRecord.from_bytes(rec.id, raw, version)
