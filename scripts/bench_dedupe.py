@@ -93,6 +93,10 @@ def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | 
 
 
 def decide_main(args: argparse.Namespace) -> None:
+    if args.batch_size is None:
+        from fingerprint_indexer.pipeline import BATCH_SIZE
+
+        args.batch_size = BATCH_SIZE
     pairs = fingerprinted(args.corpus, args.cache)
     print(f"# decision step alone: {args.corpus.name}, {len(pairs)} documents, batch {args.batch_size}; "
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -111,7 +115,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--decide", action="store_true", help="time the decision step alone")
     ap.add_argument("--cache", type=Path, help="with --decide: pickle of the fingerprinted corpus")
-    ap.add_argument("--batch-size", type=int, default=256, help="with --decide: documents per commit")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="with --decide: documents per commit (default: the dedupe command's)")
     ap.add_argument("--profile", type=Path, help="with --decide: cProfile of the last round to this file")
     args = ap.parse_args()
     if args.decide:

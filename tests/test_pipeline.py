@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support.templates import EDITED_HEADLINES
 
@@ -267,3 +269,25 @@ def test_more_chunks_than_the_store_numbers_are_refused_before_anything_is_opene
     assert not (tmp_path / "s").exists()
     with Pipeline(tmp_path / "s", FingerprintConfig(max_chunks=65533)) as p:
         assert p.process(Document(id="a", content="国际学校的教师通常来自国外。" * 8)).decision == "new"
+
+
+def test_the_batch_size_changes_no_decision(tmp_path):
+    """A batch reads its own writes, so how many documents one commit holds (one, a few, the default)
+    changes no decision and no record: shuffled originals with their exact and edited copies."""
+    import random
+
+    from support.synthetic_news import documents
+
+    from fingerprint_indexer.pipeline import BATCH_SIZE
+
+    docs = documents(seed=5)
+    random.Random(5).shuffle(docs)
+    outcomes = []
+    for size in (1, 13, BATCH_SIZE):
+        with Pipeline(tmp_path / str(size), batch_size=size) as p:
+            got = [d.to_dict() for d in p.process_many(
+                Document(id=d["id"], content=d["content"], title=d["title"]) for d in docs)]
+            records = [replace(r, time=0.0) for r in map(p.store.record, (d["id"] for d in docs)) if r]
+        outcomes.append((got, records))
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    assert {"new", "exact_duplicate", "near_duplicate"} <= {d["decision"] for d in outcomes[0][0]}

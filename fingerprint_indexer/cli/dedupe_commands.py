@@ -34,7 +34,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.fingerprint.winnow import Marks, WinnowParams, document_text, marked
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
-from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.pipeline import BATCH_SIZE, Pipeline
 from fingerprint_indexer.records.record import founded_by
 from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreReadOnlyError
@@ -58,8 +58,8 @@ def explain_passages(store: EmbeddedStore, mine: Marks | None, other: str) -> li
 @skip_errors_option
 @processes_option()
 @threads_option
-@click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
-              help="Documents per atomic store commit.")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=BATCH_SIZE, show_default=True,
+              help="Documents per atomic store commit (a crash loses at most one batch of work).")
 @copy_marks_option
 @config_options
 def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str, output: str,
