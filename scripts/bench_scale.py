@@ -47,7 +47,7 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.simhash import term_hashes
-from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.pipeline import BATCH_SIZE, Pipeline
 from fingerprint_indexer.verification import Evidence, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,7 +138,7 @@ def dir_bytes(path: Path) -> int:
 
 
 def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, processes: int,
-               batch: int = 256, cache: Path | None = None, decide_docs: bool = True) -> Run:
+               batch: int = BATCH_SIZE, cache: Path | None = None, decide_docs: bool = True) -> Run:
     """Embedded dedupe of ``docs`` into a fresh ``store``, measured per window."""
     run = Run(name)
     shutil.rmtree(store, ignore_errors=True)
@@ -153,6 +153,8 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
             nonlocal w_decide, w_cpu
             t, c = time.perf_counter(), time.process_time()
             tx = pipe.store.batch()
+            # as Pipeline.decide_batch, with the candidates of each document counted between them
+            tx.look_ahead((res.evidence for _doc, res in buf if not res.degenerate), pipe.k)
             for doc, res in buf:
                 out = pipe.decide(tx, doc, res)
                 w_cands.append(counter.take())
