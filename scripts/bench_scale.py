@@ -44,10 +44,12 @@ import numpy as np
 import fingerprint_indexer.engine.rules as rules_mod
 import fingerprint_indexer.store.near as near_mod
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.rules import Decision
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult, fingerprint_many
 from fingerprint_indexer.fingerprint.simhash import term_hashes
 from fingerprint_indexer.pipeline import BATCH_SIZE, Pipeline
+from fingerprint_indexer.store.embedded import StoreBatch
 from fingerprint_indexer.verification import Evidence, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,17 +151,21 @@ def run_dedupe(name: str, docs: Iterator[Document], store: Path, window: int, pr
         w_all = time.process_time()
         buf: list[tuple[Document, FingerprintResult]] = []
 
+        decide_one = pipe.decide
+
+        def counted(tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
+            """The pipeline's own step for one document, its candidates counted after it."""
+            out = decide_one(tx, doc, res)
+            w_cands.append(counter.take())
+            run.decisions[out.decision] += 1
+            return out
+
+        pipe.decide = counted  # type: ignore[method-assign]  # decide_batch calls it for each document
+
         def decide(buf: list[tuple[Document, FingerprintResult]]) -> None:
             nonlocal w_decide, w_cpu
             t, c = time.perf_counter(), time.process_time()
-            tx = pipe.store.batch()
-            # as Pipeline.decide_batch, with the candidates of each document counted between them
-            tx.look_ahead((res.evidence for _doc, res in buf if not res.degenerate), pipe.k)
-            for doc, res in buf:
-                out = pipe.decide(tx, doc, res)
-                w_cands.append(counter.take())
-                run.decisions[out.decision] += 1
-            tx.commit()
+            pipe.decide_batch(buf)
             w_decide += time.perf_counter() - t
             w_cpu += time.process_time() - c
 
