@@ -88,7 +88,7 @@ def _held(raw: bytes) -> tuple[int, int]:
 
 def _fingerprints_of(raw: bytes) -> tuple[int, ...]:
     """The fingerprints of a document's value, in entry order."""
-    return struct.unpack_from(f">{_held(raw)[1]}Q", raw, _HEAD.size)
+    return _doc_struct(_held(raw)[1]).unpack_from(raw)[2:]
 
 
 def _entry(doc_id: str, place: int) -> str:
@@ -307,7 +307,7 @@ class LevelDBIndex(NearDupIndex):
             first, count = _held(raw)
             firsts.append(first)
             counts.append(count)
-            held.append(raw[_HEAD.size : _HEAD.size + 8 * count])
+            held.append(raw[_HEAD.size : _doc_struct(count).size])
         lengths = np.array(counts, dtype=np.int64)
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
         places = np.arange(int(lengths.sum()), dtype=np.int64) - starts
@@ -490,7 +490,7 @@ class LevelDBIndex(NearDupIndex):
         raw = self._db.get(self.doc_key(doc_id))
         if raw is None:
             return None
-        end = _HEAD.size + 8 * _held(raw)[1]
+        end = _doc_struct(_held(raw)[1]).size
         return json.loads(raw[end:]) if len(raw) > end else {}
 
     def __len__(self) -> int:
