@@ -368,10 +368,15 @@ def check_many(
         compared = compare_candidates_reference(query, candidates, k, policy)
     out = []
     for c, (d, i, j, sim, band) in zip(candidates, compared, strict=True):
-        # where the closest pair lies matters only for a candidate near enough and alike enough
-        where = (i, j) if d <= k and sim >= policy.min_similarity else (0, 0)
+        where = (i, j) if _where_matters(d, sim, k, policy) else (0, 0)
         out.append(_judge(query, c, d, where, sim, k, band, policy))
     return out
+
+
+def _where_matters(distance: int, sim: float, k: int, policy: VerifyPolicy) -> bool:
+    """Whether a verdict says where the closest pair of fingerprints lies: only for a candidate near
+    enough and alike enough (for the others it is (0, 0), and the reference does not look for it)."""
+    return distance <= k and sim >= policy.min_similarity
 
 
 def compare_candidates_reference(query: Evidence, candidates: Sequence[Evidence], k: int,
@@ -398,11 +403,11 @@ def compare_candidates_reference(query: Evidence, candidates: Sequence[Evidence]
     out = []
     for i, c in enumerate(candidates):
         d, sim, band = int(dist[i]), float(sims[i]), bool(bands[i])
-        if d > k or sim < policy.min_similarity:  # where the closest pair lies does not matter for these
-            out.append((d, 0, 0, sim, band))
-        else:
+        if _where_matters(d, sim, k, policy):
             where = closest(query.fingerprints, c.fingerprints)[1]
             out.append((d, where[0], where[1], sim, band))
+        else:
+            out.append((d, 0, 0, sim, band))
     return out
 
 
