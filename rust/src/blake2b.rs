@@ -21,12 +21,7 @@ impl Blake2b {
     pub fn hex(self) -> String {
         let mut out = vec![0u8; self.inner.output_size()];
         self.inner.finalize_variable(&mut out).expect("a buffer of the output size");
-        let mut hex = String::with_capacity(2 * out.len());
-        for byte in out {
-            hex.push(char::from_digit(u32::from(byte >> 4), 16).expect("a hex digit"));
-            hex.push(char::from_digit(u32::from(byte & 15), 16).expect("a hex digit"));
-        }
-        hex
+        crate::hex::to_hex(&out)
     }
 }
 

@@ -10,6 +10,7 @@ mod bloom;
 mod boilerplate;
 mod document;
 mod facts;
+mod hex;
 mod pass;
 mod record;
 mod simhash;

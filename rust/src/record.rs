@@ -1,8 +1,10 @@
-//! `DocRecord.to_bytes` of `records/record.py` (the reference): the compact form the embedded store keeps
-//! under `s/d/<id>`. A record whose fields the reference would refuse, or read in a way not ported here
-//! (a sketch with spaces in its hex, numbers out of their fields' ranges, text that is not UTF-8), is
-//! left to the reference (None), which encodes it or raises its own error.
+//! `DocRecord.to_bytes` and `from_bytes` of `records/record.py` (the reference): the compact form the
+//! embedded store keeps under `s/d/<id>`. A record whose fields the reference would refuse, or read in a
+//! way not ported here (a sketch with spaces in its hex, numbers out of their fields' ranges, text that is
+//! not UTF-8, a damaged record), is left to the reference (None), which encodes or reads it or raises its
+//! own error.
 
+use crate::hex::{from_hex, lower_hex_pairs, to_hex};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -15,45 +17,6 @@ const F_DUPLICATE_OF: u8 = 8;
 const F_PUBLISHED: u8 = 16;
 const F_REPLACES: u8 = 32;
 const F_RAW_DIGESTS: u8 = 64;
-
-/// The value of a hex digit, or 0xFF for any other byte.
-const HEX_VALUE: [u8; 256] = {
-    let mut t = [0xFFu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        t[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
-
-/// `bytes.fromhex` of text made only of hex digit pairs (None for anything else).
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let raw = text.as_bytes();
-    if !raw.len().is_multiple_of(2) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(raw.len() / 2);
-    for pair in raw.chunks_exact(2) {
-        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
-        if hi == 0xFF || lo == 0xFF {
-            return None;
-        }
-        out.push(hi << 4 | lo);
-    }
-    Some(out)
-}
-
-/// Whether `text` is lower-case hex digit pairs (the reference's `(?:[0-9a-f]{2})*`).
-fn lower_hex_pairs(text: &str) -> bool {
-    text.len().is_multiple_of(2) && text.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
-}
 
 fn attr<'py>(rec: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> Option<Bound<'py, PyAny>> {
     rec.getattr(name).ok()
@@ -181,17 +144,6 @@ impl<'a> Reader<'a> {
     fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
         self.take(N)?.try_into().ok()
     }
-}
-
-/// The lower-case hex digits of `raw` (Python's `bytes.hex`).
-fn to_hex(raw: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * raw.len());
-    for &b in raw {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
-    out
 }
 
 /// The fields of a binary record, or None where the reference must read it (a JSON record, a damaged
