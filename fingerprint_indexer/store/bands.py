@@ -1,21 +1,25 @@
-"""Which sketch band keys the embedded store may hold: one bit per key, so that a look-up seeks LevelDB
-only for keys that some document may hold.
+"""Which documents hold each sketch band key, in memory: the embedded store's band postings.
 
-A band key (:func:`fingerprint_indexer.fingerprint.sketch.band_keys`) is stored as 9 bytes, its band
-number and the xxh3 of its minima (``s/b/<band><doc id>``: see :mod:`fingerprint_indexer.store.embedded`).
-Most of a new document's keys are held by no one, and each of them cost a LevelDB seek. The filter
-answers "certainly absent" for those. A bit is set when the batch that writes its key has committed,
-and it is never cleared: a key whose documents were all removed costs a seek, as before.
+A band key (:func:`fingerprint_indexer.fingerprint.sketch.band_keys`) is kept as 9 bytes, its band number
+and the xxh3 of its minima. A document is named by the number of its first block-index entry (the store
+reads its id under that number: :meth:`~fingerprint_indexer.store.block_index.LevelDBIndex.id_at`), which
+is never reused, so a removed document's numbers stay dead however often its id comes back.
 
-The filter keeps at most one key in sixteen bits, so about one absent key in sixteen is still sought.
-When more keys than that have been added, the owner rebuilds it four times larger from LevelDB's keys
-(:meth:`BandFilter.wants_growth`). It is saved beside the store (``bands.bin``, a side file:
-:mod:`fingerprint_indexer.store.sidefile`) and rebuilt from LevelDB whenever that file is not current.
+The postings are sorted runs of (key, band, document number) arrays, 13 bytes a pair, searched with
+``np.searchsorted`` for a whole batch of keys at once. A commit adds one run; a run is merged into the
+one before it as soon as it holds a quarter as many pairs (merging two sorted runs is one linear pass of
+NumPy's stable sort), so a look-up reads a few runs and a pair is merged a few times, whatever the
+store's size. A removal notes the document's number; its pairs are dropped at the next full merge.
+
+LevelDB keeps no band keys: the records hold every document's bands, and the postings are rebuilt from
+them (and the block index's numbers) whenever the file saved beside the store (``bands.bin``, a side
+file: :mod:`fingerprint_indexer.store.sidefile`) is not current.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,96 +27,137 @@ import numpy.typing as npt
 
 from fingerprint_indexer.store.sidefile import load_side, save_side
 
-MAGIC = b"FPIBANDS1\n"
+MAGIC = b"FPIBANDS2\n"  # 1 was a bit per key over band keys held in LevelDB
 KEY_BYTES = 9  # band number (1 byte) and xxh3 of the band's minima (8 bytes, big-endian)
-MIN_BITS = 1 << 16
-BITS_PER_KEY = 16  # bits kept per key added: about one absent key in sixteen still costs a seek
-GROWTH = 4
+#: A run is merged into the one before it once it holds this fraction of that run's pairs.
+MERGE_RATIO = 4
 _KEY = np.dtype([("band", "u1"), ("hash", ">u8")])
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # spreads the band number over the high bits the position reads
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # spreads the band number over the hash: one sort key a pair
+#: (mixed key, band number, document number) arrays of one sorted run.
+Run = tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8], npt.NDArray[np.uint32]]
 
 
-def _bits_for(keys: int) -> int:
-    """The smallest power of two of at least :data:`MIN_BITS` bits that holds ``keys`` keys."""
-    bits = MIN_BITS
-    while bits < keys * BITS_PER_KEY:
-        bits *= 2
-    return bits
-
-
-def _joined(keys: bytes | Sequence[bytes]) -> bytes:
-    raw = keys if isinstance(keys, bytes) else b"".join(keys)
+def _split(raw: bytes) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
+    """(sort key, band number) of each key of ``raw`` (keys of :data:`KEY_BYTES` one after the other).
+    The sort key mixes the band number into the hash; equal sort keys with equal bands are equal keys."""
     if len(raw) % KEY_BYTES:
         raise ValueError(f"band keys are {KEY_BYTES} bytes each; got {len(raw)} bytes")
-    return raw
+    keys = np.frombuffer(raw, dtype=_KEY)
+    bands = keys["band"].astype(np.uint8)
+    return keys["hash"].astype(np.uint64) ^ (bands.astype(np.uint64) * _MIX), bands
 
 
-class BandFilter:
-    """A bit per band key: clear means no document holds the key (see the module's docstring).
+def _sorted_run(keys: npt.NDArray[np.uint64], bands: npt.NDArray[np.uint8],
+                nums: npt.NDArray[np.uint32]) -> Run:  # fmt: skip
+    order = np.argsort(keys, kind="stable")  # runs already sorted end to end: one linear merge
+    return keys[order], bands[order], nums[order]
 
-    ``words`` holds the bits (a power of two of them, at least :data:`MIN_BITS`); ``added`` counts the keys
-    set since the filter was built, repeats included, which is what :meth:`wants_growth` reads.
-    """
 
-    def __init__(self, words: npt.NDArray[np.uint64] | None = None, added: int = 0) -> None:
-        self.words = np.zeros(MIN_BITS // 64, dtype=np.uint64) if words is None else words
-        bits = len(self.words) * 64
-        if bits < MIN_BITS or bits & (bits - 1):
-            raise ValueError(f"a band filter holds a power of two of at least {MIN_BITS} bits, not {bits}")
-        self.added = added
-        self._shift = np.uint64(64 - (bits.bit_length() - 1))
+def _joined(runs: Sequence[Run], dead: set[int] | None = None) -> Run:
+    """One sorted run of ``runs`` (in their order), without the pairs of ``dead`` documents."""
+    keys, bands, nums = (np.concatenate([r[i] for r in runs]) for i in range(3))
+    if dead:
+        live = ~np.isin(nums, np.fromiter(dead, dtype=np.uint32, count=len(dead)))
+        keys, bands, nums = keys[live], bands[live], nums[live]
+    return _sorted_run(keys, bands, nums)
 
-    @classmethod
-    def for_keys(cls, keys: int, bits: int = MIN_BITS) -> BandFilter:
-        """An empty filter of at least ``bits`` bits (a power of two), large enough for ``keys`` keys."""
-        return cls(np.zeros(max(bits, _bits_for(keys)) // 64, dtype=np.uint64))
 
-    @property
-    def bits(self) -> int:
-        return len(self.words) * 64
+def _empty() -> Run:
+    return np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, np.uint32)
 
-    def _positions(self, raw: bytes) -> npt.NDArray[np.uint64]:
-        keys = np.frombuffer(raw, dtype=_KEY)
-        return ((keys["hash"].astype(np.uint64) ^ keys["band"].astype(np.uint64) * _MIX) >> self._shift)
 
-    def may_hold(self, keys: bytes | Sequence[bytes]) -> npt.NDArray[np.bool_]:
-        """Whether each key may be held by some document (False: certainly not); ``keys`` may also be
-        given as one buffer of keys one after the other."""
-        raw = _joined(keys)
-        if not raw:
-            return np.zeros(0, dtype=bool)
-        pos = self._positions(raw)
-        return ((self.words[pos >> np.uint64(6)] >> (pos & np.uint64(63))) & np.uint64(1)).astype(bool)
+class BandPostings:
+    """The documents (first entry numbers) under each band key (see the module's docstring)."""
 
-    def add(self, keys: bytes | Sequence[bytes]) -> None:
-        """Set the bits of ``keys`` (after the batch writing them has committed; one buffer or a list)."""
-        raw = _joined(keys)
-        if not raw:
+    def __init__(self, run: Run | None = None) -> None:
+        self._runs: list[Run] = [] if run is None or not len(run[0]) else [_sorted_run(*run)]
+        self._dead: set[int] = set()  # removed documents whose pairs are still in some run
+
+    def __len__(self) -> int:
+        """Pairs held, those of removed documents not yet dropped included."""
+        return sum(len(r[0]) for r in self._runs)
+
+    def add(self, raw: bytes, nums: Sequence[int] | npt.NDArray[np.integer]) -> None:
+        """Hold key ``i`` of ``raw`` under document number ``nums[i]`` (a committed batch's pairs)."""
+        keys, bands = _split(raw)
+        if len(nums) != len(keys):
+            raise ValueError(f"{len(keys)} band keys but {len(nums)} document numbers")
+        if not len(keys):
             return
-        pos = self._positions(raw)
-        np.bitwise_or.at(self.words, pos >> np.uint64(6), np.uint64(1) << (pos & np.uint64(63)))
-        self.added += len(raw) // KEY_BYTES
+        runs = self._runs
+        runs.append(_sorted_run(keys, bands, np.asarray(nums, dtype=np.uint32)))
+        while len(runs) > 1 and len(runs[-1][0]) * MERGE_RATIO >= len(runs[-2][0]):
+            runs[-2:] = [_joined(runs[-2:])]
 
-    def wants_growth(self) -> bool:
-        """Whether more keys were added than the filter holds well: the owner then rebuilds it
-        :data:`GROWTH` times larger from the keys LevelDB holds (:meth:`for_keys`)."""
-        return self.added * BITS_PER_KEY > self.bits
+    def remove(self, nums: Iterable[int]) -> None:
+        """Forget documents (by first entry number); their pairs go at the next full merge, which comes
+        once the removed documents number a thirty-second of the pairs (each holds several)."""
+        self._dead.update(nums)
+        if len(self._dead) * 32 > len(self):
+            self._compact()
+
+    def _compact(self) -> None:
+        self._runs = [_joined(self._runs, self._dead)] if self._runs else []
+        if self._runs and not len(self._runs[0][0]):
+            self._runs = []
+        self._dead.clear()
+
+    def find(self, raw: bytes, limit: int) -> list[list[int]]:
+        """The document numbers under each key of ``raw``, at most ``limit`` of each (a key held by more
+        is a stock phrase: its caller only needs to know that), in no particular order."""
+        qk, qb = _split(raw)
+        out: list[list[int]] = [[] for _ in range(len(qk))]
+        dead = self._dead
+        for keys, bands, nums in self._runs:
+            lo = np.searchsorted(keys, qk, "left")
+            hi = np.searchsorted(keys, qk, "right")
+            for q in np.flatnonzero(hi > lo).tolist():
+                got, band, end = out[q], qb[q], int(hi[q])
+                for start in range(int(lo[q]), end, 2 * limit):  # a hot key: read it a slice at a time
+                    if len(got) >= limit:
+                        break
+                    stop = min(end, start + 2 * limit)
+                    got += [n for n in nums[start:stop][bands[start:stop] == band].tolist() if n not in dead]
+                del got[limit:]
+        return out
+
+    def run(self) -> Run:
+        """Every live pair as one sorted run (what is saved, and what ``store check`` compares)."""
+        self._compact()
+        return self._runs[0] if self._runs else _empty()
+
+    def pairs(self) -> set[tuple[bytes, int]]:
+        """Every live (band key, document number) pair, the key as its 9 bytes (for ``store check``)."""
+        keys, bands, nums = self.run()
+        raw = np.empty(len(keys), dtype=_KEY)
+        raw["band"], raw["hash"] = bands, keys ^ (bands.astype(np.uint64) * _MIX)
+        data = raw.tobytes()
+        return {(data[i * KEY_BYTES : (i + 1) * KEY_BYTES], n) for i, n in enumerate(nums.tolist())}
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for r in self._runs for a in r)
 
 
-def save_bands(path: Path, bands: BandFilter, generation: int, store_id: bytes) -> None:
-    """Write the filter atomically beside the store (see :func:`save_side`)."""
-    payload = np.array([bands.added], dtype="<u8").tobytes() + bands.words.astype("<u8").tobytes()
-    save_side(path, MAGIC, payload, generation, store_id)
+def save_bands(path: Path, bands: BandPostings, generation: int, store_id: bytes) -> None:
+    """Write the postings atomically beside the store (see :func:`save_side`)."""
+    keys, band, nums = bands.run()
+    buf = io.BytesIO()
+    np.savez(buf, keys=keys.astype("<u8"), bands=band, nums=nums.astype("<u4"))
+    save_side(path, MAGIC, buf.getvalue(), generation, store_id)
 
 
-def load_bands(path: Path, generation: int, store_id: bytes) -> BandFilter | None:
-    """The filter saved by store ``store_id`` at exactly ``generation``; None when the file is missing,
-    damaged or of another state (the owner then rebuilds it from LevelDB)."""
+def load_bands(path: Path, generation: int, store_id: bytes) -> BandPostings | None:
+    """The postings saved by store ``store_id`` at exactly ``generation``; None when the file is missing,
+    damaged or of another state (the owner then rebuilds them from the records)."""
     payload, _state = load_side(path, MAGIC, generation, store_id)
-    if payload is None or len(payload) < 8 or (len(payload) - 8) % 8:
+    if payload is None:
         return None
-    added = int(np.frombuffer(payload[:8], dtype="<u8")[0])
     try:
-        return BandFilter(np.frombuffer(payload[8:], dtype="<u8").astype(np.uint64), added)
-    except ValueError:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+            keys, band = z["keys"].astype(np.uint64), z["bands"].astype(np.uint8)
+            nums = z["nums"].astype(np.uint32)
+    except (ValueError, KeyError, OSError):
         return None
+    if not len(keys) == len(band) == len(nums):
+        return None
+    return BandPostings((keys, band, nums))

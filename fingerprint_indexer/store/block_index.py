@@ -172,10 +172,10 @@ class IndexWrites:
         self.add_doc(doc_id, (fingerprint,), meta, fresh)
 
     def add_doc(self, doc_id: str, fingerprints: Sequence[int], meta: Meta | None = None,
-                fresh: bool = False) -> None:  # fmt: skip
+                fresh: bool = False) -> int:  # fmt: skip
         """Stage a document with its fingerprints (matched as entries: see the module docstring),
-        replacing what the document held. ``fresh``: the caller knows that the document is held neither
-        committed nor staged (its record is absent), so nothing is read first."""
+        replacing what the document held; its first entry number. ``fresh``: the caller knows that the
+        document is held neither committed nor staged (its record is absent), so nothing is read first."""
         count = len(fingerprints)
         if not 1 <= count <= MAX_ENTRIES:
             raise ValueError(f"a document holds 1 to {MAX_ENTRIES} fingerprints, not {count}")
@@ -196,12 +196,14 @@ class IndexWrites:
             at = first - self._base
             self._staged.put_ints(range(at, at + count), fps)
             self._held_by[at] = doc_id
+        return first
 
-    def remove(self, doc_id: str) -> bool:
-        """Stage the removal of a document and all its entries; whether it was held."""
+    def remove(self, doc_id: str) -> tuple[int, int] | None:
+        """Stage the removal of a document and all its entries; its (first entry number, fingerprint
+        count) as it was held, None when it was not."""
         cur = self._current(doc_id)
         if cur is None:
-            return False
+            return None
         first, count = cur
         self.index.stage_removal(self.wb, doc_id, first)
         self._docs[doc_id] = None
@@ -211,7 +213,7 @@ class IndexWrites:
         if self._held_by.pop(at, None) is not None:  # added here: its entries leave the staged tables too
             for num in range(at, at + count):
                 self._staged.kill(num)  # type: ignore[union-attr]
-        return True
+        return cur
 
     def query_many(self, fingerprints: Sequence[int], k: int) -> list[list[Match]]:
         """The entries added here (not committed, not removed since) within ``k`` of each fingerprint, as
@@ -465,7 +467,7 @@ class LevelDBIndex(NearDupIndex):
     def remove(self, doc_id: str) -> bool:
         wb = self._db.write_batch(transaction=True)
         staged = self.writes(wb)
-        found = staged.remove(doc_id)
+        found = staged.remove(doc_id) is not None
         if found:
             staged.finish()
             wb.write()

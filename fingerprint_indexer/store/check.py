@@ -17,25 +17,26 @@ from pathlib import Path
 
 import plyvel
 
+from fingerprint_indexer.store.bands import KEY_BYTES
 from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
 from fingerprint_indexer.store.embedded import (
-    BAND_PREFIX,
     DIGEST_PREFIX,
     FORMAT,
     FP_PREFIX,
+    OLD_BAND_PREFIX,
     Cluster,
     DocRecord,
     EmbeddedStore,
-    band_key,
+    bands_bytes,
     digest_key,
     fp_key,
 )
 from fingerprint_indexer.store.errors import StoreDamagedError, StoreError
 from fingerprint_indexer.store.near import entry_id
 
-_DERIVED = (FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX)
+_DERIVED = (FP_PREFIX, DIGEST_PREFIX, OLD_BAND_PREFIX)
 
 
 @dataclass
@@ -70,8 +71,15 @@ def _expected_index(records: dict[str, DocRecord]) -> dict[str, tuple[int, ...]]
     return {entry_id(r.id, 0): tuple(r.fingerprints) for r in records.values() if not r.degenerate}
 
 
-def _expected_bands(records: dict[str, DocRecord]) -> set[bytes]:
-    return {band_key(b, r.id) for r in records.values() if not r.degenerate for b in r.bands}
+def _expected_bands(records: dict[str, DocRecord], ix: LevelDBIndex) -> set[tuple[bytes, int]]:
+    """(band key, first entry number) of every indexed document's sketch bands."""
+    out = set()
+    for r in records.values():
+        held = None if r.degenerate else ix.held(entry_id(r.id, 0))
+        if held is not None:
+            raw = bands_bytes(r.bands)
+            out |= {(raw[i : i + KEY_BYTES], held[0]) for i in range(0, len(raw), KEY_BYTES)}
+    return out
 
 
 def _first_with_digest(records: dict[str, DocRecord]) -> dict[str, str]:
@@ -166,11 +174,13 @@ def check(directory: str | Path) -> Report:
         if fp_keys != want_fp:
             rep.problems.append(f"fingerprint keys: {len(want_fp - fp_keys)} missing, "
                                 f"{len(fp_keys - want_fp)} of no record")
-        band_keys = set(db.iterator(prefix=BAND_PREFIX, include_value=False))
-        want_bands = _expected_bands(records)
-        if band_keys != want_bands:
-            rep.problems.append(f"sketch band keys: {len(want_bands - band_keys)} missing, "
-                                f"{len(band_keys - want_bands)} of no record")
+        if not store.bands_rebuilt:  # else rebuilt from the records at this open
+            held_bands = store.bands.pairs()
+            want_bands = _expected_bands(records, store.index)
+            if held_bands != want_bands:
+                rep.problems.append(f"sketch band postings ({store.bands_path.name}): "
+                                    f"{len(want_bands - held_bands)} missing, "
+                                    f"{len(held_bands - want_bands)} of no record; repair rebuilds them")
         rep.problems += _index_problems(store.index, _expected_index(records), "block index")
         centres: dict[str, tuple[int, ...]] = {cid: (Cluster.from_bytes(cid, raw).centre,)
                                                for cid, raw in clusters.items()}
@@ -258,8 +268,6 @@ def repair(directory: str | Path) -> Report:
         with db.write_batch(transaction=True, sync=True) as wb:
             for r in records.values():
                 wb.put(fp_key(r.fingerprint, r.id), b"")
-            for key in _expected_bands(records):
-                wb.put(key, b"")
             for dg, i in _first_with_digest(records).items():
                 wb.put(digest_key(dg), i.encode())
             for c in clusters.values():  # in the current form (a store of an earlier format kept JSON)
@@ -275,8 +283,8 @@ def repair(directory: str | Path) -> Report:
         store.bloom = store.rebuild_bloom()
         store.bands = store.rebuild_bands()
         rep.facts.append(f"rebuilt from {len(records)} document and {len(clusters)} cluster records: "
-                         "fingerprint, digest and band keys, counters, block index, centre index, "
-                         "Bloom filter, band filter")
+                         "fingerprint and digest keys, counters, block index, centre index, "
+                         "Bloom filter, band postings")
         if state is BloomState.CURRENT and recorded > store.generation:
             rep.lost.append(f"documents committed between generation {store.generation} and {recorded} "
                             "(lost from LevelDB's write-ahead log): run their input again")

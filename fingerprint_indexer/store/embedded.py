@@ -6,7 +6,6 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     s/d/<doc id>              -> record (DocRecord.to_bytes: fingerprints, digests, sketch, decision, time)
     s/f/<fingerprint: 8 bytes><doc id>  -> b""    (fingerprint -> doc ids; :func:`fp_key`)
     s/c/<content digest>                -> doc id (first document with that content; :func:`digest_key`)
-    s/b/<band: 9 bytes><doc id>         -> b""    (sketch band -> doc ids; :func:`band_key`)
     s/k/<cluster id>          -> cluster record (Cluster.to_bytes: centre fingerprint, size, founder)
     s/meta/...                -> format, generation, counts, copy-marks setting (winnow: tag or "off"),
                                  the inputs whose documents were decided into it (sources: JSON paths)
@@ -18,9 +17,9 @@ record, generation counter), so a batch is all-or-nothing even under SIGKILL. Ke
     w/d/<doc id>              -> copy marks (fingerprint.winnow.Marks bytes)     only in a store whose
     w/h/<mark hex>/<doc id>   -> cluster id (mark -> docs: partial-copy search)  s/meta/winnow names them
 
-A bit per sketch band key (``bands.bin``: :mod:`fingerprint_indexer.store.bands`) lets a band look-up
-seek LevelDB only for keys some document may hold; it is rebuilt from the ``s/b/`` keys whenever its
-file is not current.
+The documents under each sketch band key are held in memory, by the first number of their block-index
+entries (:mod:`fingerprint_indexer.store.bands`), saved beside the store (``bands.bin``) and rebuilt
+from the records whenever that file is not current: LevelDB keeps no band keys.
 
 A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
 directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
@@ -59,7 +58,7 @@ from fingerprint_indexer.records.record import (
     record_bytes,
     record_from_bytes,
 )
-from fingerprint_indexer.store.bands import GROWTH, KEY_BYTES, BandFilter, load_bands, save_bands
+from fingerprint_indexer.store.bands import BandPostings, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import (
     BloomState,
@@ -82,16 +81,19 @@ from fingerprint_indexer.store.errors import (
 from fingerprint_indexer.store.near import LookAhead, doc_of, entry_id, judged_near, verified_near
 from fingerprint_indexer.verification import check_many
 
-# 6: a document's block-index entries under two keys, not two each; 5: raw fingerprints, digests and bands
+# 7: sketch band postings in memory (bands.bin), no band keys in LevelDB; 6: a document's block-index
+# entries under two keys, not two each; 5: raw fingerprints, digests and bands
 # in keys, binary cluster records; 4: block tables in memory (blocks.bin); 3 kept one key per (bucket,
 # entry); 2 packed buckets
-FORMAT = b"6"
-UPGRADABLE = (b"4", b"5")  # formats that `store repair` brings to FORMAT in place (derived keys rebuilt)
+FORMAT = b"7"
+#: formats that `store repair` brings to FORMAT in place (derived keys rebuilt)
+UPGRADABLE = (b"4", b"5", b"6")
 MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 
 
-#: Prefixes of the keys derived from the document records (``store repair`` rebuilds them).
-FP_PREFIX, DIGEST_PREFIX, BAND_PREFIX = b"s/f/", b"s/c/", b"s/b/"
+#: Prefixes of the keys derived from the document records (``store repair`` rebuilds them); stores of
+#: format 6 and earlier also kept a key per (sketch band key, document) under ``s/b/``.
+FP_PREFIX, DIGEST_PREFIX, OLD_BAND_PREFIX = b"s/f/", b"s/c/", b"s/b/"
 
 
 def fp_key(fp: int, doc_id: str = "") -> bytes:
@@ -105,21 +107,9 @@ def digest_key(digest: str) -> bytes:
     return DIGEST_PREFIX + digest.encode()
 
 
-def band_key(band: str, doc_id: str = "") -> bytes:
-    """LevelDB key of one document under one sketch band key (the band's number and hash as 9 bytes: see
-    :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), or with no ``doc_id`` the prefix of all
-    the documents under it (one key each: an insert never rewrites what other documents share)."""
-    return band_keys_at(band_bytes(band), doc_id.encode())[0]
-
-
-def band_keys_at(raw: bytes, doc: bytes = b"") -> list[bytes]:
-    """:func:`band_key` of each key of ``raw`` (several keys' bytes: :func:`bands_bytes`) and an encoded
-    doc id, without decoding the keys again."""
-    return [BAND_PREFIX + raw[i : i + KEY_BYTES] + doc for i in range(0, len(raw), KEY_BYTES)]
-
-
 def band_bytes(band: str) -> bytes:
-    """A sketch band key as the 9 bytes the store keeps: its band number and its hash."""
+    """A sketch band key (see :func:`~fingerprint_indexer.fingerprint.sketch.band_keys`) as the 9 bytes
+    the store keeps: its band number and its hash."""
     return bands_bytes([band])
 
 
@@ -231,7 +221,14 @@ class EmbeddedStore:
             raise _lost_writes(self.directory, self.generation, bloom_header(self.bloom_path)[2])
         self.bloom_rebuilt = loaded is None
         self.bloom = loaded if loaded is not None else self.rebuild_bloom()
-        self.bands = load_bands(self.bands_path, self.generation, self.store_id) or self.rebuild_bands()
+        loaded_bands = load_bands(self.bands_path, self.generation, self.store_id)
+        self.bands_rebuilt = loaded_bands is None
+        if loaded_bands is not None:
+            self.bands = loaded_bands
+        elif upgrade:  # for repair, which rebuilds them once the index is rebuilt
+            self.bands = BandPostings()
+        else:
+            self.bands = self.rebuild_bands()
 
     def _release(self) -> None:
         if not self.db.closed:
@@ -264,18 +261,26 @@ class EmbeddedStore:
             self._save_bloom(bloom)
         return bloom
 
-    def rebuild_bands(self, bits: int = 0) -> BandFilter:
-        """A band filter of at least ``bits`` bits holding every band key LevelDB holds (saved at close),
-        sized for the documents' keys and filled a chunk of keys at a time (a store of millions of
-        documents holds tens of millions of band keys)."""
-        bands = BandFilter.for_keys(self.n_docs * BANDS, bits)
-        skip, chunk = len(BAND_PREFIX), []
-        for k in self.db.iterator(prefix=BAND_PREFIX, include_value=False):
-            chunk.append(k[skip : skip + KEY_BYTES])
-            if len(chunk) == 1 << 16:
-                bands.add(chunk)
-                chunk.clear()
-        bands.add(chunk)
+    def rebuild_bands(self) -> BandPostings:
+        """The band postings of every document in the block index, read from its record (saved at
+        close), added a chunk of documents at a time."""
+        bands = BandPostings()
+        raw: list[bytes] = []
+        nums: list[int] = []
+        for eid, first, _fps in self.index.docs():
+            try:
+                rec = self.record(doc_of(eid))
+            except StoreDamagedError:  # `store check` names it, `store repair` drops it
+                continue
+            if rec is None:  # an index entry without a record: `store check` names it
+                continue
+            held = bands_bytes(rec.bands)
+            raw.append(held)
+            nums += [first] * len(rec.bands)
+            if len(nums) >= 1 << 16:
+                bands.add(b"".join(raw), nums)
+                raw, nums = [], []
+        bands.add(b"".join(raw), nums)
         return bands
 
     def _save_side_file(self, path: Path, save: Callable[[], None]) -> None:
@@ -358,30 +363,26 @@ class EmbeddedStore:
         return self.index.query(fp, k)
 
     def band_scan(self, band: str) -> list[str]:
-        """The first :data:`MAX_BAND_READ` + 1 documents stored under a sketch band key (enough to tell
-        a stock phrase), in key order."""
+        """The documents stored under a sketch band key, in id order; when more than
+        :data:`MAX_BAND_READ` hold it (a stock phrase), :data:`MAX_BAND_READ` + 1 of them."""
         return self.band_scan_many([band])[0]
 
     def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
-        """:meth:`band_scan` of each key, through one LevelDB iterator (a seek per key the band filter
-        does not rule out, in key order)."""
-        found: list[list[str]] = [[] for _ in bands]
-        sought: dict[bytes, list[int]] = {}  # prefix -> the positions of its key in ``bands``
-        raw = bands_bytes(bands)
-        for i in np.flatnonzero(self.bands.may_hold(raw)).tolist():
-            sought.setdefault(band_keys_at(raw[i * KEY_BYTES : (i + 1) * KEY_BYTES])[0], []).append(i)
-        if not sought:
-            return found
-        with self.db.iterator(prefix=BAND_PREFIX, include_value=False) as it:
-            for pfx in sorted(sought):
-                it.seek(pfx)
-                docs: list[str] = []
-                for key in itertools.islice(it, MAX_BAND_READ + 1):
-                    if not key.startswith(pfx):
-                        break
-                    docs.append(key[len(pfx) :].decode())
-                for i in sought[pfx]:
-                    found[i] = docs
+        """:meth:`band_scan` of each key, all looked up at once (an id read per document found)."""
+        ids: dict[int, str] = {}  # first entry number -> doc id
+        found: list[list[Any]] = self.bands.find(bands_bytes(bands), MAX_BAND_READ + 1)
+        for i, nums in enumerate(found):
+            if not nums:
+                continue
+            for n in nums:
+                if n not in ids:
+                    eid = self.index.id_at(n)
+                    if eid is None:
+                        raise StoreDamagedError(f"store {self.directory} is damaged: a sketch band names "
+                                                f"entry number {n}, which leads to no document; see "
+                                                f"'fingerprint-indexer store check {self.directory}'")
+                    ids[n] = doc_of(eid)
+            found[i] = sorted(ids[n] for n in nums)
         return found
 
     def band_docs(self, band: str) -> list[str]:
@@ -454,7 +455,7 @@ class EmbeddedStore:
                              lambda: save_tables(self.tables_path, tables, self.generation, self.store_id))
 
     def close(self) -> None:
-        """Save the Bloom filter, the band filter and the block tables for the current generation and
+        """Save the Bloom filter, the band postings and the block tables for the current generation and
         release the LevelDB lock."""
         if self.db.closed:
             return
@@ -494,7 +495,8 @@ class StoreBatch:
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
-        self._band_keys: list[bytes] = []  # band keys written, a document's together (for the band filter)
+        self._band_adds: list[tuple[bytes, int, int]] = []  # (a document's band keys, first number, count)
+        self._band_removed: list[int] = []  # first numbers of documents removed here
         self._docs_delta = 0
         self._clusters_delta = 0
         self._marks: dict[str, bytes | None] = {}
@@ -621,19 +623,20 @@ class StoreBatch:
         self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
         self._docs_delta += 1
         if index:
-            self.ix.add_doc(entry_id(rec.id, 0), rec.fingerprints, fresh=fresh)
-            bands = rec.bands
-            raw = bands_bytes(bands)
-            put, staged = self.wb.put, self._staged_bands
-            for stored in band_keys_at(raw, key):
-                put(stored, b"")
+            eid = entry_id(rec.id, 0)
+            if not fresh:  # a document stored again: its bands go with the entries it held
+                was = self.ix.remove(eid)
+                if was is not None:
+                    self._band_removed.append(was[0])
+            first = self.ix.add_doc(eid, rec.fingerprints, fresh=True)
+            bands, staged = rec.bands, self._staged_bands
             for band in bands:
                 held = staged.get(band)
                 if held is None:
                     staged[band] = {rec.id}
                 else:
                     held.add(rec.id)
-            self._band_keys.append(raw)
+            self._band_adds.append((bands_bytes(bands), first, len(bands)))
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
         """Store a decided document's winnowed copy marks (made under ``tag``, which must be the store's),
@@ -678,9 +681,10 @@ class StoreBatch:
             else:  # later exact copies still find the text through the documents that keep it
                 self.wb.put(digest_key(rec.content_digest), heir.encode())
             self._digests[rec.content_digest] = heir
-        self.ix.remove(entry_id(doc_id, 0))
+        held = self.ix.remove(entry_id(doc_id, 0))
+        if held is not None:
+            self._band_removed.append(held[0])
         for band in rec.bands:
-            self.wb.delete(band_key(band, doc_id))
             self._staged_bands.get(band, set()).discard(doc_id)
         self._masked.add(doc_id)
         self._records[doc_id] = None
@@ -728,6 +732,9 @@ class StoreBatch:
         self.ix.committed()
         self.cx.committed()
         bloom_add_many(store.bloom, self._bloom_items, store._bloom_test)
-        store.bands.add(b"".join(self._band_keys))
-        if store.bands.wants_growth():
-            store.bands = store.rebuild_bands(store.bands.bits * GROWTH)
+        gone = set(self._band_removed)
+        adds = [a for a in self._band_adds if a[1] not in gone] if gone else self._band_adds
+        if adds:
+            raw, firsts, counts = zip(*adds, strict=True)
+            store.bands.add(b"".join(raw), np.repeat(firsts, counts))
+        store.bands.remove(gone)

@@ -150,7 +150,7 @@ def test_store_of_the_bucket_key_layout_is_refused_with_a_rebuild_hint(tmp_path)
     _filled(tmp_path, 2)
     with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # as a store of the earlier layout reads
         store.db.put(b"s/meta/format", b"3")
-    with pytest.raises(StoreMismatchError, match=r"store format '3', not '6'; rebuild it: deduplicate the "
+    with pytest.raises(StoreMismatchError, match=r"store format '3', not '7'; rebuild it: deduplicate the "
                                                  r"input again into a new store directory"):
         EmbeddedStore(tmp_path, algorithm=ALGO)
     import plyvel

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fingerprint_indexer.records.record import record_now
 from fingerprint_indexer.store.bloom import BloomState
 from fingerprint_indexer.store.check import check, repair
-from fingerprint_indexer.store.embedded import EmbeddedStore, band_key, fp_key
+from fingerprint_indexer.store.embedded import EmbeddedStore, fp_key
 from fingerprint_indexer.store.errors import StoreDamagedError
 
 ALGO = "test-algo/1"
@@ -107,36 +107,55 @@ def test_check_names_damaged_derived_data_and_repair_rebuilds_it(tmp_path: Path)
         assert all([m.doc_id for m in store.near(_fp(i), 0)] == [f"d{i}"] for i in range(25))
 
 
-def test_sketch_band_keys_are_checked_and_rebuilt(tmp_path: Path) -> None:
+def test_sketch_band_postings_are_checked_and_rebuilt(tmp_path: Path) -> None:
     from fingerprint_indexer.documents import Document
     from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.store.bands import BandPostings, save_bands
 
     texts = ["楼市政策大调整！又一炒房之路被堵死了", "国家队主教练在赛后新闻发布会上表示，球队调整了阵型。"]
     with Pipeline(tmp_path) as p:
         list(p.process_many(Document(id=str(i), content=t) for i, t in enumerate(texts)))
-        keys = list(p.store.db.iterator(prefix=b"s/b/", include_value=False))
-        assert len(keys) == 16  # eight bands per document
-        p.store.db.delete(keys[0])
-        p.store.db.put(b"s/b/0feedface/ghost", b"")
+        pairs, docs = p.store.bands.pairs(), band_docs(p.store)
+        assert len(pairs) == 16  # eight bands per document
+        generation, store_id = p.store.generation, p.store.store_id
+    damaged = [*sorted(pairs)[1:], (b"\x00" + bytes(8), 9)]  # one pair lost, one of no document
+    held = BandPostings()
+    held.add(b"".join(k for k, _ in damaged), [n for _, n in damaged])
+    save_bands(tmp_path / "bands.bin", held, generation, store_id)
     problems = "\n".join(check(tmp_path).problems)
-    assert "sketch band keys: 1 missing, 1 of no record" in problems
+    assert "sketch band postings (bands.bin): 1 missing, 1 of no record; repair rebuilds them" in problems
     repair(tmp_path)
     assert check(tmp_path).ok
     with EmbeddedStore(tmp_path, algorithm=None) as store:
-        assert set(store.db.iterator(prefix=b"s/b/", include_value=False)) == set(keys)
+        assert not store.bands_rebuilt and band_docs(store) == docs
 
 
-@given(band=st.tuples(st.integers(0, 15), st.integers(0, 2**64 - 1)),
-       doc_ids=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=5))
-def test_band_keys_are_fixed_width_prefixes_of_their_documents(band: tuple[int, int],
-                                                               doc_ids: list[str]) -> None:  # fmt: skip
-    text = f"{band[0]:x}{band[1]:016x}"  # as fingerprint.sketch.band_keys writes one
-    pfx = band_key(text)
-    assert len(pfx) == 4 + 9
-    for doc_id in doc_ids:
-        key = band_key(text, doc_id)
-        assert key.startswith(pfx) and key[len(pfx):].decode() == doc_id
-    assert fp_key(band[1], doc_ids[0])[4:12] == band[1].to_bytes(8, "big")
+@given(fp=st.integers(0, 2**64 - 1), doc_id=st.text(min_size=1, max_size=12))
+def test_fingerprint_keys_are_fixed_width_prefixes_of_their_documents(fp: int, doc_id: str) -> None:
+    assert fp_key(fp, doc_id) == fp_key(fp) + doc_id.encode() and fp_key(fp)[4:] == fp.to_bytes(8, "big")
+
+
+def _as_format_6(path: Path) -> None:
+    """Add the key per (sketch band key, document) that store formats 6 and earlier kept in LevelDB
+    (``s/b/<band: 9 bytes><doc id>``), and record format 6 (whose ``bands.bin`` held a filter)."""
+    import plyvel
+
+    from fingerprint_indexer.store.embedded import DocRecord, bands_bytes
+
+    db = plyvel.DB(str(path / "leveldb"))
+    try:
+        algorithm = db.get(b"x/meta/algorithm")
+        with db.write_batch() as wb:
+            for key, raw in db.iterator(prefix=b"s/d/"):
+                rec = DocRecord.from_bytes(key[4:].decode(), raw, algorithm.decode() if algorithm else None)
+                if not rec.degenerate:
+                    held = bands_bytes(rec.bands)
+                    for i in range(0, len(held), 9):
+                        wb.put(b"s/b/" + held[i : i + 9] + key[4:], b"")
+            wb.put(b"s/meta/format", b"6")
+    finally:
+        db.close()
+    (path / "bands.bin").unlink()
 
 
 def _as_format_4(path: Path) -> None:
@@ -201,7 +220,7 @@ def _as_index_entries_3(path: Path) -> None:
     save_side(path / "blocks.bin", b"FPIBLOCKS1\n", buf.getvalue(), generation, store_id)
 
 
-@pytest.mark.parametrize("old", ["4", "5"])
+@pytest.mark.parametrize("old", ["4", "5", "6"])
 def test_a_store_of_an_earlier_format_is_refused_and_store_repair_upgrades_it_in_place(tmp_path: Path,
                                                                                        old: str) -> None:
     from fingerprint_indexer.documents import Document
@@ -214,22 +233,30 @@ def test_a_store_of_an_earlier_format_is_refused_and_store_repair_upgrades_it_in
         list(p.process_many(Document(id=str(i), content=t) for i, t in enumerate(texts)))
         keys = {k: v for k, v in p.store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")}
         held = {ix: dict(ix_docs(getattr(p.store, ix))) for ix in ("index", "centres")}
-    _as_index_entries_3(tmp_path)
+        bands = band_docs(p.store)
+    _as_format_6(tmp_path)
+    if old in ("4", "5"):
+        _as_index_entries_3(tmp_path)
     if old == "4":
         _as_format_4(tmp_path)
-    with pytest.raises(StoreMismatchError, match=rf"store format '{old}', not '6'; upgrade it in place: "
+    with pytest.raises(StoreMismatchError, match=rf"store format '{old}', not '7'; upgrade it in place: "
                                                  r"'fingerprint-indexer store repair"):
         EmbeddedStore(tmp_path)
     report = repair(tmp_path)
     assert not report.lost and check(tmp_path).ok
-    with EmbeddedStore(tmp_path) as store:  # the records, keys, clusters and indexes format 6 writes
-        assert store.db.get(b"s/meta/format") == b"6"
+    with EmbeddedStore(tmp_path) as store:  # the records, keys, clusters and indexes format 7 writes
+        assert store.db.get(b"s/meta/format") == b"7" and band_docs(store) == bands
         assert {k: v for k, v in store.db.iterator(prefix=b"s/") if not k.startswith(b"s/meta/")} == keys
         assert {ix: dict(ix_docs(getattr(store, ix))) for ix in ("index", "centres")} == held
         assert store.db.get(b"x/meta/format") == store.db.get(b"k/meta/format") == b"entries-4"
     with Pipeline(tmp_path) as p:  # and it decides as before: every document is found again
         again = list(p.process_many(Document(id=f"x{i}", content=t) for i, t in enumerate(texts)))
     assert all(r.decision == "exact_duplicate" for r in again)
+
+
+def band_docs(store: EmbeddedStore) -> set[tuple[bytes, str | None]]:
+    """(band key, document id) of every band posting (a repair numbers the documents afresh)."""
+    return {(key, store.index.id_at(n)) for key, n in store.bands.pairs()}
 
 
 def ix_docs(ix: object) -> list[tuple[str, tuple[int, ...]]]:
