@@ -154,7 +154,7 @@ def band_keys(data: bytes) -> list[str]:
     """Exact-match lookup keys of a sketch (MinHash LSH, one per band: its number and the xxh3 of its
     minima), so that edited short texts, whose SimHash moves by more than the block index's ``k``, are
     still found. None for a sketch too small to band, or of a text without shingles."""
-    return list(_band_keys(bytes(data)))
+    return list(_band_keys(data if type(data) is bytes else bytes(data)))
 
 
 @functools.lru_cache(maxsize=4096)  # a document's keys are asked for by its look-up, its write and its batch

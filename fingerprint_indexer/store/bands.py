@@ -104,14 +104,18 @@ class BandPostings:
 
     def find(self, raw: bytes, limit: int) -> list[list[int]]:
         """The document numbers under each key of ``raw``, at most ``limit`` of each (a key held by more
-        is a stock phrase: its caller only needs to know that), in no particular order."""
+        is a stock phrase: its caller only needs to know that), in no particular order. Nearly every key
+        of a new document is held by no one: those answers are one shared empty list, not to be changed."""
         qk, qb = _split(raw)
-        out: list[list[int]] = [[] for _ in range(len(qk))]
+        none: list[int] = []
+        out = [none] * len(qk)
         dead = self._dead
         for keys, bands, nums in self._runs:
             lo = np.searchsorted(keys, qk, "left")
             hi = np.searchsorted(keys, qk, "right")
             for q in np.flatnonzero(hi > lo).tolist():
+                if out[q] is none:
+                    out[q] = []
                 got, band, end = out[q], qb[q], int(hi[q])
                 for start in range(int(lo[q]), end, 2 * limit):  # a hot key: read it a slice at a time
                     if len(got) >= limit:
