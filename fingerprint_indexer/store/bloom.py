@@ -60,13 +60,23 @@ def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any =
         for item in items:
             bloom.add(item)
         return
-    for item in items:
+    it = iter(items)
+    for item in it:
         last = bloom.filters[-1] if bloom.filters else None
         if last is None or last.count >= last.capacity:
             bloom.add(item)  # the library tests it, and makes the next, larger filter if it is new
-        elif not _held(bloom.filters[:-1], item, test) and not test(
-                last.bitarray, last.num_slices, last.bits_per_slice, item, True):
-            last.count += 1
+            continue
+        # until the newest filter is full, the filters stay the same: read them once for the items
+        older, bits, slices, per = bloom.filters[:-1], last.bitarray, last.num_slices, last.bits_per_slice
+        while True:
+            if not (older and _held(older, item, test)) and not test(bits, slices, per, item, True):
+                last.count += 1
+                if last.count >= last.capacity:
+                    break
+            following = next(it, None)
+            if following is None:
+                return
+            item = following
 
 
 def save_bloom(path: Path, bloom: ScalableBloomFilter, generation: int, store_id: bytes) -> None:
