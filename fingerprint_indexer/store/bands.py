@@ -7,9 +7,10 @@ is never reused, so a removed document's numbers stay dead however often its id 
 
 The postings are sorted runs of (key, band, document number) arrays, 13 bytes a pair, searched with
 ``np.searchsorted`` for a whole batch of keys at once. A commit adds one run; a run is merged into the
-one before it as soon as it holds a quarter as many pairs (merging two sorted runs is one linear pass of
-NumPy's stable sort), so a look-up reads a few runs and a pair is merged a few times, whatever the
-store's size. A removal notes the document's number; its pairs are dropped at the next full merge.
+one before it as soon as it holds a quarter as many pairs (each pair of the newer run placed by a binary
+search, the older run's around them), so a look-up reads a few runs and a pair is merged a few times,
+whatever the store's size. A removal notes the document's number; its pairs are dropped at the next full
+merge.
 
 LevelDB keeps no band keys: the records hold every document's bands, and the postings are rebuilt from
 them (and the block index's numbers) whenever the file saved beside the store (``bands.bin``, a side
@@ -62,6 +63,21 @@ def _joined(runs: Sequence[Run], dead: set[int] | None = None) -> Run:
     return _sorted_run(keys, bands, nums)
 
 
+def _merged(old: Run, new: Run) -> Run:
+    """One sorted run of two (``new``'s pairs after ``old``'s of an equal key): each pair is placed once,
+    with no concatenation and no sort order of the whole, so that a merge of the largest run needs
+    little more than the run it makes."""
+    total = len(old[0]) + len(new[0])
+    at = np.searchsorted(old[0], new[0], side="right") + np.arange(len(new[0]))
+    rest = np.ones(total, dtype=bool)
+    rest[at] = False
+    out = tuple(np.empty(total, dtype=a.dtype) for a in old)
+    for merged, a, b in zip(out, old, new, strict=True):
+        merged[at] = b
+        merged[rest] = a
+    return out  # type: ignore[return-value]
+
+
 def _empty() -> Run:
     return np.zeros(0, np.uint64), np.zeros(0, np.uint8), np.zeros(0, np.uint32)
 
@@ -87,7 +103,7 @@ class BandPostings:
         runs = self._runs
         runs.append(_sorted_run(keys, bands, np.asarray(nums, dtype=np.uint32)))
         while len(runs) > 1 and len(runs[-1][0]) * MERGE_RATIO >= len(runs[-2][0]):
-            runs[-2:] = [_joined(runs[-2:])]
+            runs[-2:] = [_merged(runs[-2], runs[-1])]
 
     def remove(self, nums: Iterable[int]) -> None:
         """Forget documents (by first entry number); their pairs go at the next full merge, which comes
@@ -97,9 +113,13 @@ class BandPostings:
             self._compact()
 
     def _compact(self) -> None:
-        self._runs = [_joined(self._runs, self._dead)] if self._runs else []
-        if self._runs and not len(self._runs[0][0]):
-            self._runs = []
+        """One run of the live pairs (merged run by run while no pair is dead)."""
+        runs = self._runs
+        if self._dead and runs:
+            runs = [_joined(runs, self._dead)]
+        while len(runs) > 1:
+            runs[-2:] = [_merged(runs[-2], runs[-1])]
+        self._runs = [r for r in runs if len(r[0])]
         self._dead.clear()
 
     def find(self, raw: bytes, limit: int) -> list[list[int]]:
