@@ -50,17 +50,14 @@ def _split(raw: bytes) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
 
 def _sorted_run(keys: npt.NDArray[np.uint64], bands: npt.NDArray[np.uint8],
                 nums: npt.NDArray[np.uint32]) -> Run:  # fmt: skip
-    order = np.argsort(keys, kind="stable")  # runs already sorted end to end: one linear merge
+    order = np.argsort(keys, kind="stable")
     return keys[order], bands[order], nums[order]
 
 
-def _joined(runs: Sequence[Run], dead: set[int] | None = None) -> Run:
-    """One sorted run of ``runs`` (in their order), without the pairs of ``dead`` documents."""
-    keys, bands, nums = (np.concatenate([r[i] for r in runs]) for i in range(3))
-    if dead:
-        live = ~np.isin(nums, np.fromiter(dead, dtype=np.uint32, count=len(dead)))
-        keys, bands, nums = keys[live], bands[live], nums[live]
-    return _sorted_run(keys, bands, nums)
+def _without(run: Run, dead: set[int]) -> Run:
+    """``run`` without the pairs of ``dead`` documents (still sorted)."""
+    live = ~np.isin(run[2], np.fromiter(dead, dtype=np.uint32, count=len(dead)))
+    return run[0][live], run[1][live], run[2][live]
 
 
 def _merged(old: Run, new: Run) -> Run:
@@ -113,10 +110,8 @@ class BandPostings:
             self._compact()
 
     def _compact(self) -> None:
-        """One run of the live pairs (merged run by run while no pair is dead)."""
-        runs = self._runs
-        if self._dead and runs:
-            runs = [_joined(runs, self._dead)]
+        """One run of the live pairs."""
+        runs = [_without(r, self._dead) for r in self._runs] if self._dead else self._runs
         while len(runs) > 1:
             runs[-2:] = [_merged(runs[-2], runs[-1])]
         self._runs = [r for r in runs if len(r[0])]
@@ -157,9 +152,6 @@ class BandPostings:
         raw["band"], raw["hash"] = bands, keys ^ (bands.astype(np.uint64) * _MIX)
         data = raw.tobytes()
         return {(data[i * KEY_BYTES : (i + 1) * KEY_BYTES], n) for i, n in enumerate(nums.tolist())}
-
-    def nbytes(self) -> int:
-        return sum(a.nbytes for r in self._runs for a in r)
 
 
 def save_bands(path: Path, bands: BandPostings, generation: int, store_id: bytes) -> None:
