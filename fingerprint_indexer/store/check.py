@@ -17,7 +17,6 @@ from pathlib import Path
 
 import plyvel
 
-from fingerprint_indexer.store.bands import KEY_BYTES
 from fingerprint_indexer.store.block_index import LevelDBIndex
 from fingerprint_indexer.store.bloom import BloomState, bloom_header
 from fingerprint_indexer.store.db import TABLE_SUFFIXES, describe, message
@@ -29,7 +28,6 @@ from fingerprint_indexer.store.embedded import (
     Cluster,
     DocRecord,
     EmbeddedStore,
-    bands_bytes,
     digest_key,
     fp_key,
 )
@@ -69,17 +67,6 @@ def _records(db: plyvel.DB, version: str | None) -> tuple[dict[str, DocRecord], 
 
 def _expected_index(records: dict[str, DocRecord]) -> dict[str, tuple[int, ...]]:
     return {entry_id(r.id, 0): tuple(r.fingerprints) for r in records.values() if not r.degenerate}
-
-
-def _expected_bands(records: dict[str, DocRecord], ix: LevelDBIndex) -> set[tuple[bytes, int]]:
-    """(band key, first entry number) of every indexed document's sketch bands."""
-    out = set()
-    for r in records.values():
-        held = None if r.degenerate else ix.held(entry_id(r.id, 0))
-        if held is not None:
-            raw = bands_bytes(r.bands)
-            out |= {(raw[i : i + KEY_BYTES], held[0]) for i in range(0, len(raw), KEY_BYTES)}
-    return out
 
 
 def _first_with_digest(records: dict[str, DocRecord]) -> dict[str, str]:
@@ -176,7 +163,7 @@ def check(directory: str | Path) -> Report:
                                 f"{len(fp_keys - want_fp)} of no record")
         if not store.bands_rebuilt:  # else rebuilt from the records at this open
             held_bands = store.bands.pairs()
-            want_bands = _expected_bands(records, store.index)
+            want_bands = store.rebuild_bands().pairs()  # what the records and the block index say
             if held_bands != want_bands:
                 rep.problems.append(f"sketch band postings ({store.bands_path.name}): "
                                     f"{len(want_bands - held_bands)} missing, "
