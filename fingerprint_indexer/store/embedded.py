@@ -274,9 +274,9 @@ class EmbeddedStore:
                 continue
             if rec is None:  # an index entry without a record: `store check` names it
                 continue
-            held = bands_bytes(rec.bands)
-            raw.append(held)
-            nums += [first] * len(rec.bands)
+            keys = rec.bands
+            raw.append(bands_bytes(keys))
+            nums += [first] * len(keys)
             if len(nums) >= 1 << 16:
                 bands.add(b"".join(raw), nums)
                 raw, nums = [], []
@@ -732,9 +732,10 @@ class StoreBatch:
         self.ix.committed()
         self.cx.committed()
         bloom_add_many(store.bloom, self._bloom_items, store._bloom_test)
-        gone = set(self._band_removed)
-        adds = [a for a in self._band_adds if a[1] not in gone] if gone else self._band_adds
+        adds, gone = self._band_adds, set(self._band_removed)
+        if gone:  # documents removed: those staged here are never added, the others are forgotten
+            adds = [a for a in adds if a[1] not in gone]
+            store.bands.remove(gone.difference(a[1] for a in self._band_adds))
         if adds:
             raw, firsts, counts = zip(*adds, strict=True)
             store.bands.add(b"".join(raw), np.repeat(firsts, counts))
-        store.bands.remove(gone)
