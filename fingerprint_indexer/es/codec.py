@@ -76,7 +76,7 @@ def fingerprint_fields(
     if sketch:
         out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
         if with_blocks:
-            out[BANDS_FIELD] = band_keys(sketch)
+            out[BANDS_FIELD] = list(band_keys(sketch))
     out[FACTS_FIELD] = list(facts)
     out[FRAMES_FIELD] = [to_signed(f) for f in frames]
     return out

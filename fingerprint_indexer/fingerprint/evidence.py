@@ -26,4 +26,4 @@ class Evidence:
     def band_keys(self) -> tuple[str, ...]:
         """The sketch's band keys (:func:`~fingerprint_indexer.fingerprint.sketch.band_keys`), made once:
         a batch's look-ahead, the document's look-up and its write all read them."""
-        return tuple(band_keys(self.sketch))
+        return band_keys(self.sketch)

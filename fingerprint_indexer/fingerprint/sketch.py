@@ -150,11 +150,12 @@ BANDS, BAND_ROWS = 8, 4
 MAX_BAND_READ = 64
 
 
-def band_keys(data: bytes) -> list[str]:
+def band_keys(data: bytes) -> tuple[str, ...]:
     """Exact-match lookup keys of a sketch (MinHash LSH, one per band: its number and the xxh3 of its
     minima), so that edited short texts, whose SimHash moves by more than the block index's ``k``, are
-    still found. None for a sketch too small to band, or of a text without shingles."""
-    return list(_band_keys(data if type(data) is bytes else bytes(data)))
+    still found. None for a sketch too small to band, or of a text without shingles. The tuple is
+    shared by every caller that asks for the same sketch."""
+    return _band_keys(data if type(data) is bytes else bytes(data))
 
 
 @functools.lru_cache(maxsize=4096)  # a document's keys are asked for by its look-up, its write and its batch

@@ -76,7 +76,7 @@ class DocRecord:
         return Evidence(self.fingerprints, bytes.fromhex(self.sketch), self.facts, self.frames)
 
     @property
-    def bands(self) -> list[str]:
+    def bands(self) -> tuple[str, ...]:
         """The sketch band keys the document is found by (see :func:`band_keys`)."""
         return band_keys(bytes.fromhex(self.sketch))
 

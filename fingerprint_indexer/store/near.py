@@ -55,36 +55,46 @@ class LookAhead(Generic[K, V]):
     """Answers of a look-up that cannot change while one batch is decided (the committed state of a
     store), asked for all the batch's keys at once and then served document by document: one pass over
     the block tables, one LevelDB iterator, instead of one per document. A key not asked ahead is
-    looked up when it is needed; the answers are shared, so callers must not change them."""
+    looked up when it is needed; the answers are shared, so callers must not change them.
+
+    Nearly every key of a batch finds nothing: only the keys that found something keep their answer,
+    and every other asked key is answered with the one empty answer the look-up gave first."""
 
     def __init__(self, lookup: Callable[[Sequence[K]], list[V]]) -> None:
         self._lookup = lookup
-        self._known: dict[K, V] = {}
-        self._found: set[K] = set()  # the keys whose answer is not empty
+        self._asked: set[K] = set()
+        self._found: dict[K, V] = {}  # the keys whose answer is not empty
+        self._none: V | None = None  # an empty answer, served for every other asked key
 
     def ahead(self, keys: Iterable[K]) -> None:
-        """Look up the keys not known yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
-        known = self._known
+        """Look up the keys not asked yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
+        asked = self._asked
         todo = list(dict.fromkeys(keys))
-        if known:
-            todo = [key for key in todo if key not in known]
+        if asked:
+            todo = [key for key in todo if key not in asked]
         for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
             chunk = todo[i : i + LOOK_AHEAD_CHUNK]
             answers = self._lookup(chunk)
-            self._known.update(zip(chunk, answers, strict=True))
-            self._found.update(itertools.compress(chunk, answers))
+            if len(answers) != len(chunk):
+                raise ValueError(f"the look-up gave {len(answers)} answers to {len(chunk)} keys")
+            asked.update(chunk)
+            self._found.update(zip(itertools.compress(chunk, answers), itertools.compress(answers, answers),
+                                   strict=True))
+            if self._none is None and len(self._found) < len(asked):
+                self._none = next(a for a in answers if not a)
 
     def none_found(self, keys: Sequence[K]) -> bool:
         """Whether every key was asked already and found nothing (a key not asked counts as found)."""
-        return all(map(self._known.__contains__, keys)) and self._found.isdisjoint(keys)
+        return self._asked.issuperset(keys) and self._found.keys().isdisjoint(keys)
 
     def __call__(self, keys: Sequence[K]) -> list[V]:
         """The answer to each key, in order."""
-        known = self._known
-        missing = [key for key in keys if key not in known]
+        asked = self._asked
+        missing = [key for key in keys if key not in asked]
         if missing:
             self.ahead(missing)
-        return [known[key] for key in keys]
+        found, none = self._found, self._none
+        return [found.get(key, none) for key in keys]  # type: ignore[misc]  # set once a key found none
 
 
 def judged_near(
