@@ -142,97 +142,6 @@ def load_tables(path: Path, generation: int, store_id: bytes) -> dict[str, Table
         return {}
 
 
-class StagedEntries:
-    """The entries one batch of index writes added, asked for by the batch itself (numbers from 0).
-
-    Most documents of a batch are near none of the batch's others. When the fingerprints to be staged are
-    known before the batch is decided (:meth:`expect`), their pairs within ``k`` are found at once, in one
-    pass over small block tables, and a query of one of them reads its answer from those pairs and the
-    entries staged under each fingerprint. A query of anything else (another fingerprint, another
-    ``k``, no :meth:`expect`) puts every staged entry into block tables of its own, kept from then on:
-    both ways give the same entries."""
-
-    def __init__(self, layout: BlockLayout) -> None:
-        self.layout = layout
-        self._by_fp: dict[int, list[int]] = {}  # fingerprint -> live entry numbers staged under it
-        self._fps: list[int] = []  # fingerprint of each entry number
-        self._k: int | None = None  # the distance of the expected pairs
-        self._expected: set[int] = set()
-        self._pairs: dict[int, list[tuple[int, int]]] = {}  # expected fp -> (other expected fp, distance)
-        self._tables: NumberedTables | CompiledNumberedTables | None = None
-
-    def expect(self, fingerprints: Iterable[int], k: int) -> None:
-        """Find the pairs within ``k`` among the fingerprints the batch will stage and ask for."""
-        fps = list(dict.fromkeys(fp & MASK64 for fp in fingerprints))
-        pairs: dict[int, list[tuple[int, int]]] = {}
-        if fps:
-            tables = numbered_tables(self.layout, small=True)
-            tables.put_ints(range(len(fps)), fps)
-            for q, num, d in zip(*tables.query_ints(fps, k), strict=True):
-                if q != num:
-                    pairs.setdefault(fps[q], []).append((fps[num], d))
-        self._k, self._pairs = k, pairs
-        self._expected = set(fps)
-
-    def add(self, at: int, fps: Sequence[int]) -> None:
-        """Stage entries ``at``, ``at + 1``, ... with these (masked) fingerprints."""
-        if at != len(self._fps):
-            raise ValueError(f"staged entries are numbered in turn: {len(self._fps)} next, not {at}")
-        self._fps += fps
-        by_fp = self._by_fp
-        for num, fp in enumerate(fps, at):
-            held = by_fp.get(fp)
-            if held is None:
-                by_fp[fp] = [num]
-            else:
-                held.append(num)
-        if self._tables is not None:
-            self._tables.put_ints(range(at, at + len(fps)), fps)
-
-    def kill(self, at: int, count: int) -> None:
-        """Take staged entries ``at`` to ``at + count - 1`` away."""
-        for num in range(at, at + count):
-            self._by_fp[self._fps[num]].remove(num)
-            if self._tables is not None:
-                self._tables.kill(num)
-
-    def _covered(self, fps: Sequence[int], k: int) -> bool:
-        return k == self._k and self._expected.issuperset(fps)
-
-    def query(self, fps: Sequence[int], k: int) -> tuple[list[int], list[int], list[int]]:
-        """(query index, entry number, distance) of every live staged entry within ``k`` of each of
-        ``fps`` (masked)."""
-        if not self._covered(fps, k):
-            return self._queried().query_ints(fps, k)
-        qs: list[int] = []
-        nums: list[int] = []
-        dist: list[int] = []
-        by_fp, pairs = self._by_fp, self._pairs
-        for q, fp in enumerate(fps):
-            for other, d in ((fp, 0), *pairs.get(fp, ())):
-                for num in by_fp.get(other, ()):
-                    qs.append(q)
-                    nums.append(num)
-                    dist.append(d)
-        return qs, nums, dist
-
-    def any_near(self, fps: Sequence[int], k: int) -> bool:
-        """Whether :meth:`query` would find any entry."""
-        if not self._covered(fps, k):
-            return bool(self._queried().query_ints(fps, k)[0])
-        by_fp, pairs = self._by_fp, self._pairs
-        return any(by_fp.get(fp) or any(by_fp.get(other) for other, _d in pairs.get(fp, ())) for fp in fps)
-
-    def _queried(self) -> NumberedTables | CompiledNumberedTables:
-        """Block tables of the staged entries (made on first use, then kept up to date)."""
-        if self._tables is None:
-            self._tables = numbered_tables(self.layout, small=True)
-            live = sorted(num for nums in self._by_fp.values() for num in nums)
-            if live:
-                self._tables.put_ints(live, [self._fps[num] for num in live])
-        return self._tables
-
-
 class IndexWrites:
     """Index changes staged into a LevelDB write batch that the caller may share with other records.
 
@@ -249,9 +158,9 @@ class IndexWrites:
         self._added_fps: list[int] = []
         self._added_places: list[int] = []
         self._removed: list[int] = []
-        # ``queried``: the entries added are also staged for :meth:`query_many`, numbered from 0 at _base
-        # (the documents holding them by that first number)
-        self._staged = StagedEntries(index.layout) if queried else None
+        # ``queried``: the entries added are also put into small block tables of their own, for
+        # :meth:`query_many`, numbered from 0 at _base (the documents holding them by that first number)
+        self._staged = numbered_tables(index.layout, small=True) if queried else None
         self._held_by: dict[int, str] = {}
 
     def _current(self, doc_id: str) -> tuple[int, int] | None:
@@ -285,7 +194,7 @@ class IndexWrites:
         self._delta += count
         if self._staged is not None:
             at = first - self._base
-            self._staged.add(at, fps)
+            self._staged.put_ints(range(at, at + count), fps)
             self._held_by[at] = doc_id
         return first
 
@@ -301,14 +210,10 @@ class IndexWrites:
         self._removed += range(first, first + count)
         self._delta -= count
         at = first - self._base
-        if self._held_by.pop(at, None) is not None:  # added here: its entries leave the staged ones too
-            self._queried().kill(at, count)
+        if self._held_by.pop(at, None) is not None:  # added here: its entries leave the staged tables too
+            for num in range(at, at + count):
+                self._staged.kill(num)  # type: ignore[union-attr]
         return cur
-
-    def expect(self, fingerprints: Iterable[int], k: int) -> None:
-        """Say which fingerprints this batch will stage and ask for within ``k`` (see
-        :class:`StagedEntries`); only for writes made ``queried``."""
-        self._queried().expect(fingerprints, k)
 
     def query_many(self, fingerprints: Sequence[int], k: int) -> list[list[Match]]:
         """The entries added here (not committed, not removed since) within ``k`` of each fingerprint, as
@@ -317,15 +222,15 @@ class IndexWrites:
         staged = self._queried()
         if not self._held_by:
             return [[] for _ in fingerprints]
-        qs, nums, dist = staged.query([fp & MASK64 for fp in fingerprints], k)
+        qs, nums, dist = staged.query_ints([fp & MASK64 for fp in fingerprints], k)
         return _matches(len(fingerprints), qs, nums, dist, self._added_places.__getitem__, self._held_by.get)
 
     def any_near(self, fingerprints: Sequence[int], k: int) -> bool:
         """Whether :meth:`query_many` would find any entry."""
         staged = self._queried()
-        return bool(self._held_by) and staged.any_near([fp & MASK64 for fp in fingerprints], k)
+        return bool(self._held_by) and bool(staged.query_ints([fp & MASK64 for fp in fingerprints], k)[0])
 
-    def _queried(self) -> StagedEntries:
+    def _queried(self) -> NumberedTables | CompiledNumberedTables:
         if self._staged is None:
             raise TypeError("these index writes keep no tables of their own entries: make them queried")
         return self._staged

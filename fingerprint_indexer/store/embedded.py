@@ -493,7 +493,7 @@ class StoreBatch:
         self._bands_ahead = LookAhead(store.band_scan_many)
         self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
         self._masked: set[str] = set()
-        self._staged_bands: dict[str, tuple[str, ...]] = {}  # band key -> documents staged under it
+        self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
         self._band_adds: list[tuple[bytes, int, int]] = []  # (a document's band keys, first number, count)
         self._band_removed: list[int] = []  # first numbers of documents removed here
@@ -527,15 +527,11 @@ class StoreBatch:
     def look_ahead(self, evs: Iterable[Evidence], k: int) -> None:
         """Look up the committed block index, cluster centres and band keys of the documents this batch
         is about to decide, all at once: the store's committed state does not change before
-        :meth:`commit`, so the answers hold for every document of the batch. The pairs among the batch's
-        own fingerprints are found at once too; its own writes are then read document by document."""
+        :meth:`commit`, so the answers hold for every document of the batch (this batch's own writes are
+        looked up document by document)."""
         evs = list(evs)
-        fps = list(itertools.chain.from_iterable(ev.fingerprints for ev in evs))
-        firsts = [ev.fingerprints[0] for ev in evs if ev.fingerprints]
-        self._committed_near(k).ahead(fps)
-        self._committed_centres(k).ahead(firsts)
-        self.ix.expect(fps, k)  # and the batch's own entries: their pairs found at once
-        self.cx.expect(firsts, k)
+        self._committed_near(k).ahead(itertools.chain.from_iterable(ev.fingerprints for ev in evs))
+        self._committed_centres(k).ahead(ev.fingerprints[0] for ev in evs if ev.fingerprints)
         self._bands_ahead.ahead(itertools.chain.from_iterable(ev.band_keys for ev in evs))
 
     # The look-ups hold the store's indexes, never this batch: a batch that referred to itself would be
@@ -634,13 +630,12 @@ class StoreBatch:
                     self._band_removed.append(was[0])
             first = self.ix.add_doc(eid, rec.fingerprints, fresh=True)
             bands, staged = rec.bands, self._staged_bands
-            if staged.keys().isdisjoint(bands):  # nearly always: one shared holder tuple for all its keys
-                staged.update(dict.fromkeys(bands, (rec.id,)))
-            else:
-                for band in bands:
-                    holders = staged.get(band, ())
-                    if rec.id not in holders:
-                        staged[band] = (*holders, rec.id)
+            for band in bands:
+                held = staged.get(band)
+                if held is None:
+                    staged[band] = {rec.id}
+                else:
+                    held.add(rec.id)
             self._band_adds.append((bands_bytes(bands), first, len(bands)))
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
@@ -689,15 +684,8 @@ class StoreBatch:
         held = self.ix.remove(entry_id(doc_id, 0))
         if held is not None:
             self._band_removed.append(held[0])
-        staged = self._staged_bands
         for band in rec.bands:
-            holders = staged.get(band, ())
-            if doc_id in holders:
-                left = tuple(i for i in holders if i != doc_id)
-                if left:
-                    staged[band] = left
-                else:
-                    del staged[band]
+            self._staged_bands.get(band, set()).discard(doc_id)
         self._masked.add(doc_id)
         self._records[doc_id] = None
         self._docs_delta -= 1
