@@ -16,8 +16,14 @@ document into a fresh store with ``Pipeline.decide_batch`` and reports its CPU t
 (``time.process_time``: start-up, reading and fingerprinting excluded). ``--profile FILE`` saves a
 cProfile of the last round.
 
+``--decide --instructions N`` counts instead the machine instructions of deciding the corpus's first ``N``
+documents (valgrind's callgrind, hash seed fixed; a second run that only loads the corpus is subtracted):
+a figure that does not move with the load of a shared machine, where a profiler's timings of many small
+calls mislead. ``--baseline DIR`` counts the code of another checkout (its compiled core built) beside it.
+
     python3 scripts/bench_dedupe.py --corpus ../shared/data/zh_news.jsonl.gz --rounds 2
     python3 scripts/bench_dedupe.py --decide --cache zh_news.pkl --rounds 3
+    python3 scripts/bench_dedupe.py --decide --cache zh_news.pkl --instructions 3072 --baseline ../old
 """
 
 from __future__ import annotations
@@ -92,11 +98,66 @@ def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | 
         shutil.rmtree(store, ignore_errors=True)
 
 
+def decide_quietly(pairs: list[Any], batch_size: int) -> None:
+    """Decide ``pairs`` into a fresh store as :func:`decide_round` does, untimed (for a counting run)."""
+    from fingerprint_indexer.cli.common import ingest_gc
+    from fingerprint_indexer.pipeline import Pipeline
+
+    store = Path(tempfile.mkdtemp(prefix="bench-decide-"))
+    try:
+        with Pipeline(store / "s", batch_size=batch_size) as pipe, ingest_gc():
+            it = iter(pairs)
+            while batch := list(itertools.islice(it, batch_size)):
+                pipe.decide_batch(batch)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def instructions(args: argparse.Namespace, n: int, code: Path | None) -> int:
+    """Instructions callgrind counts in this script deciding the first ``n`` documents of the cache, with
+    the package of checkout ``code`` (None: the one installed)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        sys.exit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    # the interpreter itself, not a launcher script that would start it in a child valgrind does not follow
+    python = os.path.realpath(sys.executable)
+    cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__, "--decide",
+           "--cache", str(args.cache), "--batch-size", str(args.batch_size), "--count-only", str(n)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    found = [line for line in done.stderr.splitlines() if "Collected :" in line]
+    if done.returncode or not found:
+        sys.exit(f"valgrind failed ({done.returncode}): {done.stderr[-2000:]}")
+    return int(found[-1].rsplit(":", 1)[1].strip())
+
+
+def instructions_main(args: argparse.Namespace) -> None:
+    if args.cache is None:
+        sys.exit("--instructions needs --cache (the corpus fingerprinted once, outside the count)")
+    fingerprinted(args.corpus, args.cache)  # written now when missing
+    n = args.instructions
+    print(f"# instructions of the decision step: {args.corpus.name}, the first {n} documents, batch "
+          f"{args.batch_size}")
+    for name, code in (("this checkout", None), ("baseline", args.baseline)):
+        if name == "baseline" and code is None:
+            continue
+        per_doc = (instructions(args, n, code) - instructions(args, 0, code)) / n
+        print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
+
+
 def decide_main(args: argparse.Namespace) -> None:
     if args.batch_size is None:
         from fingerprint_indexer.pipeline import BATCH_SIZE
 
         args.batch_size = BATCH_SIZE
+    if args.count_only is not None:
+        decide_quietly(fingerprinted(args.corpus, args.cache)[: args.count_only], args.batch_size)
+        return
+    if args.instructions:
+        instructions_main(args)
+        return
     pairs = fingerprinted(args.corpus, args.cache)
     print(f"# decision step alone: {args.corpus.name}, {len(pairs)} documents, batch {args.batch_size}; "
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -118,6 +179,10 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=None,
                     help="with --decide: documents per commit (default: the dedupe command's)")
     ap.add_argument("--profile", type=Path, help="with --decide: cProfile of the last round to this file")
+    ap.add_argument("--instructions", type=int, metavar="N",
+                    help="with --decide: count the instructions of deciding the first N documents")
+    ap.add_argument("--baseline", type=Path, help="with --instructions: a checkout to count beside this one")
+    ap.add_argument("--count-only", type=int, help=argparse.SUPPRESS)  # the counted child of --instructions
     args = ap.parse_args()
     if args.decide:
         decide_main(args)
