@@ -191,7 +191,15 @@ def test_a_document_holds_at_most_max_entries_fingerprints(tmp_path):
 def test_staged_writes_answer_for_their_own_entries(committed, steps, probe, k, native):
     """Documents added (again), removed (an empty list) and added back in one write batch: the batch's
     staged answers are a brute-force scan of the entries it added and still holds, whatever the index
-    held before, on the compiled tables and on the reference's; the batch then commits what it staged."""
+    held before, on the compiled tables and on the reference's; the batch then commits what it staged.
+    Asked of the probes, and of each fingerprint the batch adds at some step, alone (as a batch asks of a
+    document's own): a removed document's entries are gone at once, even at distance 0."""
+
+    def fingerprints(flips: list[int]) -> list[int]:
+        return [probe ^ (1 << f) ^ (1 << (f + 8) if f % 2 else 0) for f in flips]
+
+    probes = [probe, probe ^ 0b11, probe ^ (1 << 63)]
+    added_ever = sorted({fp for _n, flips in steps for fp in fingerprints(flips)})
     with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
         mp.setenv("FPI_NATIVE", "1" if native else "0")
         with LevelDBIndex(d) as ix:
@@ -202,7 +210,7 @@ def test_staged_writes_answer_for_their_own_entries(committed, steps, probe, k, 
             for n, flips in steps:
                 doc = f"d{n}"
                 if flips:
-                    fps = [probe ^ (1 << f) ^ (1 << (f + 8) if f % 2 else 0) for f in flips]
+                    fps = fingerprints(flips)
                     staged.add_doc(doc, fps)
                     added[doc] = fps
                 else:
@@ -210,17 +218,24 @@ def test_staged_writes_answer_for_their_own_entries(committed, steps, probe, k, 
                     added.pop(doc, None)
                 entries = {(doc if i == 0 else f"{doc}\x1f{i}"): fp
                            for doc, fps in added.items() for i, fp in enumerate(fps)}
-                probes = [probe, probe ^ 0b11, probe ^ (1 << 63)]
-                brute = [sorted((Match(e, bin(q ^ v).count("1")) for e, v in entries.items()
-                                 if bin(q ^ v).count("1") <= k), key=lambda m: (m.distance, m.doc_id))
-                         for q in probes]
+                brute = [_brute(entries, q, k) for q in probes]
                 assert staged.query_many(probes, k) == brute
                 assert staged.any_near(probes, k) == any(brute)
+                for fp in added_ever:
+                    near = _brute(entries, fp, k)
+                    assert staged.any_near([fp], k) == bool(near)
+                    assert staged.query_many([fp], k) == [near]
             staged.finish()
             wb.write()
             staged.committed()
             for doc, fps in added.items():
                 assert ix.fingerprints(doc) == tuple(fps)
+
+
+def _brute(entries: dict[str, int], q: int, k: int) -> list[Match]:
+    """The entries within ``k`` of ``q``, as a query answers them (nearest first, then by id)."""
+    near = [Match(e, bin(q ^ v).count("1")) for e, v in entries.items() if bin(q ^ v).count("1") <= k]
+    return sorted(near, key=lambda m: (m.distance, m.doc_id))
 
 
 def test_writes_not_made_queried_refuse_queries(tmp_path):
