@@ -654,7 +654,7 @@ class _EsBatch:
                                   "read")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool) -> None:
+    def put_record(self, rec: DocRecord, index: bool, evidence: Evidence | None = None) -> None:
         """Pend a decided document for writing; under ``skip`` a duplicate is not written (a copy that took
         over as canonical is: it is the kept document)."""
         if rec.decision == "new" or self.decider.on_duplicate == "tag" or rec.replaces is not None:

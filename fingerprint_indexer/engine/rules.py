@@ -244,7 +244,7 @@ class Engine:
             chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
             frames=list(res.frames), replaces=replaces,
         )
-        store.put_record(rec, index=not res.degenerate)
+        store.put_record(rec, index=not res.degenerate, evidence=res.evidence)
         decision = Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
                             res.degenerate)
         return decision, rec

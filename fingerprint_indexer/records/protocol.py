@@ -37,8 +37,10 @@ class RecordStore(Protocol):
     def cluster(self, cluster_id: str) -> Cluster | None:
         """The cluster of that id (None when there is none)."""
 
-    def put_record(self, rec: DocRecord, index: bool) -> None:
-        """Store a decided document (``index``: findable as a near-duplicate; never for degenerate ones)."""
+    def put_record(self, rec: DocRecord, index: bool, evidence: Evidence | None = None) -> None:
+        """Store a decided document (``index``: findable as a near-duplicate; never for degenerate ones).
+        ``evidence``: what ``rec`` was made from, when the caller holds it (its sketch's bytes and band keys,
+        which a store need not then read again from the record's hex)."""
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite a stored record (its ``duplicate_of`` and ``distance`` after the canonical changed)."""

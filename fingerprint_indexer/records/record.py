@@ -194,10 +194,12 @@ class DocRecord:
                    facts=list(it), frames=list(nums[n_chunks:]), replaces=replaces)
 
 
-def record_bytes(rec: DocRecord, store_version: str | None, encode: Any) -> bytes:
+def record_bytes(rec: DocRecord, store_version: str | None, encode: Any, sketch: bytes | None = None
+                 ) -> bytes:  # fmt: skip
     """``rec.to_bytes(store_version)`` through ``encode`` (``native.record_encoder()``, resolved once by a
-    caller that encodes many records; None: the reference)."""
-    got = encode(rec, store_version) if encode is not None else None
+    caller that encodes many records; None: the reference); ``sketch``: the bytes ``rec.sketch`` is the
+    hex of, when the caller holds them (the compiled encoder then does not decode the hex)."""
+    got = encode(rec, store_version, sketch) if encode is not None else None
     return got if got is not None else rec.to_bytes_reference(store_version)
 
 

@@ -609,12 +609,14 @@ class StoreBatch:
                                  f"see 'fingerprint-indexer store check {where}'")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool) -> None:
-        """Store a new document (``index`` puts it into the block index: never for degenerate docs)."""
+    def put_record(self, rec: DocRecord, index: bool, evidence: Evidence | None = None) -> None:
+        """Store a new document (``index`` puts it into the block index: never for degenerate docs;
+        ``evidence``: see :class:`~fingerprint_indexer.records.protocol.RecordStore`)."""
         # a document whose record this batch read as absent holds no index entries (they go with it)
         fresh = rec.id not in self._records and self._read.get(rec.id, rec) is None
         key = rec.id.encode()
-        self.wb.put(b"s/d/" + key, record_bytes(rec, self.store.algorithm, self._encode))
+        sketch = evidence.sketch if evidence is not None and type(evidence.sketch) is bytes else None
+        self.wb.put(b"s/d/" + key, record_bytes(rec, self.store.algorithm, self._encode, sketch))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
             self.wb.put(digest_key(rec.content_digest), key)
@@ -629,7 +631,7 @@ class StoreBatch:
                 if was is not None:
                     self._band_removed.append(was[0])
             first = self.ix.add_doc(eid, rec.fingerprints, fresh=True)
-            bands, staged = rec.bands, self._staged_bands
+            bands, staged = rec.bands if evidence is None else evidence.band_keys, self._staged_bands
             for band in bands:
                 held = staged.get(band)
                 if held is None:

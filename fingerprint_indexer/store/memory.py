@@ -80,16 +80,16 @@ class MemoryStore:
         return StoreDamagedError(f"in-memory store: {doc_id!r} is indexed but has no record")
 
     # ----------------------------------------------------------------- writes
-    def put_record(self, rec: DocRecord, index: bool) -> None:
+    def put_record(self, rec: DocRecord, index: bool, evidence: Evidence | None = None) -> None:
         """Store a decided document (``index``: into the block index and band keys; never for degenerate
-        documents)."""
+        documents; ``evidence``: see :class:`~fingerprint_indexer.records.protocol.RecordStore`)."""
         self._records[rec.id] = rec
         self._by_fp.setdefault(rec.fingerprint, set()).add(rec.id)
         self._digests.setdefault(rec.content_digest, rec.id)
         if index:
             for n, fp in enumerate(rec.fingerprints):
                 self.index.add(entry_id(rec.id, n), fp)
-            for band in rec.bands:
+            for band in rec.bands if evidence is None else evidence.band_keys:
                 self._bands.setdefault(band, set()).add(rec.id)
 
     def update_record(self, rec: DocRecord) -> None:

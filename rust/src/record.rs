@@ -31,7 +31,7 @@ fn opt_str<'py>(rec: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> Option<
     }
 }
 
-fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>> {
+fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>, sketch_bytes: Option<&[u8]>) -> Option<Vec<u8>> {
     let py = rec.py();
     let id: String = attr(rec, intern!(py, "id"))?.extract().ok()?;
     let fingerprint: u64 = attr(rec, intern!(py, "fingerprint"))?.extract().ok()?;
@@ -47,8 +47,10 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     let version: String = attr(rec, intern!(py, "version"))?.extract().ok()?;
     let time: f64 = attr(rec, intern!(py, "time"))?.extract().ok()?;
     let chunks: Vec<u64> = attr(rec, intern!(py, "chunks"))?.cast_into::<PyList>().ok()?.extract().ok()?;
-    let sketch = attr(rec, intern!(py, "sketch"))?.cast_into::<PyString>().ok()?;
-    let sketch = sketch.to_str().ok()?;
+    let sketch_hex = match sketch_bytes {
+        Some(_) => None,
+        None => Some(attr(rec, intern!(py, "sketch"))?.cast_into::<PyString>().ok()?),
+    };
     let facts: Vec<Bound<'_, PyString>> = attr(rec, intern!(py, "facts"))?
         .cast_into::<PyList>()
         .ok()?
@@ -72,7 +74,11 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     flags |= if published.is_some() { F_PUBLISHED } else { 0 };
     flags |= if replaces.is_some() { F_REPLACES } else { 0 };
     flags |= if raw_digests { F_RAW_DIGESTS } else { 0 };
-    let sketch = from_hex(sketch)?;
+    let sketch = match (sketch_bytes, &sketch_hex) {
+        (Some(raw), _) => raw.to_vec(),
+        (None, Some(hex)) => from_hex(hex.to_str().ok()?)?,
+        (None, None) => return None,
+    };
     let count = |n: usize| u16::try_from(n).ok();
 
     let digests: [Vec<u8>; 2] = if raw_digests {
@@ -121,11 +127,14 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>) -> Option<Vec<u8>
     Some(out)
 }
 
-/// `rec.to_bytes(store_version)` of a `DocRecord`, or None where the reference must encode it.
+/// `rec.to_bytes(store_version)` of a `DocRecord`, or None where the reference must encode it. `sketch`:
+/// the bytes `rec.sketch` is the hex of, when the caller holds them (the record's hex is then not read).
 #[pyfunction]
-#[pyo3(signature = (rec, store_version = None))]
-pub fn encode_record<'py>(rec: &Bound<'py, PyAny>, store_version: Option<&str>) -> Option<Bound<'py, PyBytes>> {
-    encode(rec, store_version).map(|raw| PyBytes::new(rec.py(), &raw))
+#[pyo3(signature = (rec, store_version = None, sketch = None))]
+pub fn encode_record<'py>(
+    rec: &Bound<'py, PyAny>, store_version: Option<&str>, sketch: Option<&[u8]>,
+) -> Option<Bound<'py, PyBytes>> {
+    encode(rec, store_version, sketch).map(|raw| PyBytes::new(rec.py(), &raw))
 }
 
 /// Little-endian readers over a record's bytes: None past its end.
