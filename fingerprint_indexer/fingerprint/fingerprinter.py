@@ -11,7 +11,6 @@ stored with every indexed document so that stores never mix algorithms.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import multiprocessing as mp
 import threading
@@ -34,7 +33,7 @@ from fingerprint_indexer.fingerprint.chunks import (
     sentence_spans,
 )
 from fingerprint_indexer.fingerprint.digest import content_digest, keyword_digest, titled_digest
-from fingerprint_indexer.fingerprint.evidence import Evidence
+from fingerprint_indexer.fingerprint.evidence import Evidence, cached_attribute
 from fingerprint_indexer.fingerprint.facts import (
     MAX_FACTS,
     MAX_FRAMES,
@@ -137,7 +136,7 @@ class FingerprintResult:
         """Every fingerprint this document is indexed under: the document's first, then its chunks'."""
         return (self.fingerprint, *self.chunks)
 
-    @functools.cached_property
+    @cached_attribute
     def evidence(self) -> Evidence:
         """What verification compares (:func:`fingerprint_indexer.verification.check`), made once: the
         decision step reads it for its look-ahead, its candidates and its clusters."""
