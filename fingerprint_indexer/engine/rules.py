@@ -40,7 +40,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import to_hex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.protocol import RecordStore
-from fingerprint_indexer.records.record import DocRecord, new_cluster_id, record_now
+from fingerprint_indexer.records.record import DocRecord, new_cluster_id, stamp
 from fingerprint_indexer.verification import DEFAULT_POLICY, check, closest, joins
 
 Keep = Literal["first", "longest", "newest"]
@@ -237,9 +237,10 @@ class Engine:
                 cluster_id = a.cluster_id
                 _grow(store, cluster_id)
 
-        rec = record_now(
+        # made directly, not through record_now, which would pack the fields into a dict and unpack it again
+        rec = DocRecord(
             id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
-            cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
+            time=stamp(), cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
             degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
             chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
             frames=list(res.frames), replaces=replaces,

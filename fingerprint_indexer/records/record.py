@@ -276,6 +276,11 @@ def founded_by(cluster_id: str, doc_id: str) -> bool:
     return cluster_id == doc_id or cluster_id.startswith(doc_id + "~")
 
 
+def stamp() -> float:
+    """The current time as records keep it (seconds, to the millisecond)."""
+    return round(time.time(), 3)
+
+
 def record_now(**values: Any) -> DocRecord:
-    """A record stamped with the current time."""
-    return DocRecord(time=round(time.time(), 3), **values)
+    """A record stamped with the current time (:func:`stamp`)."""
+    return DocRecord(time=stamp(), **values)
