@@ -98,21 +98,6 @@ def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | 
         shutil.rmtree(store, ignore_errors=True)
 
 
-def decide_quietly(pairs: list[Any], batch_size: int) -> None:
-    """Decide ``pairs`` into a fresh store as :func:`decide_round` does, untimed (for a counting run)."""
-    from fingerprint_indexer.cli.common import ingest_gc
-    from fingerprint_indexer.pipeline import Pipeline
-
-    store = Path(tempfile.mkdtemp(prefix="bench-decide-"))
-    try:
-        with Pipeline(store / "s", batch_size=batch_size) as pipe, ingest_gc():
-            it = iter(pairs)
-            while batch := list(itertools.islice(it, batch_size)):
-                pipe.decide_batch(batch)
-    finally:
-        shutil.rmtree(store, ignore_errors=True)
-
-
 def instructions(args: argparse.Namespace, n: int, code: Path | None) -> int:
     """Instructions callgrind counts in this script deciding the first ``n`` documents of the cache, with
     the package of checkout ``code`` (None: the one installed)."""
@@ -153,7 +138,7 @@ def decide_main(args: argparse.Namespace) -> None:
 
         args.batch_size = BATCH_SIZE
     if args.count_only is not None:
-        decide_quietly(fingerprinted(args.corpus, args.cache)[: args.count_only], args.batch_size)
+        decide_round(fingerprinted(args.corpus, args.cache)[: args.count_only], args.batch_size, None)
         return
     if args.instructions:
         instructions_main(args)
