@@ -47,9 +47,9 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>, sketch_bytes: Opt
     let version: String = attr(rec, intern!(py, "version"))?.extract().ok()?;
     let time: f64 = attr(rec, intern!(py, "time"))?.extract().ok()?;
     let chunks: Vec<u64> = attr(rec, intern!(py, "chunks"))?.cast_into::<PyList>().ok()?.extract().ok()?;
-    let sketch_hex = match sketch_bytes {
-        Some(_) => None,
-        None => Some(attr(rec, intern!(py, "sketch"))?.cast_into::<PyString>().ok()?),
+    let sketch = match sketch_bytes {
+        Some(raw) => raw.to_vec(),
+        None => from_hex(attr(rec, intern!(py, "sketch"))?.cast_into::<PyString>().ok()?.to_str().ok()?)?,
     };
     let facts: Vec<Bound<'_, PyString>> = attr(rec, intern!(py, "facts"))?
         .cast_into::<PyList>()
@@ -74,11 +74,6 @@ fn encode(rec: &Bound<'_, PyAny>, store_version: Option<&str>, sketch_bytes: Opt
     flags |= if published.is_some() { F_PUBLISHED } else { 0 };
     flags |= if replaces.is_some() { F_REPLACES } else { 0 };
     flags |= if raw_digests { F_RAW_DIGESTS } else { 0 };
-    let sketch = match (sketch_bytes, &sketch_hex) {
-        (Some(raw), _) => raw.to_vec(),
-        (None, Some(hex)) => from_hex(hex.to_str().ok()?)?,
-        (None, None) => return None,
-    };
     let count = |n: usize| u16::try_from(n).ok();
 
     let digests: [Vec<u8>; 2] = if raw_digests {
