@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from elasticsearch import Elasticsearch, helpers
 
+from fingerprint_indexer.cli.common import ingest_gc
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
@@ -101,7 +102,7 @@ def _plain_bulk(client: Elasticsearch, docs: list[Document], batch: int) -> floa
 
 def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: int, batch: int,
           fpr: Fingerprinter, counts: dict[str, int], cpu: list[float]) -> float:  # fmt: skip
-    """Wall time of the ``index`` command's pipeline; appends the CPU seconds of this (main) process,
+    """Wall time of the ``index`` command's pipeline (its collector settings too); appends the CPU seconds of this (main) process,
     deciding and writing, to ``cpu`` (fingerprinting workers are other processes; fingerprinting threads,
     with one process, are counted in it)."""
     name = fresh(client, "bench-ours")
@@ -111,9 +112,10 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: 
     counts.clear()
     t, c = time.perf_counter(), time.process_time()
     pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8, threads=threads)
-    for result in pipelined(decider, batched(pairs, batch), "index"):
-        for d in result.decisions:
-            counts[d.decision] = counts.get(d.decision, 0) + 1
+    with ingest_gc():  # the collector settings of the command
+        for result in pipelined(decider, batched(pairs, batch), "index"):
+            for d in result.decisions:
+                counts[d.decision] = counts.get(d.decision, 0) + 1
     elapsed = time.perf_counter() - t
     cpu.append(time.process_time() - c)
     client.indices.delete(index=f"{name}-000001")
