@@ -102,9 +102,9 @@ def _plain_bulk(client: Elasticsearch, docs: list[Document], batch: int) -> floa
 
 def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: int, batch: int,
           fpr: Fingerprinter, counts: dict[str, int], cpu: list[float]) -> float:  # fmt: skip
-    """Wall time of the ``index`` command's pipeline (its collector settings too); appends the CPU seconds of this (main) process,
-    deciding and writing, to ``cpu`` (fingerprinting workers are other processes; fingerprinting threads,
-    with one process, are counted in it)."""
+    """Wall time of the ``index`` command's pipeline (its collector settings too); appends the CPU seconds
+    of this (main) process, deciding and writing, to ``cpu`` (fingerprinting workers are other processes;
+    fingerprinting threads, with one process, are counted in it)."""
     name = fresh(client, "bench-ours")
     client.options(ignore_status=404).indices.delete(index=f"{name}-000001")
     setup_index(client, name)

@@ -69,6 +69,11 @@ class EsDecision(Decision):
         return out
 
 
+#: The fields of the engine's :class:`Decision`, in order: each document's :class:`EsDecision` is made of
+#: them.
+DECISION_FIELDS = tuple(f.name for f in fields(Decision))
+
+
 def record_from_source(doc_id: str, src: Mapping[str, Any]) -> DocRecord | None:
     """The stored decision of an indexed document (None when it has no fingerprint fields yet).
 
@@ -256,8 +261,7 @@ class EsDecider:
                 view.at(i)
                 d, rec = self.engine.decide(view, doc, res)
                 written = rec is not None and view.written_at[i] is rec
-                values = {f.name: getattr(d, f.name) for f in fields(d)}
-                decisions.append(EsDecision(**values, written=written))
+                decisions.append(EsDecision(**{n: getattr(d, n) for n in DECISION_FIELDS}, written=written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
             if not lost:
                 break

@@ -10,6 +10,7 @@ per key of the block layout (``block_<n>``, :func:`block_fields`) holding that k
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -37,9 +38,10 @@ VERIFY_FIELDS = [{"field": FP_FIELD}, {"field": FPS_FIELD}, {"field": SKETCH_FIE
                  {"field": FRAMES_FIELD}]  # fmt: skip
 
 
-def block_fields(layout: BlockLayout) -> list[str]:
+@functools.lru_cache(maxsize=16)  # asked for by every document written: one tuple a layout
+def block_fields(layout: BlockLayout) -> tuple[str, ...]:
     """The keyword field of each key of ``layout`` (``block_<n>``, in key order)."""
-    return [f"block_{i}" for i in range(layout.n_keys)]
+    return tuple(f"block_{i}" for i in range(layout.n_keys))
 
 
 #: Per key of the layout, one stored key per fingerprint (see :func:`block_keys`).
@@ -65,14 +67,12 @@ def fingerprint_fields(
     (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents),
     the base64 ``sketch`` when there is one with its band keys (not for degenerate documents either), and the
     facts and frames verification compares."""
-    fp = fingerprint & MASK64
-    fps = [fp, *(c & MASK64 for c in chunks)]
-    out: dict[str, Any] = {FP_FIELD: to_signed(fp), "fingerprint_hex": to_hex(fp),
-                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
+    fps = [f & MASK64 for f in (fingerprint, *chunks)]
+    out: dict[str, Any] = {FP_FIELD: to_signed(fps[0]), "fingerprint_hex": to_hex(fps[0]),
+                           FPS_FIELD: [f - TWO64 if f >= TOP_BIT else f for f in fps]}  # to_signed inline
     if with_blocks:
-        per_field = block_keys(layout, fps, "first")
-        out.update((name, keys[0] if len(keys) == 1 else keys)
-                   for name, keys in zip(block_fields(layout), per_field, strict=True))  # fmt: skip
+        for name, keys in zip(block_fields(layout), layout.keys_many(fps, "first"), strict=True):
+            out[name] = keys[0] if len(keys) == 1 else keys
     if sketch:
         out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
         if with_blocks:
@@ -80,6 +80,9 @@ def fingerprint_fields(
     out[FACTS_FIELD] = list(facts)
     out[FRAMES_FIELD] = [to_signed(f) for f in frames]
     return out
+
+
+TWO64, TOP_BIT = 1 << 64, 1 << 63  # to_signed of a value already masked to 64 bits
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
