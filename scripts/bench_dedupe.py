@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from callgrind import per_document  # beside this script
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 COMMAND = [sys.executable, "-m", "fingerprint_indexer.cli.main"]
 
@@ -98,26 +100,6 @@ def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | 
         shutil.rmtree(store, ignore_errors=True)
 
 
-def instructions(args: argparse.Namespace, n: int, code: Path | None) -> int:
-    """Instructions callgrind counts in this script deciding the first ``n`` documents of the cache, with
-    the package of checkout ``code`` (None: the one installed)."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        sys.exit("--instructions needs valgrind (Debian: apt-get install valgrind)")
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    # the interpreter itself, not a launcher script that would start it in a child valgrind does not follow
-    python = os.path.realpath(sys.executable)
-    cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__, "--decide",
-           "--cache", str(args.cache), "--batch-size", str(args.batch_size), "--count-only", str(n)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    found = [line for line in done.stderr.splitlines() if "Collected :" in line]
-    if done.returncode or not found:
-        sys.exit(f"valgrind failed ({done.returncode}): {done.stderr[-2000:]}")
-    return int(found[-1].rsplit(":", 1)[1].strip())
-
-
 def instructions_main(args: argparse.Namespace) -> None:
     if args.cache is None:
         sys.exit("--instructions needs --cache (the corpus fingerprinted once, outside the count)")
@@ -128,7 +110,8 @@ def instructions_main(args: argparse.Namespace) -> None:
     for name, code in (("this checkout", None), ("baseline", args.baseline)):
         if name == "baseline" and code is None:
             continue
-        per_doc = (instructions(args, n, code) - instructions(args, 0, code)) / n
+        per_doc = per_document({m: [__file__, "--decide", "--cache", str(args.cache), "--batch-size",
+                                    str(args.batch_size), "--count-only", str(m)] for m in (n, 0)}, n, code)
         print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
 
 

@@ -11,6 +11,13 @@ Usage:
     scripts/es-local start                      # or point ES_URL at a cluster
     ES_URL=$(scripts/es-local url) python scripts/bench_es.py [--docs N] [--fingerprints 1000000]
 
+``--instructions N --cache FILE`` counts instead the client's machine instructions of deciding and writing
+the first N documents of zh_news as the ``index`` command does (fingerprinted once into ``FILE``, the cache
+of ``bench_dedupe.py --decide``; valgrind's callgrind, a run of no documents subtracted): a figure the
+load of a shared machine does not move. ``--baseline DIR`` counts another checkout beside it.
+
+    ES_URL=$(scripts/es-local url) python scripts/bench_es.py --instructions 2000 --cache zh_news.pkl
+
 Reads ../shared/data/zh_news.jsonl.gz in place. Creates and deletes indices named bench-*.
 Prints one JSON object with every figure.
 """
@@ -31,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_dedupe import DEFAULT_CORPUS, fingerprinted  # beside this script
+from callgrind import per_document, require_valgrind
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.cli.common import ingest_gc
@@ -260,6 +269,41 @@ def bench_reindex(client: Elasticsearch, docs: list[Document], processes: int, b
             "clusters": report.clusters}  # fmt: skip
 
 
+def decide_and_write(es: str, cache: Path, n: int, batch: int) -> None:
+    """The ``index`` command's decision and writes (its pipeline and collector settings) of the first ``n``
+    cached documents into a fresh index, deleted after: the run ``--instructions`` counts."""
+    pairs = fingerprinted(DEFAULT_CORPUS, cache)[:n]
+    client = connect(es, request_timeout=600)
+    name = fresh(client, f"bench-count-{os.getpid()}")
+    setup_index(client, name)
+    try:
+        with ingest_gc():
+            for _ in pipelined(EsDecider(ElasticsearchIndex(client, name), k=3), batched(iter(pairs), batch)):
+                pass
+    finally:
+        client.indices.delete(index=f"{name}-000001")
+
+
+def instructions_main(args: argparse.Namespace) -> None:
+    if args.cache is None:
+        sys.exit("--instructions needs --cache (the corpus fingerprinted once, outside the count)")
+    if not args.es:
+        sys.exit("--instructions needs --es or ES_URL")
+    require_valgrind()
+    if not args.cache.exists():
+        fingerprinted(DEFAULT_CORPUS, args.cache)  # written now, outside the count
+    n = args.instructions
+    print(f"# client instructions of es index: {DEFAULT_CORPUS.name}, the first {n} documents, batch "
+          f"{args.batch_size}")
+    for name, code in (("this checkout", None), ("baseline", args.baseline)):
+        if name == "baseline" and code is None:
+            continue
+        argv = {m: [__file__, "--es", args.es, "--cache", str(args.cache), "--batch-size",
+                    str(args.batch_size), "--count-only", str(m)] for m in (n, 0)}  # fmt: skip
+        per_doc = per_document(argv, n, code)
+        print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--es", default=os.environ.get("ES_URL"), help="Elasticsearch URL (default $ES_URL)")
@@ -272,7 +316,18 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of (a); medians are reported")
     ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
+    ap.add_argument("--instructions", type=int, metavar="N",
+                    help="count the client's instructions of indexing the first N documents (needs --cache)")
+    ap.add_argument("--cache", type=Path, help="with --instructions: the fingerprinted corpus (a pickle)")
+    ap.add_argument("--baseline", type=Path, help="with --instructions: a checkout to count beside this one")
+    ap.add_argument("--count-only", type=int, help=argparse.SUPPRESS)  # the counted child of --instructions
     args = ap.parse_args()
+    if args.count_only is not None:
+        decide_and_write(args.es, args.cache, args.count_only, args.batch_size)
+        return 0
+    if args.instructions:
+        instructions_main(args)
+        return 0
     client = connect(args.es, request_timeout=600)
     nodes = client.nodes.info(node_id="_local")["nodes"]
     out: dict[str, Any] = {"server": next(iter(nodes.values()))["version"], "cpus": os.cpu_count(),
