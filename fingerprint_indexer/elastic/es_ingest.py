@@ -36,7 +36,7 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.index.memory import NumberedIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
@@ -180,7 +180,7 @@ class EsDecider:
         self._relinked: dict[str, DocRecord] = {}  # re-pointed since the last refresh, not yet searchable
         self._pending: dict[str, _Rec] = {}
         self._pending_digest: dict[str, list[_Rec]] = {}  # in the order decided
-        self._pending_near = MemoryIndex(self.index.layout, merge_threshold=256)
+        self._pending_near = NumberedIndex(self.index.layout)
         self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
 
     def refresh(self) -> None:

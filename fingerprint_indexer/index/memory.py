@@ -11,11 +11,12 @@ plus (key bytes + 4) per block: 32 bytes per fingerprint for the default 4x16 la
 
 :class:`NumberedTables` (tables over fixed entry numbers, for the embedded store) has a compiled
 equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func:`numbered_tables` picks.
+:class:`NumberedIndex` is an index by id over them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -72,8 +73,8 @@ def _ranges_to_positions(starts: IntArray, ends: IntArray) -> tuple[IntArray, In
 
 
 def grouped_matches(n: int, queries: IntArray | list[int], rows: IntArray | list[int],
-                    dist: npt.NDArray[np.uint8] | list[int], ids: Sequence[str] | npt.NDArray[np.object_]
-                    ) -> list[list[Match]]:  # fmt: skip
+                    dist: npt.NDArray[np.uint8] | list[int],
+                    ids: Sequence[str] | npt.NDArray[np.object_] | Mapping[int, str]) -> list[list[Match]]:
     """The matches of each of ``n`` queries, from (query index, row, distance) arrays or lists and the id
     of each row, nearest first (distance, then id)."""
     out: list[list[Match]] = [[] for _ in range(n)]
@@ -665,3 +666,57 @@ def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDAr
         return CompiledNumberedTables(layout, fps, alive, merge_min, small=small)
     return NumberedTables(layout, fps, alive, merge_min)
 
+
+
+class NumberedIndex(NearDupIndex):
+    """Entries by id over :func:`numbered_tables` (compiled when built): each entry put gets the next
+    number, and the number of an entry removed or put again is tombstoned. For a set written a few
+    entries at a time and queried in batches, such as the documents ``es index`` has decided since the
+    index's last refresh: no arrays are made per call, and numbers are never reused, so a set that lives
+    long should be replaced now and then (the tables drop tombstoned rows when a quarter are dead)."""
+
+    def __init__(self, layout: BlockLayout | None = None) -> None:
+        self.layout = layout or BlockLayout()
+        self._tables = numbered_tables(self.layout, small=True)
+        self._entries: dict[str, tuple[int, int]] = {}  # id -> (number, fingerprint)
+        self._ids: dict[int, str] = {}  # number -> id, live entries only
+        self._next = 0
+
+    def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
+        self.add_many([(doc_id, fingerprint, meta)])
+
+    def add_many(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
+        latest = {doc_id: fp & MASK64 for doc_id, fp, _meta in items}  # an id given twice: the last wins
+        nums = list(range(self._next, self._next + len(latest)))
+        for num, (doc_id, fp) in zip(nums, latest.items(), strict=True):
+            self.remove(doc_id)
+            self._entries[doc_id] = (num, fp)
+            self._ids[num] = doc_id
+        self._next += len(nums)
+        self._tables.put_ints(nums, list(latest.values()))
+
+    def remove(self, doc_id: str) -> bool:
+        held = self._entries.pop(doc_id, None)
+        if held is None:
+            return False
+        self._tables.kill(held[0])
+        del self._ids[held[0]]
+        return True
+
+    def query(self, fingerprint: int, k: int = 3) -> list[Match]:
+        return self.query_many([fingerprint], k)[0]
+
+    def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
+        """The matches of each fingerprint, nearest first (distance, then id), in one call to the tables."""
+        self.layout.check_k(k)
+        fps = (fingerprints.tolist() if isinstance(fingerprints, np.ndarray)
+               else [f & MASK64 for f in fingerprints])  # fmt: skip
+        qs, nums, dist = self._tables.query_ints(fps, k)
+        return grouped_matches(len(fps), qs, nums, dist, self._ids)
+
+    def get(self, doc_id: str) -> int | None:
+        held = self._entries.get(doc_id)
+        return None if held is None else held[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -11,7 +11,13 @@ from support.index_contract import brute_force, check_scenario, index_scenarios
 from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index import memory
-from fingerprint_indexer.index.memory import CompiledNumberedTables, MemoryIndex, NumberedTables
+from fingerprint_indexer.index.memory import (
+    CompiledNumberedTables,
+    MemoryIndex,
+    NumberedIndex,
+    NumberedTables,
+)
+from fingerprint_indexer.records.match import Match
 
 
 @settings(max_examples=150, deadline=None)
@@ -172,3 +178,28 @@ def test_numbered_tables_factory_follows_the_switch(monkeypatch):
     monkeypatch.setenv("FPI_NATIVE", "1")
     want = NumberedTables if not native.AVAILABLE else CompiledNumberedTables
     assert type(memory.numbered_tables(BlockLayout())) is want
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenario=index_scenarios(), wide=st.booleans(), compiled=st.booleans())
+def test_numbered_index_matches_brute_force(scenario, wide, compiled):
+    """The index by id over numbered tables, on either backend: the NearDupIndex contract."""
+    if compiled and not native.AVAILABLE:
+        compiled = False
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FPI_NATIVE", "1" if compiled else "0")
+        index = NumberedIndex(BlockLayout.even(6) if wide else BlockLayout())
+    check_scenario(lambda: index, scenario)
+
+
+def test_numbered_index_keeps_the_last_entry_of_an_id():
+    """An id put twice, in one call or two, holds only its last fingerprint; a removed one holds none."""
+    far = 0xFFFF << 40  # 16 bits from 0
+    index = NumberedIndex(BlockLayout())
+    index.add_many([("a", 0, None), ("b", 0b111, None), ("a", far, None)])
+    assert len(index) == 2 and index.get("a") == far
+    assert index.query(0, 3) == [Match("b", 3)]
+    index.add("b", far | 1)
+    assert index.query_many([0, far], 3) == [[], [Match("a", 0), Match("b", 1)]]
+    assert index.remove("a") and not index.remove("a") and index.get("a") is None
+    assert index.query(far, 3) == [Match("b", 1)] and len(index) == 1
