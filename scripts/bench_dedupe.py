@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from callgrind import per_document  # beside this script
+from callgrind import report  # beside this script
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 COMMAND = [sys.executable, "-m", "fingerprint_indexer.cli.main"]
@@ -105,14 +105,10 @@ def instructions_main(args: argparse.Namespace) -> None:
         sys.exit("--instructions needs --cache (the corpus fingerprinted once, outside the count)")
     fingerprinted(args.corpus, args.cache)  # written now when missing
     n = args.instructions
-    print(f"# instructions of the decision step: {args.corpus.name}, the first {n} documents, batch "
-          f"{args.batch_size}")
-    for name, code in (("this checkout", None), ("baseline", args.baseline)):
-        if name == "baseline" and code is None:
-            continue
-        per_doc = per_document({m: [__file__, "--decide", "--cache", str(args.cache), "--batch-size",
-                                    str(args.batch_size), "--count-only", str(m)] for m in (n, 0)}, n, code)
-        print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
+    report(f"# instructions of the decision step: {args.corpus.name}, the first {n} documents, batch "
+           f"{args.batch_size}",
+           lambda m: [__file__, "--decide", "--cache", str(args.cache), "--batch-size", str(args.batch_size),
+                      "--count-only", str(m)], n, args.baseline)  # fmt: skip
 
 
 def decide_main(args: argparse.Namespace) -> None:

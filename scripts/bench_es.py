@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from bench_dedupe import DEFAULT_CORPUS, fingerprinted  # beside this script
-from callgrind import per_document, require_valgrind
+from callgrind import report, require_valgrind
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.cli.common import ingest_gc
@@ -293,15 +293,10 @@ def instructions_main(args: argparse.Namespace) -> None:
     if not args.cache.exists():
         fingerprinted(DEFAULT_CORPUS, args.cache)  # written now, outside the count
     n = args.instructions
-    print(f"# client instructions of es index: {DEFAULT_CORPUS.name}, the first {n} documents, batch "
-          f"{args.batch_size}")
-    for name, code in (("this checkout", None), ("baseline", args.baseline)):
-        if name == "baseline" and code is None:
-            continue
-        argv = {m: [__file__, "--es", args.es, "--cache", str(args.cache), "--batch-size",
-                    str(args.batch_size), "--count-only", str(m)] for m in (n, 0)}  # fmt: skip
-        per_doc = per_document(argv, n, code)
-        print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
+    report(f"# client instructions of es index: the first {n} documents of {args.cache.name}, batch "
+           f"{args.batch_size}",
+           lambda m: [__file__, "--es", args.es, "--cache", str(args.cache), "--batch-size",
+                      str(args.batch_size), "--count-only", str(m)], n, args.baseline)  # fmt: skip
 
 
 def main() -> int:

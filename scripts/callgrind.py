@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -43,3 +44,14 @@ def per_document(argv_of: dict[int, list[str]], n: int, code: Path | None = None
     """Instructions per document: the run of ``n`` documents less the run of none (``argv_of[n]`` and
     ``argv_of[0]``), which loads everything but decides nothing."""
     return (count_instructions(argv_of[n], code) - count_instructions(argv_of[0], code)) / n
+
+
+def report(heading: str, argv_of: Callable[[int], list[str]], n: int, baseline: Path | None) -> None:
+    """Print ``heading``, then the instructions per document of this checkout's package and, with
+    ``baseline``, of that checkout's (``argv_of(m)``: the command that handles the first ``m`` documents)."""
+    print(heading)
+    for name, code in (("this checkout", None), ("baseline", baseline)):
+        if name == "baseline" and code is None:
+            continue
+        per_doc = per_document({m: argv_of(m) for m in (n, 0)}, n, code)
+        print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
