@@ -69,7 +69,7 @@ def fingerprint_fields(
     facts and frames verification compares."""
     fps = [f & MASK64 for f in (fingerprint, *chunks)]
     out: dict[str, Any] = {FP_FIELD: to_signed(fps[0]), "fingerprint_hex": to_hex(fps[0]),
-                           FPS_FIELD: [f - TWO64 if f >= TOP_BIT else f for f in fps]}  # to_signed inline
+                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
     if with_blocks:
         for name, keys in zip(block_fields(layout), layout.keys_many(fps, "first"), strict=True):
             out[name] = keys[0] if len(keys) == 1 else keys
@@ -80,9 +80,6 @@ def fingerprint_fields(
     out[FACTS_FIELD] = list(facts)
     out[FRAMES_FIELD] = [to_signed(f) for f in frames]
     return out
-
-
-TWO64, TOP_BIT = 1 << 64, 1 << 63  # to_signed of a value already masked to 64 bits
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
