@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from callgrind import report  # beside this script
+from callgrind import report, require_valgrind  # beside this script
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zh_news.jsonl.gz"
 COMMAND = [sys.executable, "-m", "fingerprint_indexer.cli.main"]
@@ -103,7 +103,9 @@ def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | 
 def instructions_main(args: argparse.Namespace) -> None:
     if args.cache is None:
         sys.exit("--instructions needs --cache (the corpus fingerprinted once, outside the count)")
-    fingerprinted(args.corpus, args.cache)  # written now when missing
+    require_valgrind()
+    if not args.cache.exists():
+        fingerprinted(args.corpus, args.cache)  # written now, outside the count
     n = args.instructions
     report(f"# instructions of the decision step: {args.corpus.name}, the first {n} documents, batch "
            f"{args.batch_size}",
