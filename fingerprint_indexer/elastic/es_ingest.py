@@ -27,7 +27,13 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.claims import Claim, ClaimError, DigestClaims
 from fingerprint_indexer.engine.rules import MAX_HOPS, Decision, Engine, Keep
 from fingerprint_indexer.errors import FingerprintIndexerError
-from fingerprint_indexer.es.codec import Picture, decision_fields, image_fields, source_evidence
+from fingerprint_indexer.es.codec import (
+    Picture,
+    decision_fields,
+    decision_source,
+    image_fields,
+    source_evidence,
+)
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.facts import publication_time
@@ -500,9 +506,13 @@ class EsDecider:
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
         """The fingerprint and decision fields of a decided document (the same as the sidecar writes)."""
-        return decision_fields(res, self.index.layout, cluster_id=rec.cluster_id,
-                               duplicate_of=rec.duplicate_of, distance=rec.distance, decision=rec.decision,
-                               text_length=rec.length, replaces=rec.replaces)  # fmt: skip
+        return decision_fields(res, self.index.layout, **self._decided(rec))
+
+    @staticmethod
+    def _decided(rec: _Rec) -> dict[str, Any]:
+        """What :func:`decision_fields` writes of a decided document's record."""
+        return {"cluster_id": rec.cluster_id, "duplicate_of": rec.duplicate_of, "distance": rec.distance,
+                "decision": rec.decision, "text_length": rec.length, "replaces": rec.replaces}
 
     def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
         """Bulk-write; returns (id, reason) of every failed document instead of raising."""
@@ -519,11 +529,11 @@ class EsDecider:
         added to documents already in the index (``update``, for reindex)."""
         decisions, writes = self.decide(batch)
         by_id = {doc.id: (doc, res) for doc, res in batch}
-        actions = []
+        actions: list[dict[str, Any]] = []
         for rec in writes:
             doc, res = by_id[rec.id]
-            if mode == "index":
-                source = {**document_fields(doc), **self.fields(rec, res)}
+            if mode == "index":  # the whole document as JSON text (the bulk helper sends it as it is)
+                source = decision_source(document_fields(doc), res, self.index.layout, **self._decided(rec))
                 actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
                                 "_source": source})  # fmt: skip
             else:

@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from fingerprint_indexer.es.servers import binary_doc_value
 from fingerprint_indexer.fingerprint.blocks import BlockLayout, Distinct
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
@@ -25,6 +27,7 @@ from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.verification import DEFAULT_POLICY, Evidence
 
 FP_FIELD = "fingerprint"
+HEX_FIELD = "fingerprint_hex"  # the document fingerprint as 16 hex digits
 FPS_FIELD = "fingerprints"
 SKETCH_FIELD = "sketch"
 FACTS_FIELD = "facts"
@@ -54,6 +57,69 @@ def block_keys(layout: BlockLayout, fingerprints: Sequence[int], distinct: Disti
     return layout.keys_many([f & MASK64 for f in fingerprints], distinct)
 
 
+def key_fields(fps: list[int], layout: BlockLayout, with_blocks: bool = True) -> dict[str, Any]:
+    """The fields a document is found by: its document fingerprint (``long`` and hex), every fingerprint
+    (``fps``, unsigned, the document's first) and, with ``with_blocks``, each key's distinct block keys in
+    first-seen order (one key as a string)."""
+    out: dict[str, Any] = {FP_FIELD: to_signed(fps[0]), HEX_FIELD: to_hex(fps[0]),
+                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
+    if with_blocks:
+        for name, keys in zip(block_fields(layout), layout.keys_many(fps, "first"), strict=True):
+            out[name] = keys[0] if len(keys) == 1 else keys
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _key_json(layout: BlockLayout) -> Any:
+    """The compiled writer of ``layout``'s key fields and block clauses, made once; None without the
+    compiled core."""
+    from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
+
+    if not native.enabled():
+        return None
+    return native.es_key_json(layout.key_blocks, layout.key_digits, block_fields(layout),
+                              (FP_FIELD, HEX_FIELD, FPS_FIELD))  # fmt: skip
+
+
+def key_fields_json(fps: list[int], layout: BlockLayout, with_blocks: bool = True) -> bytes:
+    """:func:`key_fields` as the members of a JSON object, without its braces (in compiled code when it is
+    built: no Python string per key)."""
+    compiled = _key_json(layout)
+    if compiled is None:
+        return orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
+    return bytes(compiled.fields(fps, with_blocks))
+
+
+def block_clauses(layout: BlockLayout, fps: Sequence[int]) -> list[dict[str, Any]]:
+    """A candidate search's ``terms`` clause per block field: the distinct keys of ``fps`` (unsigned),
+    sorted."""
+    return [{"terms": {f: keys}} for f, keys in zip(block_fields(layout), block_keys(layout, fps, "sorted"),
+                                                     strict=True)]  # fmt: skip
+
+
+def block_clauses_json(layout: BlockLayout, fps: Sequence[int]) -> bytes:
+    """:func:`block_clauses` as the items of a JSON array, without its brackets (compiled when built)."""
+    compiled = _key_json(layout)
+    if compiled is None:
+        return orjson.dumps(block_clauses(layout, fps))[1:-1]
+    return bytes(compiled.should([f & MASK64 for f in fps]))
+
+
+def evidence_fields(sketch: bytes = b"", with_blocks: bool = True, facts: Sequence[str] = (),
+                    frames: Sequence[int] = ()) -> dict[str, Any]:  # fmt: skip
+    """The fields verification compares besides the fingerprints: the base64 ``sketch`` when there is one
+    with its band keys (not for degenerate documents, which have no block keys either), the facts and
+    the frames."""
+    out: dict[str, Any] = {}
+    if sketch:
+        out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
+        if with_blocks:
+            out[BANDS_FIELD] = list(band_keys(sketch))
+    out[FACTS_FIELD] = list(facts)
+    out[FRAMES_FIELD] = [to_signed(f) for f in frames]
+    return out
+
+
 def fingerprint_fields(
     fingerprint: int,
     layout: BlockLayout,
@@ -63,23 +129,10 @@ def fingerprint_fields(
     facts: Sequence[str] = (),
     frames: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The fields that store a document's fingerprints: the document fingerprint, every fingerprint
-    (document first, then ``chunks``), the block keys of all of them (omitted for degenerate documents),
-    the base64 ``sketch`` when there is one with its band keys (not for degenerate documents either), and the
-    facts and frames verification compares."""
+    """The fields that store a document's fingerprints: :func:`key_fields` of the document fingerprint and
+    ``chunks`` (no block keys for degenerate documents), then :func:`evidence_fields`."""
     fps = [f & MASK64 for f in (fingerprint, *chunks)]
-    out: dict[str, Any] = {FP_FIELD: to_signed(fps[0]), "fingerprint_hex": to_hex(fps[0]),
-                           FPS_FIELD: [to_signed(f) for f in fps]}  # fmt: skip
-    if with_blocks:
-        for name, keys in zip(block_fields(layout), layout.keys_many(fps, "first"), strict=True):
-            out[name] = keys[0] if len(keys) == 1 else keys
-    if sketch:
-        out[SKETCH_FIELD] = base64.b64encode(sketch).decode("ascii")
-        if with_blocks:
-            out[BANDS_FIELD] = list(band_keys(sketch))
-    out[FACTS_FIELD] = list(facts)
-    out[FRAMES_FIELD] = [to_signed(f) for f in frames]
-    return out
+    return {**key_fields(fps, layout, with_blocks), **evidence_fields(sketch, with_blocks, facts, frames)}
 
 
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
@@ -129,13 +182,48 @@ def decision_fields(
     (``text_length`` and ``replaces`` are what the keep policy compares and reports; ``replaces`` is
     written as null when unset, so a rewrite leaves no stale value), and ``decided_at`` (epoch
     milliseconds, default now)."""
-    out = result_fields(res, layout)
+    rest = _after_keys(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+                       decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
+    return {**key_fields([f & MASK64 for f in res.fingerprints], layout, not res.degenerate), **rest}
+
+
+def _after_keys(
+    res: FingerprintResult, *, cluster_id: str, duplicate_of: str | None, distance: int | None, decision: str,
+    text_length: int, replaces: str | None, decided_at: int | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The fields of :func:`decision_fields` after its :func:`key_fields`, in order."""
+    out = evidence_fields(res.sketch, not res.degenerate, res.facts, res.frames)
+    out.update(copy_fields(res))
     out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
                fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
                duplicate_of=duplicate_of, distance=distance, decision=decision, degenerate=res.degenerate,
                text_length=text_length, replaces=replaces)
     out[DECIDED_FIELD] = now_millis() if decided_at is None else decided_at
     return out
+
+
+def decision_source(
+    doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout, *, cluster_id: str,
+    duplicate_of: str | None, distance: int | None, decision: str, text_length: int,
+    replaces: str | None = None, decided_at: int | None = None,
+) -> bytes:  # fmt: skip
+    """A whole document as the JSON text a bulk request carries: the fields of ``doc`` (its text, url,
+    date), then :func:`decision_fields`. The same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
+    with the key fields written by :func:`key_fields_json` (no Python object per block key)."""
+    rest = _after_keys(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+                       decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
+    fps = [f & MASK64 for f in res.fingerprints]
+    if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):
+        # a field of ours given in doc too: ours wins, as in the dict form, and appears once
+        return orjson.dumps({**doc, **key_fields(fps, layout, not res.degenerate), **rest})
+    head = orjson.dumps(doc)[:-1] + b"," if doc else b"{"
+    return head + key_fields_json(fps, layout, not res.degenerate) + b"," + orjson.dumps(rest)[1:]
+
+
+@functools.lru_cache(maxsize=16)
+def _written_by_keys(layout: BlockLayout) -> frozenset[str]:
+    """The names :func:`key_fields` may write under ``layout``."""
+    return frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, *block_fields(layout)})
 
 
 def copy_fields(res: FingerprintResult) -> dict[str, Any]:

@@ -136,6 +136,12 @@ class BlockLayout:
         return np.bitwise_or.reduce(blocks[:, which] << shifts[None, :, :], axis=2)
 
     @functools.cached_property
+    def key_blocks(self) -> list[list[tuple[int, int]]]:
+        """Per key, the (right shift, width) of each of its blocks, the first most significant: the
+        layout as the compiled keys take it."""
+        return [[(self.shifts[b], self.widths[b]) for b in table] for table in self.tables]
+
+    @functools.cached_property
     def key_digits(self) -> tuple[int, ...]:
         """Hex digits of each key's stored form."""
         return tuple((w + 3) // 4 for w in self.key_widths)
@@ -205,5 +211,4 @@ def _compiled_keys(layout: BlockLayout) -> Callable[[list[int], int], list[list[
     """:func:`~fingerprint_indexer.fingerprint.native.block_key_maker` of ``layout``, made once."""
     from fingerprint_indexer.fingerprint import native
 
-    plan = [[(layout.shifts[b], layout.widths[b]) for b in table] for table in layout.tables]
-    return native.block_key_maker(plan, layout.key_digits)
+    return native.block_key_maker(layout.key_blocks, layout.key_digits)

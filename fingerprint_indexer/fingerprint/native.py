@@ -74,6 +74,15 @@ def block_key_maker(keys: list[list[tuple[int, int]]], digits: Sequence[int]) ->
     return _core.BlockKeys(keys, list(digits))
 
 
+def es_key_json(keys: list[list[tuple[int, int]]], digits: Sequence[int], blocks: Sequence[str],
+                names: tuple[str, str, str]) -> Any:
+    """A layout's fingerprint and block-key fields as JSON text, compiled (``_core.EsKeyJson``: its
+    ``fields`` and ``should`` equal ``es.codec.key_fields`` and ``es.codec.block_clauses`` serialised);
+    ``blocks`` names each key's field, ``names`` the fingerprint's, its hex form's and all fingerprints'."""
+    assert _core is not None
+    return _core.EsKeyJson(keys, list(digits), list(blocks), list(names))
+
+
 def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, hashed: bool) -> Any:
     """``index.memory.NumberedTables`` in compiled code (``_core.BlockTables``) over ``fps`` (uint64 by
     number) whose ``alive`` flags (uint8) are set; ``hashed`` keeps every block's buckets in hash maps."""

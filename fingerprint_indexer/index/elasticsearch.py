@@ -19,9 +19,10 @@ import contextlib
 import itertools
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import orjson
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.es.codec import (
@@ -30,10 +31,11 @@ from fingerprint_indexer.es.codec import (
     FP_FIELD,
     FPS_FIELD,
     FRAMES_FIELD,
+    HEX_FIELD,
     SKETCH_FIELD,
     VERIFY_FIELDS,
+    block_clauses_json,
     block_fields,
-    block_keys,
     bulk_failures,
     fingerprint_fields,
     hit_evidence,
@@ -51,7 +53,7 @@ from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.verification import Evidence, Verdict, check_many
 
 #: Fields the index writes itself; a caller's meta cannot override them.
-RESERVED_FIELDS = frozenset({FP_FIELD, "fingerprint_hex", FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
+RESERVED_FIELDS = frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
 VERIFY_PAGE = 1000  # candidates of an oversized bucket verified at a time
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
@@ -288,22 +290,25 @@ class ElasticsearchIndex(NearDupIndex):
                          ) -> dict[str, Any]:  # fmt: skip
         """Documents sharing a block key with any of ``fingerprints`` (``terms`` per block field, the keys
         sorted), or a band key with ``sketch`` that is not ``hot`` (:meth:`hot_bands`)."""
-        per_field = block_keys(self.layout, fingerprints, "sorted")
-        should = [{"terms": {f: keys}} for f, keys in zip(self._fields, per_field, strict=True)]
+        return cast(dict[str, Any], orjson.loads(self.candidates_json(fingerprints, sketch, hot)))
+
+    def candidates_json(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
+                        ) -> bytes:  # fmt: skip
+        """:meth:`candidates_query` as JSON text, the form a verified look-up sends: the block clauses
+        written without a Python object per key (:func:`block_clauses_json`)."""
+        should = block_clauses_json(self.layout, fingerprints)
         bands = [b for b in band_keys(sketch) if b not in hot]
         if bands:
-            should.append({"terms": {BANDS_FIELD: bands}})
-        return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
+            should += b"," + orjson.dumps({"terms": {BANDS_FIELD: bands}})
+        return b'{"bool":{"filter":[{"bool":{"should":[' + should + b'],"minimum_should_match":1}}]}}'
 
     def _verified_body(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
-                       ) -> dict[str, Any]:  # fmt: skip
-        return {
-            "query": self.candidates_query(fingerprints, sketch, hot),
-            "_source": False,
-            "docvalue_fields": VERIFY_FIELDS,
-            "size": self.page_size,
-            "track_total_hits": False,
-        }
+                       ) -> bytes:  # fmt: skip
+        """The search of a verified look-up, as JSON text: the candidates and the doc values that verify
+        them."""
+        tail = orjson.dumps({"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
+                             "track_total_hits": False})  # fmt: skip
+        return b'{"query":' + self.candidates_json(fingerprints, sketch, hot) + b"," + tail[1:]
 
     @staticmethod
     def judge_hits(
@@ -392,7 +397,7 @@ class ElasticsearchIndex(NearDupIndex):
                 out.append(self._finish_judged(ev, hits, k, excl[start + n], hot, rejected))
         return out
 
-    def _msearch(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _msearch(self, bodies: Sequence[dict[str, Any] | bytes]) -> list[dict[str, Any]]:
         """Responses of one ``msearch`` (on the pinned snapshot when there is one). A search that misses a
         shard is an error, never a partial answer (a node that died held part of the snapshot, or a shard
         has no copy yet): it is sent again, after a fresh snapshot is taken, waiting a little longer each
@@ -410,14 +415,18 @@ class ElasticsearchIndex(NearDupIndex):
                     errors = [str(exc)]
                     continue
                 pit = self._pit
-            searches: list[dict[str, Any]] = []
-            snapshot = {"id": pit, "keep_alive": self._pit_keep_alive}
-            for body in bodies:
-                if pit is None:
-                    searches += [{"index": self.index, **WHOLE}, body]
-                else:
-                    searches += [dict(WHOLE), {**body, "pit": snapshot}]
-            resp = self.client.msearch(searches=searches, filter_path=MSEARCH_FILTER)
+            searches: list[dict[str, Any] | bytes] = []
+            if pit is None:
+                header = orjson.dumps({"index": self.index, **WHOLE})
+                searches = [x for body in bodies for x in (header, body)]
+            else:
+                header, snapshot = orjson.dumps(WHOLE), {"id": pit, "keep_alive": self._pit_keep_alive}
+                pinned = b',"pit":' + orjson.dumps(snapshot) + b"}"
+                for body in bodies:  # JSON text gets the snapshot appended as its last member
+                    searches += [header, body[:-1] + pinned if isinstance(body, bytes)
+                                 else {**body, "pit": snapshot}]  # fmt: skip
+            # JSON text goes through the client's NDJSON serializer as it is, a line of the request
+            resp = self.client.msearch(searches=cast(Any, searches), filter_path=MSEARCH_FILTER)
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
             if len(responses) != len(bodies):

@@ -9,7 +9,7 @@ use rustc_hash::FxHashSet;
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// One key of a layout: the (right shift, width) of each of its blocks, the first most significant.
-type KeyBlocks = Vec<(u32, u32)>;
+pub type KeyBlocks = Vec<(u32, u32)>;
 
 /// A key's value: its blocks' bits side by side.
 fn key_value(fp: u64, blocks: &[(u32, u32)]) -> u64 {
@@ -19,11 +19,67 @@ fn key_value(fp: u64, blocks: &[(u32, u32)]) -> u64 {
     })
 }
 
+/// A layout's keys: per key its blocks and its number of hex digits.
+pub struct KeyPlan {
+    keys: Vec<(KeyBlocks, usize)>,
+}
+
+impl KeyPlan {
+    /// `keys`: per key the (right shift, width) of each of its blocks, the first most significant;
+    /// `digits`: per key its hex digits.
+    pub fn new(keys: Vec<KeyBlocks>, digits: Vec<usize>) -> PyResult<Self> {
+        if keys.len() != digits.len() || digits.iter().any(|&d| d == 0 || d > 16) {
+            return Err(pyo3::exceptions::PyValueError::new_err("one count of 1 to 16 hex digits per key"));
+        }
+        Ok(KeyPlan { keys: keys.into_iter().zip(digits).collect() })
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Into `values`, key `j` of each fingerprint; with `distinct` 1 each key once in first-seen order,
+    /// with 2 each once in ascending order (the order of the fixed-width hex strings too). `seen` is
+    /// scratch space for many fingerprints (a document's few are compared in turn).
+    pub fn column(&self, j: usize, fingerprints: &[u64], distinct: u8, values: &mut Vec<u64>,
+                  seen: &mut FxHashSet<u64>) {
+        let blocks = &self.keys[j].0;
+        values.clear();
+        seen.clear();
+        for &fp in fingerprints {
+            let v = key_value(fp, blocks);
+            let new = match distinct {
+                0 => true,
+                _ if fingerprints.len() <= 32 => !values.contains(&v),
+                _ => seen.insert(v),
+            };
+            if new {
+                values.push(v);
+            }
+        }
+        if distinct == 2 {
+            values.sort_unstable();
+        }
+    }
+
+    /// Key `j`'s stored form of `value`: its digits of lowercase hex, zero-padded, at the start of `hex`.
+    pub fn hex<'a>(&self, j: usize, value: u64, hex: &'a mut [u8; 16]) -> &'a str {
+        let d = self.keys[j].1;
+        let mut v = value;
+        for at in hex[..d].iter_mut().rev() {
+            *at = HEX[(v & 15) as usize];
+            v >>= 4;
+        }
+        // SAFETY: every byte written is an ASCII hex digit
+        unsafe { std::str::from_utf8_unchecked(&hex[..d]) }
+    }
+}
+
 /// A layout's keys, made once per layout: called with fingerprints, it gives per key (column) the key of
 /// each fingerprint as that key's number of lowercase hex digits, zero-padded.
 #[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
 pub struct BlockKeys {
-    keys: Vec<(KeyBlocks, usize)>,
+    plan: KeyPlan,
 }
 
 #[pymethods]
@@ -32,10 +88,7 @@ impl BlockKeys {
     /// `digits`: per key its hex digits.
     #[new]
     fn new(keys: Vec<KeyBlocks>, digits: Vec<usize>) -> PyResult<Self> {
-        if keys.len() != digits.len() || digits.iter().any(|&d| d == 0 || d > 16) {
-            return Err(pyo3::exceptions::PyValueError::new_err("one count of 1 to 16 hex digits per key"));
-        }
-        Ok(BlockKeys { keys: keys.into_iter().zip(digits).collect() })
+        Ok(BlockKeys { plan: KeyPlan::new(keys, digits)? })
     }
 
     /// Per key, the key of each fingerprint; with `distinct` 1 each key once in first-seen order, with
@@ -43,34 +96,11 @@ impl BlockKeys {
     #[pyo3(signature = (fingerprints, distinct = 0))]
     fn __call__<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>, distinct: u8) -> PyResult<Bound<'py, PyList>> {
         let mut values = Vec::with_capacity(fingerprints.len());
-        let mut seen = FxHashSet::default(); // for many fingerprints; a document's few are compared in turn
-        let columns = self.keys.iter().map(|(blocks, d)| {
-            values.clear();
-            seen.clear();
-            for &fp in &fingerprints {
-                let v = key_value(fp, blocks);
-                let new = match distinct {
-                    0 => true,
-                    _ if fingerprints.len() <= 32 => !values.contains(&v),
-                    _ => seen.insert(v),
-                };
-                if new {
-                    values.push(v);
-                }
-            }
-            if distinct == 2 {
-                values.sort_unstable();
-            }
-            PyList::new(py, values.iter().map(|&value| {
-                let mut hex = [0u8; 16];
-                let mut v = value;
-                for at in hex[..*d].iter_mut().rev() {
-                    *at = HEX[(v & 15) as usize];
-                    v >>= 4;
-                }
-                // SAFETY: every byte written is an ASCII hex digit
-                PyString::new(py, unsafe { std::str::from_utf8_unchecked(&hex[..*d]) })
-            }))
+        let mut seen = FxHashSet::default();
+        let mut hex = [0u8; 16];
+        let columns = (0..self.plan.len()).map(|j| {
+            self.plan.column(j, &fingerprints, distinct, &mut values, &mut seen);
+            PyList::new(py, values.iter().map(|&value| PyString::new(py, self.plan.hex(j, value, &mut hex))))
         });
         PyList::new(py, columns.collect::<PyResult<Vec<_>>>()?)
     }

@@ -9,6 +9,7 @@ mod blocks;
 mod bloom;
 mod boilerplate;
 mod document;
+mod es_json;
 mod facts;
 mod hex;
 mod pass;
@@ -380,6 +381,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
+    m.add_class::<es_json::EsKeyJson>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;
     m.add_function(wrap_pyfunction!(record::decode_record, m)?)?;

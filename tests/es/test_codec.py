@@ -4,8 +4,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.es.codec import terms_text
+from fingerprint_indexer.es.codec import (
+    block_clauses,
+    block_clauses_json,
+    decision_fields,
+    decision_source,
+    key_fields,
+    key_fields_json,
+    terms_text,
+)
+from fingerprint_indexer.es.mapping import ES_LAYOUT
+from fingerprint_indexer.fingerprint import native
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 
 TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
@@ -23,3 +39,62 @@ def test_terms_field_is_the_terms_joined_whatever_holds_them() -> None:
     for limit in (0, 1, 5, len(plain), len(plain) + 10):
         want = " ".join(t for t, _ in plain[:limit])
         assert terms_text(res, limit) == want and terms_text(as_list, limit) == want
+
+
+LAYOUTS = st.sampled_from([ES_LAYOUT, BlockLayout.even(4), BlockLayout((8, 24, 16, 16), per_key=2),
+                           BlockLayout((64,))])  # fmt: skip
+FPS = st.lists(st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 2**63, 2**64 - 1])), min_size=1,
+               max_size=40)  # fmt: skip
+
+
+def compiled_core() -> None:
+    if not native.enabled():
+        pytest.skip("the compiled core is not built (the reference writes the JSON text itself)")
+
+
+@settings(max_examples=150, deadline=None)
+@given(fps=FPS, layout=LAYOUTS, with_blocks=st.booleans())
+def test_key_fields_as_json_text_equal_the_fields_serialised(fps, layout, with_blocks):
+    """The compiled writer's key fields are the reference dict as orjson writes it, byte for byte: signed
+    longs, the hex form, one key as a string and more as an array in first-seen order."""
+    compiled_core()
+    assert key_fields_json(fps, layout, with_blocks) == orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(fps=FPS, layout=LAYOUTS)
+def test_block_clauses_as_json_text_equal_the_clauses_serialised(fps, layout):
+    """A search's block clauses: every key's distinct keys sorted, always as an array."""
+    compiled_core()
+    assert block_clauses_json(layout, fps) == orjson.dumps(block_clauses(layout, fps))[1:-1]
+
+
+def test_compiled_writer_refuses_what_it_cannot_write() -> None:
+    compiled_core()
+    with pytest.raises(ValueError, match="at least one fingerprint"):
+        key_fields_json([], ES_LAYOUT)
+    with pytest.raises(ValueError, match="at least one fingerprint"):
+        block_clauses_json(ES_LAYOUT, [])
+    with pytest.raises(ValueError, match="letters, digits and _"):
+        native.es_key_json(ES_LAYOUT.key_blocks, ES_LAYOUT.key_digits, ['block"0'] * ES_LAYOUT.n_keys,
+                           ("fingerprint", "fingerprint_hex", "fingerprints"))  # fmt: skip
+
+
+DOCS = [Document(id="a", title="降温", content=TEXT),
+        Document(id="b", title="", content="短"),  # degenerate: no block keys, no bands
+        Document(id="c", title="quote \" and \\ and \n", content=TEXT + " 第二版" * 30)]  # fmt: skip
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.id)
+def test_a_document_as_json_text_is_its_fields_serialised(doc: Document) -> None:
+    """What ``es index`` sends for a document is its body then the decision fields, exactly as the merged
+    dict serialised; a body field of ours is written once, ours winning, as the dict merge does."""
+    res = Fingerprinter().fingerprint_document(doc)
+    decided = {"cluster_id": "c1", "duplicate_of": "x", "distance": 2, "decision": "near_duplicate",
+               "text_length": 7, "replaces": None, "decided_at": 1_700_000_000_000}  # fmt: skip
+    fields = decision_fields(res, ES_LAYOUT, **decided)
+    for body in ({"title": doc.title, "content": doc.content, "url": "https://x/ä"}, {},
+                 {"title": doc.title, "fingerprint": 1, "decision": "mine", "block_3": "f"}):  # fmt: skip
+        got = decision_source(body, res, ES_LAYOUT, **decided)
+        assert got == orjson.dumps({**body, **fields})
+        assert len(orjson.loads(got)) == len({**body, **fields})  # no member twice
