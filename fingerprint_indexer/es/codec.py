@@ -216,8 +216,9 @@ def decision_source(
     if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):
         # a field of ours given in doc too: ours wins, as in the dict form, and appears once
         return orjson.dumps({**doc, **key_fields(fps, layout, not res.degenerate), **rest})
-    head = orjson.dumps(doc)[:-1] + b"," if doc else b"{"
-    return head + key_fields_json(fps, layout, not res.degenerate) + b"," + orjson.dumps(rest)[1:]
+    head = (memoryview(orjson.dumps(doc))[:-1], b",") if doc else (b"{",)  # slices joined without a copy
+    keys = key_fields_json(fps, layout, not res.degenerate)
+    return b"".join((*head, keys, b",", memoryview(orjson.dumps(rest))[1:]))
 
 
 @functools.lru_cache(maxsize=16)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
-from elastic_transport import HttpHeaders, Transport, TransportError, Urllib3HttpNode
+from elastic_transport import HttpHeaders, SerializationError, Transport, TransportError, Urllib3HttpNode
 from elastic_transport._node import NodeApiResponse
 from elastic_transport.client_utils import DEFAULT, DefaultType
 from elasticsearch import Elasticsearch
@@ -198,6 +198,25 @@ class OrjsonNdjsonSerializer(NdjsonSerializer):
 
     def json_loads(self, data: bytes) -> Any:
         return orjson.loads(data)
+
+    def dumps(self, data: Any) -> bytes:
+        """The lines (JSON text passes as it is) joined once, each ending in a newline: the base class
+        appends them to one growing buffer, which copies a bulk body of megabytes again at each growth."""
+        if isinstance(data, (bytes, str)):
+            data = (data,)
+        parts: list[bytes] = []
+        for line in data:
+            if isinstance(line, str):
+                line = line.encode("utf-8", "surrogatepass")
+            elif not isinstance(line, bytes):
+                try:
+                    line = self.json_dumps(line)
+                except (ValueError, UnicodeError, TypeError) as e:
+                    raise SerializationError(f"Unable to serialize to NDJSON: {line!r}", errors=(e,)) from e
+            parts.append(line)
+            if not line.endswith(b"\n"):
+                parts.append(b"\n")
+        return b"".join(parts)
 
 
 def serializers() -> dict[str, Serializer]:
