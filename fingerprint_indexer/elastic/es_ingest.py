@@ -257,8 +257,9 @@ class EsDecider:
         self._fetch_winners(batch, near, known, start, batch_ids)
         self._follow_roots(known, {start[d].root for cands in before for d in cands})
 
+        # the pending set as it was, to decide again from when another writer claimed a text first
         saved = (dict(self._pending), {k: list(v) for k, v in self._pending_digest.items()},
-                 dict(self._relinked))
+                 dict(self._relinked)) if self.claims else None  # fmt: skip
         for _ in range(CLAIM_ROUNDS):
             self._honour(honour, exact, known)
             view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
@@ -269,7 +270,7 @@ class EsDecider:
                 written = rec is not None and view.written_at[i] is rec
                 decisions.append(EsDecision(**{n: getattr(d, n) for n in DECISION_FIELDS}, written=written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
-            if not lost:
+            if not lost or saved is None:
                 break
             self._pending, self._relinked = dict(saved[0]), dict(saved[2])
             self._pending_digest = {k: list(v) for k, v in saved[1].items()}

@@ -299,16 +299,21 @@ class ElasticsearchIndex(NearDupIndex):
         should = block_clauses_json(self.layout, fingerprints)
         bands = [b for b in band_keys(sketch) if b not in hot]
         if bands:
-            should += b"," + orjson.dumps({"terms": {BANDS_FIELD: bands}})
-        return b'{"bool":{"filter":[{"bool":{"should":[' + should + b'],"minimum_should_match":1}}]}}'
+            should = b"".join((should, b",", orjson.dumps({"terms": {BANDS_FIELD: bands}})))
+        return b"".join((b'{"bool":{"filter":[{"bool":{"should":[', should,
+                         b'],"minimum_should_match":1}}]}}'))  # fmt: skip
 
-    def _verified_body(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
+    def _verified_tail(self) -> bytes:
+        """The members of a verified look-up's search after its query: the doc values that verify the
+        candidates, one page of them (JSON text, the object's opening brace left off)."""
+        return orjson.dumps({"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
+                             "track_total_hits": False})[1:]  # fmt: skip
+
+    def _verified_body(self, fingerprints: Sequence[int], sketch: bytes, hot: Collection[str], tail: bytes
                        ) -> bytes:  # fmt: skip
-        """The search of a verified look-up, as JSON text: the candidates and the doc values that verify
-        them."""
-        tail = orjson.dumps({"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
-                             "track_total_hits": False})  # fmt: skip
-        return b'{"query":' + self.candidates_json(fingerprints, sketch, hot) + b"," + tail[1:]
+        """The search of a verified look-up, as JSON text: the candidates, then ``tail``
+        (:meth:`_verified_tail`, made once for many searches)."""
+        return b"".join((b'{"query":', self.candidates_json(fingerprints, sketch, hot), b",", tail))
 
     @staticmethod
     def judge_hits(
@@ -390,7 +395,8 @@ class ElasticsearchIndex(NearDupIndex):
             if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
             hot = self.hot_bands(b for ev in chunk for b in ev.band_keys)
-            bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot) for ev in chunk]
+            tail = self._verified_tail()
+            bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot, tail) for ev in chunk]
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
