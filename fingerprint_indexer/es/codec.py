@@ -158,6 +158,15 @@ def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
     return " ".join(t for t, _ in res.top_terms[:limit])
 
 
+def terms_json(res: FingerprintResult, limit: int = MAX_TERMS) -> bytes:
+    """:func:`terms_text` as a JSON string (the compiled pass's terms write it themselves, without the
+    Python string orjson would encode again)."""
+    joined = getattr(res.top_terms, "joined_json", None)
+    if joined is not None:
+        return bytes(joined(limit, " "))
+    return orjson.dumps(terms_text(res, limit))
+
+
 #: When the decision was made, epoch milliseconds: the only field two writers of the same decision write
 #: differently, and what an incremental reconciliation selects recent decisions by.
 DECIDED_FIELD = "decided_at"
@@ -182,19 +191,21 @@ def decision_fields(
     (``text_length`` and ``replaces`` are what the keep policy compares and reports; ``replaces`` is
     written as null when unset, so a rewrite leaves no stale value), and ``decided_at`` (epoch
     milliseconds, default now)."""
-    rest = _after_keys(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
-                       decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
+    rest = _after_keys(res, terms_text(res), cluster_id=cluster_id, duplicate_of=duplicate_of,
+                       distance=distance, decision=decision, text_length=text_length, replaces=replaces,
+                       decided_at=decided_at)  # fmt: skip
     return {**key_fields([f & MASK64 for f in res.fingerprints], layout, not res.degenerate), **rest}
 
 
 def _after_keys(
-    res: FingerprintResult, *, cluster_id: str, duplicate_of: str | None, distance: int | None, decision: str,
-    text_length: int, replaces: str | None, decided_at: int | None,
+    res: FingerprintResult, terms: str | orjson.Fragment, *, cluster_id: str, duplicate_of: str | None,
+    distance: int | None, decision: str, text_length: int, replaces: str | None, decided_at: int | None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The fields of :func:`decision_fields` after its :func:`key_fields`, in order."""
+    """The fields of :func:`decision_fields` after its :func:`key_fields`, in order; ``terms`` is the
+    ``terms`` field's text, or its JSON string as an orjson fragment."""
     out = evidence_fields(res.sketch, not res.degenerate, res.facts, res.frames)
     out.update(copy_fields(res))
-    out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms_text(res),
+    out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms,
                fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
                duplicate_of=duplicate_of, distance=distance, decision=decision, degenerate=res.degenerate,
                text_length=text_length, replaces=replaces)
@@ -209,8 +220,10 @@ def decision_source(
 ) -> bytes:  # fmt: skip
     """A whole document as the JSON text a bulk request carries: the fields of ``doc`` (its text, url,
     date), then :func:`decision_fields`. The same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
-    with the key fields written by :func:`key_fields_json` (no Python object per block key)."""
-    rest = _after_keys(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+    with the key fields written by :func:`key_fields_json` and the terms by :func:`terms_json` (no Python
+    object per block key, no Python string of the terms)."""
+    terms = orjson.Fragment(terms_json(res))
+    rest = _after_keys(res, terms, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
                        decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
     fps = [f & MASK64 for f in res.fingerprints]
     if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):

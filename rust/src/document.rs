@@ -196,6 +196,14 @@ impl Terms {
         out
     }
 
+    /// [`Self::joined`] as a JSON string (quoted and escaped as orjson writes it): the `terms` field of a
+    /// document sent as JSON text, without the Python string orjson would encode again.
+    fn joined_json<'py>(&self, py: Python<'py>, limit: usize, sep: &str) -> Bound<'py, PyBytes> {
+        let mut out = Vec::new();
+        crate::es_json::json_string(&mut out, &self.joined(limit, sep));
+        PyBytes::new(py, &out)
+    }
+
     /// Copied as the list of its pairs (what `dataclasses.asdict` and JSON writers take).
     fn __copy__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.list(py, 0, self.items.len(), 1)

@@ -12,6 +12,38 @@ use rustc_hash::FxHashSet;
 
 use crate::blocks::{KeyBlocks, KeyPlan};
 
+/// `text` as a JSON string, escaped as orjson escapes it: `"` and `\`, the control characters below
+/// U+0020 (`\b \t \n \f \r` by name, the rest as `\u00xx`); everything else as it is, in UTF-8.
+pub fn json_string(out: &mut Vec<u8>, text: &str) {
+    const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let raw = text.as_bytes();
+    out.reserve(raw.len() + 2);
+    out.push(b'"');
+    let mut from = 0;
+    for (i, &c) in raw.iter().enumerate() {
+        let named: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\t' => b"\\t",
+            b'\r' => b"\\r",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&raw[from..i]);
+        if named.is_empty() {
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX_DIGITS[(c >> 4) as usize], HEX_DIGITS[(c & 15) as usize]]);
+        } else {
+            out.extend_from_slice(named);
+        }
+        from = i + 1;
+    }
+    out.extend_from_slice(&raw[from..]);
+    out.push(b'"');
+}
+
 /// A field name written as is between quotes: letters, digits and `_` only.
 fn plain_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')

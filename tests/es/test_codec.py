@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import orjson
@@ -17,12 +18,13 @@ from fingerprint_indexer.es.codec import (
     decision_source,
     key_fields,
     key_fields_json,
+    terms_json,
     terms_text,
 )
 from fingerprint_indexer.es.mapping import ES_LAYOUT
 from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 
 TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
         "气象专家提醒市民注意防寒保暖，出行注意交通安全。"
@@ -39,6 +41,33 @@ def test_terms_field_is_the_terms_joined_whatever_holds_them() -> None:
     for limit in (0, 1, 5, len(plain), len(plain) + 10):
         want = " ".join(t for t, _ in plain[:limit])
         assert terms_text(res, limit) == want and terms_text(as_list, limit) == want
+
+
+@functools.cache
+def fingerprinted() -> FingerprintResult:
+    return Fingerprinter().fingerprint_document(Document(id="1", title="", content=TEXT))
+
+
+TERM = st.text(st.characters(codec="utf-8"), min_size=1, max_size=6)  # control characters, quotes, any plane
+
+
+@settings(max_examples=200, deadline=None)
+@given(terms=st.lists(TERM, max_size=12), limit=st.integers(0, 14))
+def test_terms_as_json_text_are_the_terms_field_serialised(terms, limit):
+    """The compiled terms' JSON string is the ``terms`` field as orjson writes it: the same escapes (quotes,
+    backslashes, control characters by name or as ``\\u00xx``), every other character as it is."""
+    compiled_core()
+    from fingerprint_indexer.fingerprint import _core
+
+    spans, at = b"", 0
+    for t in terms:
+        end = at + len(t.encode())
+        spans += at.to_bytes(4, "little") + end.to_bytes(4, "little")
+        at = end
+    packed = _core.terms_from_packed("".join(terms), spans, b"\0" * 8 * len(terms))
+    res = replace(fingerprinted(), top_terms=packed)
+    want = orjson.dumps(" ".join(terms[:limit]))
+    assert terms_json(res, limit) == orjson.dumps(terms_text(res, limit)) == want
 
 
 LAYOUTS = st.sampled_from([ES_LAYOUT, BlockLayout.even(4), BlockLayout((8, 24, 16, 16), per_key=2),
@@ -58,7 +87,8 @@ def test_key_fields_as_json_text_equal_the_fields_serialised(fps, layout, with_b
     """The compiled writer's key fields are the reference dict as orjson writes it, byte for byte: signed
     longs, the hex form, one key as a string and more as an array in first-seen order."""
     compiled_core()
-    assert key_fields_json(fps, layout, with_blocks) == orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
+    want = orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
+    assert key_fields_json(fps, layout, with_blocks) == want
 
 
 @settings(max_examples=150, deadline=None)
