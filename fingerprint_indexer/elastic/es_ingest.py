@@ -36,6 +36,7 @@ from fingerprint_indexer.es.codec import (
 )
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
+from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
@@ -186,7 +187,10 @@ class EsDecider:
         self._relinked: dict[str, DocRecord] = {}  # re-pointed since the last refresh, not yet searchable
         self._pending: dict[str, _Rec] = {}
         self._pending_digest: dict[str, list[_Rec]] = {}  # in the order decided
-        self._pending_near = NumberedIndex(self.index.layout)
+        # tables of their own, not the index's layout: the compiled tables split a fingerprint into plain
+        # blocks, and the index's 6 blocks of 10-11 bits made buckets that grew with the set; k + 1 blocks
+        # (16 bits at k = 3) find the same matches in buckets of one or two
+        self._pending_near = NumberedIndex(BlockLayout.for_k(self.k))
         self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
 
     def refresh(self) -> None:
