@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from bench_dedupe import DEFAULT_CORPUS, fingerprinted  # beside this script
-from callgrind import report, require_valgrind
+from callgrind import per_document, report, require_valgrind
 from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.cli.common import ingest_gc
@@ -293,10 +293,23 @@ def instructions_main(args: argparse.Namespace) -> None:
     if not args.cache.exists():
         fingerprinted(DEFAULT_CORPUS, args.cache)  # written now, outside the count
     n = args.instructions
-    report(f"# client instructions of es index: the first {n} documents of {args.cache.name}, batch "
-           f"{args.batch_size}",
-           lambda m: [__file__, "--es", args.es, "--cache", str(args.cache), "--batch-size",
-                      str(args.batch_size), "--count-only", str(m)], n, args.baseline)  # fmt: skip
+    client = report(f"# client instructions of es index: the first {n} documents of {args.cache.name}, batch "
+                    f"{args.batch_size}",
+                    lambda m: [__file__, "--es", args.es, "--cache", str(args.cache), "--batch-size",
+                               str(args.batch_size), "--count-only", str(m)], n, args.baseline)  # fmt: skip
+    # the target's other side, counted the same way: fingerprinting the same documents
+    fp = per_document({m: [__file__, "--cache", str(args.cache), "--fingerprint-only", str(m)]
+                       for m in (n, 0)}, n)  # fmt: skip
+    print(f"fingerprinting the same documents (this checkout): {fp:,.0f} instructions per document; the "
+          f"client's work is {client / fp:.2f} of it ({fp / (fp + client):.2f}x fingerprinting alone, were "
+          "instructions time)")
+
+
+def fingerprint_first(cache: Path, n: int) -> None:
+    """Fingerprint the first ``n`` cached documents anew (``Fingerprinter.fingerprint_documents``): the run
+    ``--instructions`` counts beside the client's."""
+    docs = [doc for doc, _ in fingerprinted(DEFAULT_CORPUS, cache)[:n]]
+    Fingerprinter().warm().fingerprint_documents(docs)
 
 
 def main() -> int:
@@ -316,9 +329,13 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, help="with --instructions: the fingerprinted corpus (a pickle)")
     ap.add_argument("--baseline", type=Path, help="with --instructions: a checkout to count beside this one")
     ap.add_argument("--count-only", type=int, help=argparse.SUPPRESS)  # the counted child of --instructions
+    ap.add_argument("--fingerprint-only", type=int, help=argparse.SUPPRESS)  # and its fingerprinting child
     args = ap.parse_args()
     if args.count_only is not None:
         decide_and_write(args.es, args.cache, args.count_only, args.batch_size)
+        return 0
+    if args.fingerprint_only is not None:
+        fingerprint_first(args.cache, args.fingerprint_only)
         return 0
     if args.instructions:
         instructions_main(args)

@@ -46,12 +46,16 @@ def per_document(argv_of: dict[int, list[str]], n: int, code: Path | None = None
     return (count_instructions(argv_of[n], code) - count_instructions(argv_of[0], code)) / n
 
 
-def report(heading: str, argv_of: Callable[[int], list[str]], n: int, baseline: Path | None) -> None:
+def report(heading: str, argv_of: Callable[[int], list[str]], n: int, baseline: Path | None) -> float:
     """Print ``heading``, then the instructions per document of this checkout's package and, with
-    ``baseline``, of that checkout's (``argv_of(m)``: the command that handles the first ``m`` documents)."""
+    ``baseline``, of that checkout's (``argv_of(m)``: the command that handles the first ``m`` documents);
+    this checkout's figure is returned."""
     print(heading)
+    ours = 0.0
     for name, code in (("this checkout", None), ("baseline", baseline)):
         if name == "baseline" and code is None:
             continue
         per_doc = per_document({m: argv_of(m) for m in (n, 0)}, n, code)
+        ours = per_doc if code is None else ours
         print(f"{name}{'' if code is None else f' ({code})'}: {per_doc:,.0f} instructions per document")
+    return ours
