@@ -138,9 +138,17 @@ def fingerprint_fields(
 def result_fields(res: FingerprintResult, layout: BlockLayout) -> dict[str, Any]:
     """:func:`fingerprint_fields` of a fingerprinted document (chunks, sketch, facts and frames included),
     and its copy marks."""
-    return {**fingerprint_fields(res.fingerprint, layout, with_blocks=not res.degenerate, chunks=res.chunks,
-                                 sketch=res.sketch, facts=res.facts, frames=res.frames),
-            **copy_fields(res)}  # fmt: skip
+    return {**key_fields(_unsigned(res), layout, not res.degenerate), **_evidence_and_marks(res)}
+
+
+def _unsigned(res: FingerprintResult) -> list[int]:
+    """A result's fingerprints (the document's first) as the unsigned values the key fields take."""
+    return [f & MASK64 for f in res.fingerprints]
+
+
+def _evidence_and_marks(res: FingerprintResult) -> dict[str, Any]:
+    """What a result's fields hold after its key fields: :func:`evidence_fields`, then its copy marks."""
+    return {**evidence_fields(res.sketch, not res.degenerate, res.facts, res.frames), **copy_fields(res)}
 
 
 #: Terms kept in the ``terms`` field, highest weight first: every term of a news article (the real corpora's
@@ -194,17 +202,17 @@ def decision_fields(
     rest = _after_keys(res, terms_text(res), cluster_id=cluster_id, duplicate_of=duplicate_of,
                        distance=distance, decision=decision, text_length=text_length, replaces=replaces,
                        decided_at=decided_at)  # fmt: skip
-    return {**key_fields([f & MASK64 for f in res.fingerprints], layout, not res.degenerate), **rest}
+    return {**key_fields(_unsigned(res), layout, not res.degenerate), **rest}
 
 
 def _after_keys(
     res: FingerprintResult, terms: str | orjson.Fragment, *, cluster_id: str, duplicate_of: str | None,
     distance: int | None, decision: str, text_length: int, replaces: str | None, decided_at: int | None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The fields of :func:`decision_fields` after its :func:`key_fields`, in order; ``terms`` is the
+    """The fields of :func:`decision_fields` after its :func:`key_fields`, in order (those of
+    :func:`result_fields`, then the decision's); ``terms`` is the
     ``terms`` field's text, or its JSON string as an orjson fragment."""
-    out = evidence_fields(res.sketch, not res.degenerate, res.facts, res.frames)
-    out.update(copy_fields(res))
+    out = _evidence_and_marks(res)
     out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms,
                fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
                duplicate_of=duplicate_of, distance=distance, decision=decision, degenerate=res.degenerate,
@@ -225,7 +233,7 @@ def decision_source(
     terms = orjson.Fragment(terms_json(res))
     rest = _after_keys(res, terms, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
                        decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
-    fps = [f & MASK64 for f in res.fingerprints]
+    fps = _unsigned(res)
     if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):
         # a field of ours given in doc too: ours wins, as in the dict form, and appears once
         return orjson.dumps({**doc, **key_fields(fps, layout, not res.degenerate), **rest})

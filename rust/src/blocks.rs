@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use rustc_hash::FxHashSet;
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+use crate::hex::DIGITS;
 
 /// One key of a layout: the (right shift, width) of each of its blocks, the first most significant.
 pub type KeyBlocks = Vec<(u32, u32)>;
@@ -67,7 +67,7 @@ impl KeyPlan {
         let d = self.keys[j].1;
         let mut v = value;
         for at in hex[..d].iter_mut().rev() {
-            *at = HEX[(v & 15) as usize];
+            *at = DIGITS[(v & 15) as usize];
             v >>= 4;
         }
         // SAFETY: every byte written is an ASCII hex digit

@@ -11,11 +11,11 @@ use pyo3::types::PyBytes;
 use rustc_hash::FxHashSet;
 
 use crate::blocks::{KeyBlocks, KeyPlan};
+use crate::hex::DIGITS;
 
 /// `text` as a JSON string, escaped as orjson escapes it: `"` and `\`, the control characters below
 /// U+0020 (`\b \t \n \f \r` by name, the rest as `\u00xx`); everything else as it is, in UTF-8.
 pub fn json_string(out: &mut Vec<u8>, text: &str) {
-    const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
     let raw = text.as_bytes();
     out.reserve(raw.len() + 2);
     out.push(b'"');
@@ -34,7 +34,7 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
         };
         out.extend_from_slice(&raw[from..i]);
         if named.is_empty() {
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX_DIGITS[(c >> 4) as usize], HEX_DIGITS[(c & 15) as usize]]);
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', DIGITS[(c >> 4) as usize], DIGITS[(c & 15) as usize]]);
         } else {
             out.extend_from_slice(named);
         }

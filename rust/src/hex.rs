@@ -39,9 +39,11 @@ pub fn lower_hex_pairs(text: &str) -> bool {
     text.len().is_multiple_of(2) && text.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
+/// The lower-case hex digits, by value.
+pub const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// The lower-case hex digits of `raw` (Python's `bytes.hex`).
 pub fn to_hex(raw: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(2 * raw.len());
     for &b in raw {
         out.push(DIGITS[(b >> 4) as usize] as char);
