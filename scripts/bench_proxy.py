@@ -3,22 +3,26 @@
 
 Side by side in one run, on the same ``--docs`` zh_news documents:
 
-1. ``in_process_es``: the in-process pipeline (``--processes`` workers) writing every document with the
-   service's fields into a fresh Elasticsearch index (one ``_bulk`` per committed batch on a writer
+1. ``in_process_es``: the in-process pipeline (the same fingerprinting workers) writing every document
+   with the service's fields into a fresh Elasticsearch index (one ``_bulk`` per committed batch on a writer
    thread), the reference of ``scripts/bench_service.py --index``;
-2. ``proxy``: ``fingerprint-indexer serve`` (same worker count, fresh data directory) on loopback, fed by
+2. ``proxy``: ``fingerprint-indexer serve`` (same workers, fresh data directory) on loopback, fed by
    ``@elastic/elasticsearch``'s ``helpers.bulk`` with its default settings (5 MB flushes, concurrency 5),
    exactly as an existing indexer would be pointed at it;
 3. ``direct``: the same helper straight into Elasticsearch (no fingerprints): the ceiling;
 4. ``fingerprint_alone``: ``fingerprint_many`` with the same workers, nothing decided or written: the floor
    of every path that fingerprints.
 
-Reports documents/s of each, ``proxy / in_process_es`` and ``proxy / fingerprint_alone`` (target >= 0.8).
+Reports documents/s of each, ``proxy / in_process_es`` and ``proxy / fingerprint_alone`` (target >= 0.8),
+and the same by CPU: fingerprinting alone's CPU seconds against the service's (with its workers), which
+is the ratio the target means when Elasticsearch shares the cores (the ``direct`` run bounds the
+proxy's throughput then). Workers: ``--processes N`` (> 1) worker processes, else ``--threads``
+threads of one process, as ``serve`` takes them.
 The Node.js client is installed as for the client suite (tests/support/clients.py, cached). Reads
 ../shared/data/zh_news.jsonl.gz.
 
 Usage:
-    python scripts/bench_proxy.py [--docs 3000] [--processes 2] [--es URL]
+    python scripts/bench_proxy.py [--docs 3000] [--processes 1] [--threads 2] [--es URL]
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ def children_cpu_s() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=3000)
-    ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--processes", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2, help="fingerprinting threads with --processes 1")
     ap.add_argument("--es", default=None, help="Elasticsearch URL (default: ES_URL or scripts/es-local url)")
     args = ap.parse_args()
     es = args.es or es_url_default()
@@ -101,17 +106,19 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
     docs_file = tmp / "docs.jsonl"
     docs_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    out: dict[str, Any] = {"documents": len(records), "processes": args.processes,
+    out: dict[str, Any] = {"documents": len(records), "processes": args.processes, "threads": args.threads,
                            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
-    out["fingerprint_alone"] = fingerprint_alone(records, args.processes)
-    out["in_process_es"] = baseline_es(records, args.processes, es, f"bench-proxy-baseline-{os.getpid()}")
+    out["fingerprint_alone"] = fingerprint_alone(records, args.processes, args.threads)
+    out["in_process_es"] = baseline_es(records, args.processes, es, f"bench-proxy-baseline-{os.getpid()}",
+                                       args.threads)
     direct_index = f"bench-proxy-direct-{os.getpid()}"
     out["direct"] = node_bulk(es, direct_index, docs_file)
     httpx.delete(f"{es}/{direct_index}", timeout=60)
     port = free_port()
     index = f"bench-proxy-{port}"
     cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--es", es, "--port", str(port),
-           "--store", str(tmp / "data"), "--processes", str(args.processes), "--no-access-log",
+           "--store", str(tmp / "data"), "--processes", str(args.processes), "--threads", str(args.threads),
+           "--no-access-log",
            "--log-level", "warning"]
     with open(tmp / "service.log", "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -122,9 +129,9 @@ def main() -> None:
         out["proxy"] = node_bulk(url, index, docs_file)
         after = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s())
         out["proxy"]["cpu_s"] = {  # where the time goes: the cores are shared by all three
-            "service_and_workers": round(after[0] - before[0], 1),
-            "elasticsearch": round(after[1] - before[1], 1),
-            "node_client": round(after[2] - before[2], 1),
+            "service_and_workers": round(after[0] - before[0], 2),
+            "elasticsearch": round(after[1] - before[1], 2),
+            "node_client": round(after[2] - before[2], 2),
         }
         httpx.post(f"{es}/{index}/_refresh", timeout=60)
         count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]
@@ -136,6 +143,8 @@ def main() -> None:
     out["proxy_vs_in_process_es"] = round(out["proxy"]["docs_per_s"] / out["in_process_es"]["docs_per_s"], 2)
     alone = out["fingerprint_alone"]["docs_per_s"]
     out["proxy_vs_fingerprint_alone"] = round(out["proxy"]["docs_per_s"] / alone, 2)
+    out["proxy_vs_fingerprint_alone_cpu"] = round(
+        out["fingerprint_alone"]["cpu_s"] / out["proxy"]["cpu_s"]["service_and_workers"], 2)
     out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 

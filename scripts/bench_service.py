@@ -95,16 +95,16 @@ def load_records(limit: int) -> list[dict[str, Any]]:
     return out
 
 
-def fingerprint_alone(records: list[dict[str, Any]], processes: int) -> dict[str, float]:
+def fingerprint_alone(records: list[dict[str, Any]], processes: int, threads: int = 1) -> dict[str, float]:
     """Fingerprinting alone (``fingerprint_many``, pool start-up counted, nothing decided or written):
-    the floor of every path that fingerprints."""
+    the floor of every path that fingerprints; ``threads`` with one process."""
     fpr = Fingerprinter().warm()
     t0, c0 = time.perf_counter(), _cpu_s()
     n = sum(1 for _ in fingerprint_many((Document.from_mapping(r) for r in records), processes=processes,
-                                        fingerprinter=fpr))  # fmt: skip
+                                        fingerprinter=fpr, threads=threads))  # fmt: skip
     dt = time.perf_counter() - t0
     return {"docs": n, "seconds": round(dt, 2), "docs_per_s": round(n / dt, 1),
-            "cpu_s": round(_cpu_s() - c0, 1)}
+            "cpu_s": round(_cpu_s() - c0, 2)}
 
 
 def _cpu_s() -> float:
@@ -121,7 +121,8 @@ def baseline(records: list[dict[str, Any]], processes: int) -> dict[str, float]:
     return {"docs": n, "seconds": round(dt, 2), "docs_per_s": round(n / dt, 1)}
 
 
-def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: str) -> dict[str, float]:
+def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: str,
+                threads: int = 1) -> dict[str, float]:
     """The in-process pipeline plus Elasticsearch writes of each document with the fields the service adds
     (one ``_bulk`` per committed batch, on a writer thread), into a fresh ``index`` created as the service
     creates its indices."""
@@ -150,7 +151,8 @@ def baseline_es(records: list[dict[str, Any]], processes: int, es: str, index: s
                     seen.append((rec, doc))
                     yield doc
 
-            results = fingerprint_many(feed(), processes=processes, fingerprinter=pipe.fingerprinter)
+            results = fingerprint_many(feed(), processes=processes, fingerprinter=pipe.fingerprinter,
+                                       threads=threads)
             triples = ((*seen.popleft(), res) for res in results)
             n = 0
             while chunk := list(itertools.islice(triples, pipe.batch_size)):

@@ -16,6 +16,7 @@ from fingerprint_indexer.cli.common import (
     keep_option,
     on_duplicate_option,
     processes_option,
+    threads_option,
 )
 from fingerprint_indexer.env import URL_HINT, EsSettings, EsSettingsError, env_flag
 from fingerprint_indexer.env import es_settings as read_es_settings
@@ -72,7 +73,8 @@ def is_store(path: Path) -> bool:
                    "cluster itself, so that several services in front of one cluster answer as one "
                    "(run `es reconcile` after near copies raced between them).")
 @k_option
-@processes_option(default=2)
+@processes_option(default=1)
+@threads_option
 @click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False),
               help="File whose first line is the API key (default: FPI_API_KEY).")
 @click.option("--max-body-mb", type=click.IntRange(1, 2048), default=50, show_default=True)
@@ -99,8 +101,8 @@ def is_store(path: Path) -> bool:
                    "agree with it.")
 @config_options
 def serve_cmd(es_url: str | None, host: str, port: int, data_dir: str | None, default_index: str,
-              on_duplicate: str, keep: str, state: str, k: int, processes: int, api_key_file: str | None,
-              max_body_mb: int, max_batch: int,
+              on_duplicate: str, keep: str, state: str, k: int, processes: int, threads: int,
+              api_key_file: str | None, max_body_mb: int, max_batch: int,
               spool_limit_mb: int, es_timeout: float, replay_tries: int, header_timeout: float,
               body_timeout: float, log_level: str, no_access_log: bool, copy_marks: bool,
               top_k: int, idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
@@ -136,7 +138,8 @@ def serve_cmd(es_url: str | None, host: str, port: int, data_dir: str | None, de
         es=es, data_dir=data, store_path=store_path,
         host=host, port=port, api_key=api_key, default_index=default_index,
         on_duplicate=on_duplicate, keep=keep, state=state,  # type: ignore[arg-type]
-        k=k, processes=processes, fingerprint=config, max_body_bytes=max_body_mb << 20, max_batch=max_batch,
+        k=k, processes=processes, threads=threads, fingerprint=config, max_body_bytes=max_body_mb << 20,
+        max_batch=max_batch,
         spool_limit_bytes=spool_limit_mb << 20, replay_max_tries=replay_tries,
         header_timeout_s=header_timeout, body_idle_timeout_s=body_timeout, body_timeout_s=10 * body_timeout,
     )
@@ -190,13 +193,14 @@ def run_service(settings: ServiceSettings, log_level: str, no_access_log: bool, 
                    "read-only, beside a running dedupe).")
 @k_option
 @processes_option(default=1)
+@threads_option
 @click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False),
               help="File whose first line is the API key (default: FPI_API_KEY).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="warning", show_default=True)
 @config_options
 def explore_cmd(store: str, docs: tuple[str, ...], host: str, port: int, default_index: str, write: bool,
-                k: int, processes: int, api_key_file: str | None, log_level: str, top_k: int,
+                k: int, processes: int, threads: int, api_key_file: str | None, log_level: str, top_k: int,
                 idf_path: str | None, synonyms: str | None, n_blocks: int | None) -> None:
     """Explore what dedupe wrote: serve the duplicates explorer page (/ui) and the HTTP API on one store,
     read-only, with no Elasticsearch: the largest clusters, the latest near-duplicates with their
@@ -210,7 +214,7 @@ def explore_cmd(store: str, docs: tuple[str, ...], host: str, port: int, default
         es=None, data_dir=path.resolve(), store_path=path.resolve(), readonly=not write,
         sources=tuple(str(Path(d).resolve()) for d in docs) if docs else None,
         host=host, port=port, api_key=api_key, default_index=default_index, k=k, processes=processes,
-        fingerprint=config,
+        threads=threads, fingerprint=config,
     )
     run_service(settings, log_level, no_access_log=True,
                 banner=f"exploring {path}{'' if write else ' (read-only)'}: open http://{host}:{port}/ui/")

@@ -2,7 +2,7 @@
 
 Texts come from Elasticsearch (the index keeps them); without Elasticsearch, from the inputs the embedded
 store recorded (:mod:`fingerprint_indexer.sidecar.browse`), and partial-copy search reads the store's
-copy marks. Segmenting runs in the fingerprint worker processes, so the event loop never waits on it.
+copy marks. Segmenting runs on the fingerprint pool's workers, so the event loop never waits on it.
 """
 
 from __future__ import annotations
@@ -54,10 +54,9 @@ DOC_FIELDS = [*TEXT_FIELDS, "cluster_id", "decision", "duplicate_of", "distance"
 MAX_CLUSTER_MEMBERS = 200
 
 
-# ------------------------------------------------------------------- work done in the worker processes
+# ------------------------------------------------------------------- work done on the pool's workers
 def _finder() -> CopyFinder:
-    fpr = worker._FPR
-    assert fpr is not None
+    fpr = worker.current()
     return CopyFinder(fpr.tokenizer, fpr.config.winnow or WinnowParams())
 
 
@@ -70,8 +69,7 @@ def _looked(text: str) -> list[int]:
 
 
 def _store_marks(text: str, tag: str) -> bytes:
-    fpr = worker._FPR
-    assert fpr is not None
+    fpr = worker.current()
     return marked(text, fpr.tokenizer, WinnowParams.from_tag(tag)).to_bytes()
 
 

@@ -38,7 +38,9 @@ class ServiceSettings:
     keep: Keep = "first"
     state: State = "embedded"
     k: int = 3
-    processes: int = 2
+    #: fingerprinting: worker processes (> 1), or else threads of the service process
+    processes: int = 1
+    threads: int = 2
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
     max_body_bytes: int = 50 * 1024 * 1024
     max_batch: int = 1000

@@ -84,7 +84,7 @@ class ServiceState:
 
     async def start(self) -> None:
         s = self.settings
-        self.pool = FingerprintPool(s.fingerprint, s.processes)
+        self.pool = FingerprintPool(s.fingerprint, s.processes, s.threads)
         self.version = await self.pool.start()
         m = self.metrics
         if s.es is None or self.spool is None:  # the embedded stores alone: nothing to deliver

@@ -1,7 +1,9 @@
 """Where the CPU and the store work runs, so the event loop only moves bytes.
 
-- :class:`FingerprintPool`: a process pool (``spawn``: no forked copies of the server's threads or sockets)
-  whose workers each build one :class:`Fingerprinter` at start; jieba never runs on the event loop.
+- :class:`FingerprintPool`: fingerprinting off the event loop, on threads of this process sharing one
+  :class:`Fingerprinter` (the compiled pass runs without the GIL, and results need no pickling), or in
+  worker processes (``spawn``: no forked copies of the server's threads or sockets), each building its
+  own at start, where a crash in the fingerprinter must not take the service down.
 - :class:`StoreOwner`: the embedded stores (one per Elasticsearch index, opened on first use) are touched by
   exactly one thread of this one process. LevelDB allows one process per database, and one thread makes the
   read-decide-commit sequence of :meth:`Pipeline.decide_batch` race-free without further locking. Every
@@ -19,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,7 +58,15 @@ def valid_index_name(name: str) -> bool:
 
 
 # ------------------------------------------------------------------------------ fingerprint pool
-_FPR: Fingerprinter | None = None
+_FPR: Fingerprinter | None = None  # a worker process's own
+_LOCAL = threading.local()  # a pool thread's: the fingerprinter of the pool it runs for
+
+
+def current() -> Fingerprinter:
+    """The fingerprinter of the pool whose worker (thread or process) runs the calling function."""
+    fpr: Fingerprinter | None = getattr(_LOCAL, "fpr", None) or _FPR
+    assert fpr is not None, "called outside a FingerprintPool worker"
+    return fpr
 
 
 def _watch_parent(parent: int) -> None:
@@ -73,35 +83,55 @@ def _init_worker(config: FingerprintConfig) -> None:
 
 
 def _fingerprint_documents(docs: list[Document]) -> list[FingerprintResult]:
-    assert _FPR is not None
-    return [_FPR.fingerprint_document(d) for d in docs]
+    return current().fingerprint_documents(docs)
 
 
 def _fingerprint_raw(text: str | None, html: str | None) -> FingerprintResult:
-    assert _FPR is not None
-    return _FPR.fingerprint(text=text, html=html)
+    return current().fingerprint(text=text, html=html)
 
 
 def _version() -> str:
-    assert _FPR is not None
-    return _FPR.version
+    return current().version
 
 
 class FingerprintPool:
-    """Fingerprints documents in worker processes; a batch is split evenly over the workers."""
+    """Fingerprints documents off the event loop; a batch is split evenly over the workers.
 
-    def __init__(self, config: FingerprintConfig, processes: int) -> None:
+    ``processes`` > 1: that many worker processes; a worker that dies restarts the pool. Otherwise
+    ``threads`` threads of this process share one fingerprinter (built on the first call, off the event
+    loop)."""
+
+    def __init__(self, config: FingerprintConfig, processes: int = 1, threads: int = 1) -> None:
         self.config, self.processes = config, max(1, processes)
+        self.workers = self.processes if self.processes > 1 else max(1, threads)
+        self._fpr: Fingerprinter | None = None
+        self._fpr_lock = threading.Lock()
         self._executor = self._new_executor()
 
-    def _new_executor(self) -> ProcessPoolExecutor:
+    def _new_executor(self) -> Executor:
+        if self.processes == 1:
+            return ThreadPoolExecutor(self.workers, thread_name_prefix="fingerprint")
         return ProcessPoolExecutor(self.processes, mp_context=mp.get_context("spawn"),
                                    initializer=_init_worker, initargs=(self.config,))
 
+    def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a pool thread, with this pool's fingerprinter as :func:`current`."""
+        if self._fpr is None:
+            with self._fpr_lock:
+                if self._fpr is None:
+                    self._fpr = Fingerprinter(self.config).warm()
+        _LOCAL.fpr = self._fpr
+        try:
+            return fn(*args)
+        finally:
+            _LOCAL.fpr = None
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a worker process (``fn`` importable, arguments picklable), awaited; a worker
-        that died restarts the pool and raises :class:`WorkerUnavailable`."""
+        """``fn(*args)`` on a worker (importable, arguments picklable for processes), awaited; a worker
+        process that died restarts the pool and raises :class:`WorkerUnavailable`."""
         loop = asyncio.get_running_loop()
+        if self.processes == 1:
+            return await loop.run_in_executor(self._executor, self._in_thread, fn, *args)
         try:
             return await loop.run_in_executor(self._executor, fn, *args)
         except BrokenProcessPool as exc:
@@ -110,7 +140,7 @@ class FingerprintPool:
             raise WorkerUnavailable("a fingerprint worker died; the pool was restarted") from exc
 
     async def start(self) -> str:
-        """Start every worker (each loads its dictionaries) and return the fingerprint version."""
+        """Start the workers (each process loads its dictionaries) and return the fingerprint version."""
         versions = await asyncio.gather(*(self.run(_version) for _ in range(self.processes)))
         return versions[0]
 
@@ -118,7 +148,7 @@ class FingerprintPool:
         if not docs:
             return []
         # small chunks, so a look-up queued behind a big batch waits for one chunk, not for the batch
-        size = max(1, min(CHUNK_DOCS, math.ceil(len(docs) / self.processes)))
+        size = max(1, min(CHUNK_DOCS, math.ceil(len(docs) / self.workers)))
         chunks = [list(docs[i : i + size]) for i in range(0, len(docs), size)]
         parts = await asyncio.gather(*(self.run(_fingerprint_documents, c) for c in chunks))
         return [r for part in parts for r in part]

@@ -85,7 +85,7 @@ def test_sigkill_mid_ingest_loses_nothing(
     forwarder: TcpForwarder, es_client: Elasticsearch, tmp_path: Path, fault_index: str,
     zh_articles: list[dict[str, Any]],
 ) -> None:
-    svc = ServiceProcess(forwarder.url, tmp_path / "data").start()
+    svc = ServiceProcess(forwarder.url, tmp_path / "data", processes=2).start()  # worker processes
     driver = IngestDriver(svc.url, {}, fault_index, _texts(zh_articles))
     driver.start()
     try:
