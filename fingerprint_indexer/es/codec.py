@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -224,22 +226,81 @@ def _after_keys(
 def decision_source(
     doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout, *, cluster_id: str,
     duplicate_of: str | None, distance: int | None, decision: str, text_length: int,
-    replaces: str | None = None, decided_at: int | None = None,
+    replaces: str | None = None, decided_at: int | None = None, raw: bytes | None = None,
 ) -> bytes:  # fmt: skip
     """A whole document as the JSON text a bulk request carries: the fields of ``doc`` (its text, url,
     date), then :func:`decision_fields`. The same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
     with the key fields written by :func:`key_fields_json` and the terms by :func:`terms_json` (no Python
-    object per block key, no Python string of the terms)."""
+    object per block key, no Python string of the terms). ``raw``, the JSON object ``doc`` was read
+    from, is kept as it was sent, the fields appended inside it (as a proxy must pass a caller's source
+    on). A value orjson cannot write (an integer beyond 64 bits) is written by the standard library."""
     terms = orjson.Fragment(terms_json(res))
     rest = _after_keys(res, terms, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
                        decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
     fps = _unsigned(res)
     if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):
         # a field of ours given in doc too: ours wins, as in the dict form, and appears once
-        return orjson.dumps({**doc, **key_fields(fps, layout, not res.degenerate), **rest})
-    head = (memoryview(orjson.dumps(doc))[:-1], b",") if doc else (b"{",)  # slices joined without a copy
+        merged = {**doc, **key_fields(fps, layout, not res.degenerate), **rest}
+        merged["terms"] = terms_text(res)  # a string the standard library can write too
+        return json_bytes(merged)
+    head = _object_head(doc, raw)
     keys = key_fields_json(fps, layout, not res.degenerate)
     return b"".join((*head, keys, b",", memoryview(orjson.dumps(rest))[1:]))
+
+
+def _object_head(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes | memoryview, ...]:
+    """The JSON text of ``doc`` (or ``raw``, its text as sent) less its closing brace, ready for more
+    fields: slices joined without a copy."""
+    if raw is not None:
+        text = raw.strip()
+        text = text[3:] if text.startswith(b"\xef\xbb\xbf") else text  # no BOM inside a new source
+        if text.startswith(b"{") and text.endswith(b"}"):
+            return (text[:-1], b",") if doc else (b"{",)
+    if not doc:
+        return (b"{",)
+    try:
+        return (memoryview(orjson.dumps(doc))[:-1], b",")
+    except orjson.JSONEncodeError:
+        return (json_bytes(doc)[:-1], b",")
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON, by orjson, or by the standard library for what orjson refuses (an integer
+    beyond 64 bits that a caller's document held)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class DecisionWrite:
+    """The fields a writer adds to one document (:func:`decision_fields`), kept as what they are made of,
+    so that they are written as JSON text into the document's own (:meth:`source`) and built as Python
+    objects only where a caller needs them (:meth:`fields`). ``decided_at`` is fixed when it is made."""
+
+    res: FingerprintResult
+    layout: BlockLayout
+    cluster_id: str
+    duplicate_of: str | None
+    distance: int | None
+    decision: str
+    text_length: int
+    replaces: str | None = None
+    decided_at: int = field(default_factory=now_millis)
+
+    def _decided(self) -> dict[str, Any]:
+        return {"cluster_id": self.cluster_id, "duplicate_of": self.duplicate_of, "distance": self.distance,
+                "decision": self.decision, "text_length": self.text_length, "replaces": self.replaces,
+                "decided_at": self.decided_at}
+
+    def fields(self) -> dict[str, Any]:
+        """:func:`decision_fields`."""
+        return decision_fields(self.res, self.layout, **self._decided())
+
+    def source(self, doc: Mapping[str, Any], raw: bytes | None = None) -> bytes:
+        """:func:`decision_source` of ``doc`` (``raw``: its JSON text as sent)."""
+        return decision_source(doc, self.res, self.layout, raw=raw, **self._decided())
 
 
 @functools.lru_cache(maxsize=16)

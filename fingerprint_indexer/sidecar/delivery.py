@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fingerprint_indexer.es.codec import DecisionWrite, json_bytes
 from fingerprint_indexer.es.errors import EsUnavailable
 from fingerprint_indexer.sidecar.es import BulkRejected, EsClient
 from fingerprint_indexer.sidecar.spool import Position, Spool, SpoolFull, SpoolUnavailable
@@ -69,8 +70,8 @@ class BulkOp:
     #: while the source is unchanged, so ``_source`` keeps the caller's exact JSON, and a line this
     #: service cannot read (``source`` None: invalid JSON or UTF-8) draws Elasticsearch's own item error
     raw: bytes | None = None
-    #: fields the service adds to the source (appended to ``raw``'s object)
-    added: dict[str, Any] | None = None
+    #: the fields the service adds to the source (appended inside ``raw``'s object)
+    added: DecisionWrite | None = None
     fingerprinted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     relink: bool = False  # added by the service (see the module docstring), never answered to a client
@@ -85,26 +86,18 @@ class BulkOp:
         return None if v is None else str(v)
 
     def ndjson(self) -> bytes:
-        out = json.dumps({self.action: self.meta}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        out = json_bytes({self.action: self.meta}) + b"\n"
         if self.action not in SOURCE_ACTIONS:
-            return out.encode()
-        return out.encode() + self.source_line() + b"\n"
+            return out
+        return out + self.source_line() + b"\n"
 
     def source_line(self) -> bytes:
-        """The source line to send: the caller's bytes, with the added fields spliced into its object."""
-        if self.raw is not None and (self.source is None or not self.added):
+        """The source line to send: the caller's bytes, with the added fields appended inside its object."""
+        if self.raw is not None and (self.source is None or self.added is None):
             return self.raw
-        if self.added and self.raw is not None and isinstance(self.source, dict) \
-                and not self.source.keys() & self.added.keys():
-            head = self.raw.rstrip()
-            head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head  # no BOM inside the new source
-            if head.endswith(b"}"):
-                extra = json.dumps(self.added, ensure_ascii=False, separators=(",", ":")).encode()
-                return head[:-1] + (b"," if self.source else b"") + extra[1:]
-        source = self.source
-        if self.added and isinstance(source, dict):
-            source = {**source, **self.added}
-        return json.dumps(source, ensure_ascii=False, separators=(",", ":")).encode()
+        if self.added is not None and isinstance(self.source, dict):
+            return self.added.source(self.source, self.raw)
+        return json_bytes(self.source)
 
 
 def encode_ops(ops: Sequence[BulkOp]) -> bytes:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.es.codec import Picture, decision_fields, image_fields
+from fingerprint_indexer.es.codec import DecisionWrite, Picture, image_fields
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.image import (
@@ -52,14 +52,21 @@ class Decided:
         return self.decision.decision in DUPLICATES and self.decision.replaces is None
 
 
+def decision_write(
+    result: FingerprintResult, decision: Decision, layout: BlockLayout, text_length: int
+) -> DecisionWrite:
+    """The fields the service adds to an Elasticsearch document: the same as ``es index`` writes
+    (:class:`~fingerprint_indexer.es.codec.DecisionWrite`)."""
+    return DecisionWrite(result, layout, cluster_id=decision.cluster_id, duplicate_of=decision.duplicate_of,
+                         distance=decision.distance, decision=decision.decision, text_length=text_length,
+                         replaces=decision.replaces)
+
+
 def es_fields(
     result: FingerprintResult, decision: Decision, layout: BlockLayout, text_length: int
 ) -> dict[str, Any]:
-    """The fields the service adds to an Elasticsearch document: the same as ``es index`` writes
-    (:func:`~fingerprint_indexer.es.codec.decision_fields`)."""
-    return decision_fields(result, layout, cluster_id=decision.cluster_id, duplicate_of=decision.duplicate_of,
-                           distance=decision.distance, decision=decision.decision, text_length=text_length,
-                           replaces=decision.replaces)
+    """:func:`decision_write`'s fields as Python objects."""
+    return decision_write(result, decision, layout, text_length).fields()
 
 
 def picture_fields(encoded: Sequence[str]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from fingerprint_indexer.es.codec import SKETCH_FIELD, block_fields
 from fingerprint_indexer.sidecar.bulk_codec import bulk_item, has_error
 from fingerprint_indexer.sidecar.delivery import BulkOp
 from fingerprint_indexer.sidecar.es_state import Stores
-from fingerprint_indexer.sidecar.ingest import Decided, decide, es_fields, relink_op
+from fingerprint_indexer.sidecar.ingest import Decided, decide, decision_write, relink_op
 from fingerprint_indexer.sidecar.state import ServiceState
 from fingerprint_indexer.sidecar.updates import current_sources, plan_updates
 from fingerprint_indexer.sidecar.worker import valid_index_name
@@ -109,11 +109,11 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
         state.metrics.documents.labels(d.decision.decision).inc()
         summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
         layout = layouts[op.index]
-        fields = es_fields(d.result, d.decision, layout, d.doc.length)
+        write = decision_write(d.result, d.decision, layout, d.doc.length)
         plan = plans.get(pos)
         if plan is not None:  # an update: the fields go into the part of the body that gets applied
             extra = _fingerprint_nulls(layout) if plan.target == "doc" else {}
-            op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **fields}}
+            op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **write.fields()}}
             op.raw = None  # re-encoded with the fields inside doc/upsert
         elif policy == "skip" and d.is_duplicate:
             state.metrics.skipped.inc()
@@ -121,7 +121,7 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
             await state.stores.call(state.stores.discard, op.index, [(d.doc.id, d.result.content_digest)])
             continue
         else:
-            op.added = fields
+            op.added = write
         op.fingerprinted = True
         op.extra = summary
         if (relink := relink_op(op.index, d.decision)) is not None:

@@ -3,6 +3,7 @@ requests are read, and the shapes of the answers and errors the proxy writes in 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 from urllib.parse import unquote
@@ -12,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.requests import Request
 
+from fingerprint_indexer.es.codec import DecisionWrite
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.sidecar.bulk_codec import (
     ANSWER_PARAMS,
     META_KEYS,
@@ -71,15 +74,42 @@ def test_unchanged_operations_are_relayed_byte_for_byte(items: list[tuple[str, s
         [(op.action, op.meta, op.source) for op in parsed]
 
 
+@functools.cache
+def _writes() -> tuple[DecisionWrite, DecisionWrite]:
+    """The fields added to a news text and to a degenerate one (no block keys)."""
+    fpr, layout = Fingerprinter(), FingerprintConfig().layout
+    texts = ["国务院常务会议今天在北京召开，部署进一步稳定就业的措施，会议要求各地抓好落实。" * 4, "好"]
+    a, b = (DecisionWrite(fpr.fingerprint(text=t), layout, cluster_id="c1", duplicate_of=None, distance=None,
+                          decision="new", text_length=len(t)) for t in texts)
+    return a, b
+
+
 @settings(max_examples=200, deadline=None)
-@given(sources, st.dictionaries(st.sampled_from(["fingerprint", "decision", "block_0"]), scalars,
-                                min_size=1))
-def test_added_fields_are_spliced_into_the_callers_object(src: dict[str, Any], added: dict[str, Any]) -> None:
-    raw = json.dumps(src, ensure_ascii=False, separators=(",", ": ")).encode()
-    op = BulkOp("index", {"_index": "news", "_id": "1"}, src, raw=raw, added=added)
-    assert json.loads(op.source_line()) == {**src, **added}
-    if not src.keys() & added.keys():
-        assert op.source_line().startswith(raw.rstrip()[:-1])
+@given(st.dictionaries(st.one_of(st.text(min_size=1, max_size=8),
+                                 st.sampled_from(["fingerprint", "decision", "block_0", "terms"])), scalars,
+                       max_size=5),
+       st.sampled_from([0, 1]), st.sampled_from([",", ", "]), st.integers(0, 2))
+def test_added_fields_are_spliced_into_the_callers_object(src: dict[str, Any], which: int, comma: str,
+                                                          bom: int) -> None:
+    """The caller's source line is kept as sent, our fields appended inside it; a field of ours the caller
+    sent too is written once, ours winning, as the dict merge does."""
+    write = _writes()[which]
+    raw = (b"\xef\xbb\xbf" if bom == 1 else b"") + json.dumps(
+        src, ensure_ascii=False, separators=(comma, ": ")).encode() + (b" \r" if bom == 2 else b"")
+    op = BulkOp("index", {"_index": "news", "_id": "1"}, src, raw=raw, added=write)
+    line = op.source_line()
+    assert json.loads(line) == {**src, **write.fields()}
+    if src and src.keys().isdisjoint(["fingerprint", "decision", "block_0", "terms"]):
+        assert line.startswith(raw.strip().removeprefix(b"\xef\xbb\xbf")[:-1] + b",")
+
+
+def test_a_source_with_a_huge_integer_is_written_too() -> None:
+    """An integer beyond 64 bits (valid JSON, read by the standard library) in a source that must be
+    re-encoded (it holds a field of ours) does not fail the write."""
+    src = {"n": 2**70, "decision": "mine"}
+    write = _writes()[0]
+    op = BulkOp("index", {"_index": "news", "_id": "1"}, src, raw=json.dumps(src).encode(), added=write)
+    assert json.loads(op.source_line()) == {**src, **write.fields()}
 
 
 @pytest.mark.parametrize("body", [b"", b'{"index":{}}\n{"a":1}', b'\n{"index":{}}\n{"a":1}\n',
