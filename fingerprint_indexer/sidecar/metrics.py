@@ -2,12 +2,61 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+#: The part of the service a thread does, by the prefix of its name: fingerprinting, deciding (the
+#: embedded stores' thread, or the cluster-state thread of a stateless service), writing the spool, and
+#: the event loop (requests, their JSON, the calls to Elasticsearch).
+THREAD_ROLES = (("fingerprint", "fingerprint"), ("store", "decide"), ("es-state", "decide"),
+                ("spool", "spool"), ("MainThread", "event_loop"))
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def thread_role(name: str) -> str:
+    """The role of a thread named ``name`` (``other`` for threads of libraries)."""
+    return next((role for prefix, role in THREAD_ROLES if name.startswith(prefix)), "other")
+
+
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) of this process's live threads by role, from Linux's per-thread
+    accounting (empty elsewhere). A pool's threads live as long as the pool, so the sums only grow."""
+    out: dict[str, float] = {}
+    for t in threading.enumerate():
+        if t.native_id is None:
+            continue
+        try:
+            stat = Path(f"/proc/self/task/{t.native_id}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        role = thread_role(t.name)
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+    return out
+
+
+class ThreadCpuCollector(Collector):
+    """``fpi_thread_cpu_seconds_total{role}``: where the service's CPU goes, read when scraped."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily("fpi_thread_cpu_seconds",
+                                     "CPU seconds of the service's threads by role: fingerprint, decide, "
+                                     "spool, event_loop (requests and their JSON), other (fingerprint "
+                                     "worker processes, with --processes > 1, are not included)",
+                                     labels=["role"])
+        for role, seconds in sorted(thread_cpu_seconds().items()):
+            family.add_metric([role], seconds)
+        yield family
 
 
 class Metrics:
@@ -38,6 +87,7 @@ class Metrics:
         self.largest_bucket = Gauge("fpi_largest_block_bucket", "Largest block bucket written to since start "
                                     "(entries, counted up to the query budget)", registry=r)
         self.es_up = Gauge("fpi_elasticsearch_up", "1 while Elasticsearch takes writes directly", registry=r)
+        r.register(ThreadCpuCollector())
 
     def bind(self, spool_depth: Callable[[], float], spool_bytes: Callable[[], float],
              largest_bucket: Callable[[], float], es_up: Callable[[], float]) -> None:
