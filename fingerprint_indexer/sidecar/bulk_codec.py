@@ -19,6 +19,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.es.codec import json_bytes
 from fingerprint_indexer.sidecar.delivery import SOURCE_ACTIONS, BulkOp
 from fingerprint_indexer.sidecar.errors import error_body
 
@@ -212,8 +213,7 @@ def es_json(body: Any, request: Request, status: int = 200, headers: dict[str, s
     if spec and status < 300:
         body = filter_path(body, spec)
     pretty = request.query_params.get("pretty") not in (None, "false")
-    raw = json.dumps(body, ensure_ascii=False, indent=2 if pretty else None,
-                     separators=None if pretty else (",", ":")).encode()
+    raw = json.dumps(body, ensure_ascii=False, indent=2).encode() if pretty else json_bytes(body)
     return Response(raw + (b"\n" if pretty else b""), status_code=status, media_type=answer_type(request),
                     headers={**PRODUCT, **(headers or {})})
 

@@ -21,9 +21,11 @@ import base64
 import json
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import httpx
+import orjson
 
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.errors import SERVICE_RETRY_STATUSES, EsUnavailable
@@ -182,15 +184,18 @@ class EsClient:
     async def bulk(self, body: bytes, params: dict[str, str] | None = None) -> dict[str, Any]:
         """POST /_bulk; a response that is not a per-item answer raises :class:`EsUnavailable`."""
         status, data = await self._post_json("/_bulk", content=body, params=params or {},
-                                             headers={"content-type": NDJSON})
+                                             headers={"content-type": NDJSON}, parse=orjson.loads)
         if status != 200 or "items" not in data:
             raise BulkRejected(status, data)
         return data
 
-    async def _post_json(self, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    async def _post_json(self, path: str, parse: Callable[[bytes], Any] = json.loads, **kwargs: Any
+                         ) -> tuple[int, dict[str, Any]]:  # fmt: skip
         """POST a write-path request; (status, JSON body). No answer, 401/403 (the service's own
         credentials), 429, 5xx or a body that is not JSON raise :class:`EsUnavailable` (retry later: the
-        writes are spooled, and :attr:`last_error` says why); other statuses are the caller's to judge."""
+        writes are spooled, and :attr:`last_error` says why); other statuses are the caller's to judge.
+        ``parse`` reads the answer: orjson for answers that hold no document (it reads an integer beyond
+        64 bits as a float), the standard library's otherwise."""
         try:
             r = await self.http.post(path, timeout=self.write_timeout, **kwargs)
         except httpx.HTTPError as exc:
@@ -198,8 +203,8 @@ class EsClient:
         if not_now(r.status_code):
             raise self._unavailable(status_reason(r.status_code))
         try:
-            data: dict[str, Any] = r.json()
-        except json.JSONDecodeError as exc:
+            data: dict[str, Any] = parse(r.content)
+        except ValueError as exc:  # json.JSONDecodeError and orjson.JSONDecodeError both are
             raise EsUnavailable(f"Elasticsearch answered {r.status_code} without JSON") from exc
         return r.status_code, data
 
