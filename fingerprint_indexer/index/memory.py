@@ -557,6 +557,10 @@ class NumberedTables:
             sizes = [s + int(c) for s, c in zip(sizes, same.sum(axis=0), strict=True)]
         return sizes
 
+    def largest_bucket(self, fps: Sequence[int]) -> int:
+        """The most entries under any block value of any of ``fps`` (0 for none)."""
+        return max((size for fp in fps for size in self.bucket_sizes(fp)), default=0)
+
     def flush(self) -> None:
         """Merge the buffered appends into the tables now."""
         self._merge()
@@ -641,6 +645,10 @@ class CompiledNumberedTables:
     def bucket_sizes(self, fp: int) -> list[int]:
         """Entries under each of ``fp``'s block values (tombstoned ones included until a rebuild)."""
         return self._tables.bucket_sizes(int(fp) & MASK64)
+
+    def largest_bucket(self, fps: Sequence[int]) -> int:
+        """The most entries under any block value of any of ``fps`` (0 for none), in one call."""
+        return int(self._tables.largest_bucket([int(fp) & MASK64 for fp in fps]))
 
     def flush(self) -> None:
         """Merge the appends into the main tables now."""

@@ -248,9 +248,8 @@ class StoreOwner(OneThread):
     def _track_buckets(self, store: EmbeddedStore, fps: list[int]) -> None:
         """Largest block bucket seen among the buckets just written to (a giant bucket slows every query),
         counted up to the index's query budget: a query reads no more of a bucket than that."""
-        for fp in fps:
-            sizes = store.index.bucket_sizes(fp, limit=store.index.bucket_budget)
-            self.largest_bucket = max(self.largest_bucket, *sizes)
+        largest = store.index.largest_bucket(fps, limit=store.index.bucket_budget)
+        self.largest_bucket = max(self.largest_bucket, largest)
 
     def store(self, index: str) -> EmbeddedStore | None:
         """The store of ``index`` for reading (None when there is none)."""

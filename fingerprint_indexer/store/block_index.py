@@ -510,6 +510,12 @@ class LevelDBIndex(NearDupIndex):
         sizes = self._tables.bucket_sizes(fingerprint & MASK64)
         return sizes if limit is None else [min(s, limit) for s in sizes]
 
+    def largest_bucket(self, fingerprints: Sequence[int], limit: int | None = None) -> int:
+        """The most entries under any block bucket of ``fingerprints`` (0 for none), counted up to
+        ``limit``: :meth:`bucket_sizes`' largest, in one call."""
+        size = self._tables.largest_bucket(fingerprints)
+        return size if limit is None else min(size, limit)
+
     def all_bucket_sizes(self) -> npt.NDArray[np.int64]:
         """Entries of every non-empty block bucket (the cost a query would pay without a budget)."""
         return self._tables.all_bucket_sizes()

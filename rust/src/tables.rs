@@ -435,6 +435,11 @@ impl Tables {
         self.blocks.iter().map(|b| b.bucket(fp).len()).collect()
     }
 
+    /// The most entries under any block value of any of `fps` (0 for none): `bucket_sizes`' largest.
+    pub fn largest_bucket(&self, fps: &[u64]) -> usize {
+        fps.iter().flat_map(|&fp| self.blocks.iter().map(move |b| b.bucket(fp).len())).max().unwrap_or(0)
+    }
+
     /// Entries of every non-empty bucket of every block, block by block in ascending value (after a merge).
     pub fn all_bucket_sizes(&mut self) -> Vec<i64> {
         self.merge();
@@ -556,6 +561,11 @@ impl BlockTables {
     /// Entries under each of `fp`'s block values (tombstoned main rows included until a rebuild).
     fn bucket_sizes(&self, fp: u64) -> Vec<usize> {
         self.read().bucket_sizes(fp)
+    }
+
+    /// The most entries under any block value of any of `fps` (0 for none), in one call.
+    fn largest_bucket(&self, fps: Vec<u64>) -> usize {
+        self.read().largest_bucket(&fps)
     }
 
     /// Entries of every non-empty bucket of every block (after a merge), as int64 bytes.

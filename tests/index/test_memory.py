@@ -153,6 +153,7 @@ def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops
             _same_answers(ref, comp, op[1], op[3] % layout.n_blocks, op[2])  # k below the blocks
         else:
             assert comp.bucket_sizes(op[1]) == ref.bucket_sizes(op[1])
+            assert comp.largest_bucket([op[1], *_CENTRES[:2]]) == ref.largest_bucket([op[1], *_CENTRES[:2]])
             assert comp.query(op[1], 3, 2)[0].tolist() == ref.query(op[1], 3, 2)[0].tolist()
         assert comp.n == ref.n
     for want, got in zip(ref.arrays(), comp.arrays(), strict=True):

@@ -76,6 +76,8 @@ def test_bucket_sizes(tmp_path):
         assert ix.bucket_sizes(0) == [3, 4, 4, 2]
         ix.remove("b")
         assert ix.bucket_sizes(0) == [2, 3, 3, 2]
+        assert ix.largest_bucket([0, 0xFFFF]) == 3 and ix.largest_bucket([0], limit=2) == 2
+        assert ix.largest_bucket([]) == 0
 
 
 def _entry_keys(ix: LevelDBIndex) -> list[bytes]:
