@@ -111,7 +111,8 @@ def processes_option(default: int | None = 1) -> Callable[[F], F]:
         return click.option("--processes", type=click.IntRange(1, 256),
                             default=default if default is not None else max(1, os.cpu_count() or 1),
                             show_default="CPU count" if default is None else True,
-                            help="Worker processes for fingerprinting.")(func)
+                            help="Worker processes for fingerprinting; 1: this process fingerprints "
+                                 "(on --threads threads, where the command takes them).")(func)
 
     return wrap
 
