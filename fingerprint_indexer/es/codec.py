@@ -223,6 +223,42 @@ def _after_keys(
     return out
 
 
+#: The fields :func:`_after_keys` writes, in its order, but the copy marks (the compiled writer's names).
+TAIL_FIELDS = (SKETCH_FIELD, BANDS_FIELD, FACTS_FIELD, FRAMES_FIELD, "content_digest", "keyword_digest",
+               "terms", "fp_version", "verify_policy", "cluster_id", "duplicate_of", "distance", "decision",
+               "degenerate", "text_length", "replaces", DECIDED_FIELD)
+#: Every field :func:`_after_keys` may write.
+_TAIL_NAMES = frozenset({*TAIL_FIELDS, COPY_FIELD})
+
+
+@functools.lru_cache(maxsize=1)
+def _tail_json() -> Any:
+    """The compiled writer of :func:`_after_keys`'s fields, made once; None without the compiled core."""
+    from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
+
+    return native.es_tail_json(TAIL_FIELDS) if native.enabled() else None
+
+
+def _after_keys_json(
+    res: FingerprintResult, *, cluster_id: str, duplicate_of: str | None, distance: int | None, decision: str,
+    text_length: int, replaces: str | None, decided_at: int | None,
+) -> bytes | memoryview:  # fmt: skip
+    """:func:`_after_keys` as the JSON members after the key fields, with the closing brace (compiled when
+    built, for a document without copy marks)."""
+    compiled = _tail_json()
+    at = now_millis() if decided_at is None else decided_at
+    if compiled is None or res.marks:
+        rest = _after_keys(res, orjson.Fragment(terms_json(res)), cluster_id=cluster_id,
+                           duplicate_of=duplicate_of, distance=distance, decision=decision,
+                           text_length=text_length, replaces=replaces, decided_at=at)  # fmt: skip
+        return memoryview(orjson.dumps(rest))[1:]
+    sketch = res.sketch
+    return compiled.tail(sketch, band_keys(sketch) if sketch and not res.degenerate else None,
+                         orjson.dumps(res.facts), res.frames, res.content_digest, res.keyword_digest,
+                         terms_json(res), res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of, distance,
+                         decision, res.degenerate, text_length, replaces, at)
+
+
 def decision_source(
     doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout, *, cluster_id: str,
     duplicate_of: str | None, distance: int | None, decision: str, text_length: int,
@@ -234,18 +270,19 @@ def decision_source(
     object per block key, no Python string of the terms). ``raw``, the JSON object ``doc`` was read
     from, is kept as it was sent, the fields appended inside it (as a proxy must pass a caller's source
     on). A value orjson cannot write (an integer beyond 64 bits) is written by the standard library."""
-    terms = orjson.Fragment(terms_json(res))
-    rest = _after_keys(res, terms, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
-                       decision=decision, text_length=text_length, replaces=replaces, decided_at=decided_at)
     fps = _unsigned(res)
-    if not _written_by_keys(layout).isdisjoint(doc) or not rest.keys().isdisjoint(doc):
+    if not _written_by_keys(layout).isdisjoint(doc) or not _TAIL_NAMES.isdisjoint(doc):
         # a field of ours given in doc too: ours wins, as in the dict form, and appears once
-        merged = {**doc, **key_fields(fps, layout, not res.degenerate), **rest}
-        merged["terms"] = terms_text(res)  # a string the standard library can write too
-        return json_bytes(merged)
+        rest = _after_keys(res, terms_text(res), cluster_id=cluster_id, duplicate_of=duplicate_of,
+                           distance=distance, decision=decision, text_length=text_length, replaces=replaces,
+                           decided_at=decided_at)  # fmt: skip
+        return json_bytes({**doc, **key_fields(fps, layout, not res.degenerate), **rest})
     head = _object_head(doc, raw)
     keys = key_fields_json(fps, layout, not res.degenerate)
-    return b"".join((*head, keys, b",", memoryview(orjson.dumps(rest))[1:]))
+    tail = _after_keys_json(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
+                            decision=decision, text_length=text_length, replaces=replaces,
+                            decided_at=decided_at)
+    return b"".join((*head, keys, b",", tail))
 
 
 def _object_head(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes | memoryview, ...]:

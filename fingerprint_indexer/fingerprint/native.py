@@ -83,6 +83,13 @@ def es_key_json(keys: list[list[tuple[int, int]]], digits: Sequence[int], blocks
     return _core.EsKeyJson(keys, list(digits), list(blocks), list(names))
 
 
+def es_tail_json(names: Sequence[str]) -> Any:
+    """The fields a writer adds after a document's key fields as JSON text, compiled
+    (``_core.EsTailJson``: its ``tail`` equals ``es.codec._after_keys`` serialised), under ``names``."""
+    assert _core is not None
+    return _core.EsTailJson(list(names))
+
+
 def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, hashed: bool) -> Any:
     """``index.memory.NumberedTables`` in compiled code (``_core.BlockTables``) over ``fps`` (uint64 by
     number) whose ``alive`` flags (uint8) are set; ``hashed`` keeps every block's buckets in hash maps."""

@@ -146,3 +146,133 @@ impl EsKeyJson {
         Ok(PyBytes::new(py, &out))
     }
 }
+
+/// The fields a writer adds after a document's key fields (`_after_keys` of `es/codec.py`, serialised by
+/// orjson, is the reference this equals byte for byte), for a document without copy marks: its
+/// evidence (the sketch in base64 with its band keys, the facts, the frames), digests, terms, versions
+/// and decision. The field names are given once, in the reference's order.
+#[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
+pub struct EsTailJson {
+    /// sketch, bands, facts, frames, content_digest, keyword_digest, terms, fp_version, verify_policy,
+    /// cluster_id, duplicate_of, distance, decision, degenerate, text_length, replaces, decided_at
+    names: Vec<String>,
+}
+
+const TAIL_FIELDS: usize = 17;
+
+impl EsTailJson {
+    /// `"name":` of field `i`, after a comma unless it is the first written.
+    fn name(&self, out: &mut Vec<u8>, i: usize) {
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(self.names[i].as_bytes());
+        out.extend_from_slice(b"\":");
+    }
+}
+
+fn optional_string(out: &mut Vec<u8>, value: Option<&str>) {
+    match value {
+        Some(text) => json_string(out, text),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn integer(out: &mut Vec<u8>, value: i64) {
+    // writing to a Vec cannot fail
+    let _ = write!(out, "{value}");
+}
+
+#[pymethods]
+impl EsTailJson {
+    #[new]
+    fn new(names: Vec<String>) -> PyResult<Self> {
+        if names.len() != TAIL_FIELDS || !names.iter().all(|n| plain_name(n)) {
+            return Err(PyValueError::new_err("17 field names of letters, digits and _ only"));
+        }
+        Ok(EsTailJson { names })
+    }
+
+    /// The members after the key fields and the closing brace: the sketch (when not empty) with `bands`
+    /// (when given), `facts` (a JSON array as it is: orjson writes text held by Python faster than the
+    /// text can be handed over), `frames` (unsigned, written signed), the digests, `terms` (a JSON string
+    /// as it is), the versions and the decision's fields (`None` written as null).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (sketch, bands, facts, frames, content_digest, keyword_digest, terms, fp_version,
+                        verify_policy, cluster_id, duplicate_of, distance, decision, degenerate, text_length,
+                        replaces, decided_at))]
+    fn tail<'py>(
+        &self, py: Python<'py>, sketch: &[u8], bands: Option<Vec<String>>, facts: &[u8], frames: Vec<u64>,
+        content_digest: &str, keyword_digest: &str, terms: &[u8], fp_version: &str, verify_policy: &str,
+        cluster_id: &str, duplicate_of: Option<&str>, distance: Option<i64>, decision: &str, degenerate: bool,
+        text_length: i64, replaces: Option<&str>, decided_at: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        use base64::Engine as _;
+        let mut out = Vec::with_capacity(512 + sketch.len() * 2 + terms.len());
+        if !sketch.is_empty() {
+            self.name(&mut out, 0);
+            out.push(b'"');
+            let at = out.len();
+            out.resize(at + sketch.len().div_ceil(3) * 4, 0);
+            let written = base64::engine::general_purpose::STANDARD
+                .encode_slice(sketch, &mut out[at..])
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            out.truncate(at + written);
+            out.push(b'"');
+            if let Some(bands) = &bands {
+                self.name(&mut out, 1);
+                out.push(b'[');
+                for (n, band) in bands.iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    json_string(&mut out, band);
+                }
+                out.push(b']');
+            }
+        }
+        self.name(&mut out, 2);
+        out.extend_from_slice(facts);
+        self.name(&mut out, 3);
+        out.push(b'[');
+        for (n, &frame) in frames.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            integer(&mut out, frame as i64);
+        }
+        out.push(b']');
+        self.name(&mut out, 4);
+        json_string(&mut out, content_digest);
+        self.name(&mut out, 5);
+        json_string(&mut out, keyword_digest);
+        self.name(&mut out, 6);
+        out.extend_from_slice(terms);
+        self.name(&mut out, 7);
+        json_string(&mut out, fp_version);
+        self.name(&mut out, 8);
+        json_string(&mut out, verify_policy);
+        self.name(&mut out, 9);
+        json_string(&mut out, cluster_id);
+        self.name(&mut out, 10);
+        optional_string(&mut out, duplicate_of);
+        self.name(&mut out, 11);
+        match distance {
+            Some(d) => integer(&mut out, d),
+            None => out.extend_from_slice(b"null"),
+        }
+        self.name(&mut out, 12);
+        json_string(&mut out, decision);
+        self.name(&mut out, 13);
+        out.extend_from_slice(if degenerate { b"true" } else { b"false" });
+        self.name(&mut out, 14);
+        integer(&mut out, text_length);
+        self.name(&mut out, 15);
+        optional_string(&mut out, replaces);
+        self.name(&mut out, 16);
+        integer(&mut out, decided_at);
+        out.push(b'}');
+        Ok(PyBytes::new(py, &out))
+    }
+}

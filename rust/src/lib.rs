@@ -382,6 +382,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
     m.add_class::<es_json::EsKeyJson>()?;
+    m.add_class::<es_json::EsTailJson>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;
     m.add_function(wrap_pyfunction!(record::decode_record, m)?)?;
