@@ -73,7 +73,7 @@ def is_store(path: Path) -> bool:
                    "cluster itself, so that several services in front of one cluster answer as one "
                    "(run `es reconcile` after near copies raced between them).")
 @k_option
-@processes_option(default=1)
+@processes_option(default=2)
 @threads_option
 @click.option("--api-key-file", type=click.Path(exists=True, dir_okay=False),
               help="File whose first line is the API key (default: FPI_API_KEY).")

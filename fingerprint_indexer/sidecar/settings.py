@@ -39,7 +39,7 @@ class ServiceSettings:
     state: State = "embedded"
     k: int = 3
     #: fingerprinting: worker processes (> 1), or else threads of the service process
-    processes: int = 1
+    processes: int = 2
     threads: int = 2
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
     max_body_bytes: int = 50 * 1024 * 1024

@@ -18,7 +18,8 @@ def service(es_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
     """The service with an API key, default index unique to the module."""
     data = tmp_path_factory.mktemp("svc") / "data"
     index = f"fpi-test-svc-{uuid.uuid4().hex[:10]}"
-    with ServiceProcess(es_url, data, "--index", index, api_key=API_KEY) as svc:
+    # two worker processes: serve's default
+    with ServiceProcess(es_url, data, "--index", index, api_key=API_KEY, processes=2) as svc:
         svc.default_index = index  # type: ignore[attr-defined]
         yield svc
     client = Elasticsearch(es_url)
