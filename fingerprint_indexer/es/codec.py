@@ -293,12 +293,7 @@ def _object_head(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes | mem
         text = text[3:] if text.startswith(b"\xef\xbb\xbf") else text  # no BOM inside a new source
         if text.startswith(b"{") and text.endswith(b"}"):
             return (text[:-1], b",") if doc else (b"{",)
-    if not doc:
-        return (b"{",)
-    try:
-        return (memoryview(orjson.dumps(doc))[:-1], b",")
-    except orjson.JSONEncodeError:
-        return (json_bytes(doc)[:-1], b",")
+    return (memoryview(json_bytes(doc))[:-1], b",") if doc else (b"{",)
 
 
 def json_bytes(value: Any) -> bytes:
