@@ -496,11 +496,20 @@ class NumberedTables:
         """:meth:`put` of sequences of ints (the few entries of one document)."""
         self.put(np.array(nums, dtype=np.int64), np.array(fps, dtype=np.uint64))
 
+    def put_run(self, first: int, fps: Sequence[int]) -> None:
+        """:meth:`put_ints` of ``fps`` (their low 64 bits) under ``first``, ``first + 1`` ... (one document's
+        consecutive entries)."""
+        self.put_ints(range(first, first + len(fps)), [fp & MASK64 for fp in fps])
+
     def query_ints(self, fps: Sequence[int], k: int, budget: int | None = None
                    ) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
-        """:meth:`query_many` of a sequence of ints, answered as lists of ints (one document's queries)."""
-        qs, nums, dist = self.query_many(np.array(fps, dtype=np.uint64), k, budget)
+        """:meth:`query_many` of a sequence of ints (their low 64 bits), answered as lists of ints."""
+        qs, nums, dist = self.query_many(np.array([fp & MASK64 for fp in fps], dtype=np.uint64), k, budget)
         return qs.tolist(), nums.tolist(), dist.tolist()
+
+    def any_within(self, fps: Sequence[int], k: int, budget: int | None = None) -> bool:
+        """Whether :meth:`query_ints` of ``fps`` (their low 64 bits) finds any entry."""
+        return bool(self.query_ints(fps, k, budget)[0])
 
     def query(self, fp: int, k: int, budget: int | None = None) -> tuple[IntArray, npt.NDArray[np.uint8]]:
         """(numbers, distances) of the live entries within ``k`` of ``fp``, each number once (see
@@ -620,10 +629,18 @@ class CompiledNumberedTables:
         """:meth:`put` of sequences of ints (the few entries of one document: no arrays made)."""
         self._tables.put_ints(nums, fps)
 
+    def put_run(self, first: int, fps: Sequence[int]) -> None:
+        """:meth:`NumberedTables.put_run`, in one call."""
+        self._tables.put_run(first, fps)
+
     def query_ints(self, fps: Sequence[int], k: int, budget: int | None = None
                    ) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
-        """:meth:`query_many` of a sequence of ints, answered as lists of ints (no arrays made)."""
+        """:meth:`NumberedTables.query_ints`, answered as lists of ints (no arrays made)."""
         return self._tables.query_ints(fps, k, budget)
+
+    def any_within(self, fps: Sequence[int], k: int, budget: int | None = None) -> bool:
+        """:meth:`NumberedTables.any_within`, in one call that stops at the first entry found."""
+        return bool(self._tables.any_within(fps, k, budget))
 
     def kill(self, num: int) -> None:
         """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""

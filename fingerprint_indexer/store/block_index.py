@@ -96,23 +96,35 @@ def _entry(doc_id: str, place: int) -> str:
     return f"{doc_id}{CHUNK_SEP}{place}" if place else doc_id
 
 
-def _matches(n: int, queries: list[int], nums: list[int], dist: list[int], place_of: Callable[[int], int],
-             doc_at: Callable[[int], str | None]) -> list[list[Match]]:  # fmt: skip
-    """The matches of each of ``n`` queries from (query index, entry number, distance) lists: an entry's
-    id from its place in its document (``place_of``) and the document under its first number
-    (``doc_at``, asked once per document; None: gone, no match), nearest first (distance, then id)."""
-    out: list[list[Match]] = [[] for _ in range(n)]
+def _found_matches(queries: list[int], nums: list[int], dist: list[int], place_of: Callable[[int], int],
+                   doc_at: Callable[[int], str | None]) -> dict[int, list[Match]]:  # fmt: skip
+    """The matches of the queries that found any, by query index, from (query index, entry number,
+    distance) lists: an entry's id from its place in its document (``place_of``) and the document under
+    its first number (``doc_at``, asked once per document; None: gone, no match), nearest first
+    (distance, then id). A batch's queries mostly find nothing: none of them costs a list."""
+    out: dict[int, list[Match]] = {}
     ids: dict[int, str | None] = {}  # first number -> doc id
     for q, num, d in zip(queries, nums, dist, strict=True):
         place = place_of(num)
         first = num - place
         doc_id = ids[first] if first in ids else ids.setdefault(first, doc_at(first))
         if doc_id is not None:
-            out[q].append(Match(_entry(doc_id, place), d))
-    for hits in out:
+            hit = Match(_entry(doc_id, place), d)
+            if q in out:
+                out[q].append(hit)
+            else:
+                out[q] = [hit]
+    for hits in out.values():
         if len(hits) > 1:
             hits.sort(key=lambda m: (m.distance, m.doc_id))
     return out
+
+
+def _matches(n: int, queries: list[int], nums: list[int], dist: list[int], place_of: Callable[[int], int],
+             doc_at: Callable[[int], str | None]) -> list[list[Match]]:  # fmt: skip
+    """:func:`_found_matches` of ``n`` queries as a list, an empty one for each query that found none."""
+    found = _found_matches(queries, nums, dist, place_of, doc_at)
+    return [found.get(q) or [] for q in range(n)]
 
 
 TABLES_MAGIC = b"FPIBLOCKS2\n"  # 1 had no places
@@ -194,7 +206,7 @@ class IndexWrites:
         self._delta += count
         if self._staged is not None:
             at = first - self._base
-            self._staged.put_ints(range(at, at + count), fps)
+            self._staged.put_run(at, fps)
             self._held_by[at] = doc_id
         return first
 
@@ -222,13 +234,13 @@ class IndexWrites:
         staged = self._queried()
         if not self._held_by:
             return [[] for _ in fingerprints]
-        qs, nums, dist = staged.query_ints([fp & MASK64 for fp in fingerprints], k)
+        qs, nums, dist = staged.query_ints(fingerprints, k)
         return _matches(len(fingerprints), qs, nums, dist, self._added_places.__getitem__, self._held_by.get)
 
     def any_near(self, fingerprints: Sequence[int], k: int) -> bool:
         """Whether :meth:`query_many` would find any entry."""
         staged = self._queried()
-        return bool(self._held_by) and bool(staged.query_ints([fp & MASK64 for fp in fingerprints], k)[0])
+        return bool(self._held_by) and staged.any_within(fingerprints, k)
 
     def _queried(self) -> NumberedTables | CompiledNumberedTables:
         if self._staged is None:
@@ -526,11 +538,14 @@ class LevelDBIndex(NearDupIndex):
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
         """Matches of each fingerprint, sorted by (distance, doc id): one pass over the tables for all of
         them, and one id look-up per document matched (however many of its entries, and queries, match)."""
+        found = self.query_found(fingerprints, k)
+        return [found.get(q) or [] for q in range(len(fingerprints))]
+
+    def query_found(self, fingerprints: Sequence[int], k: int = 3) -> dict[int, list[Match]]:
+        """:meth:`query_many` of the fingerprints that found any, by their place in ``fingerprints``."""
         self.layout.check_k(k)
-        fps = np.array([int(fp) & MASK64 for fp in fingerprints], dtype=np.uint64)
-        qs, nums, dist = self._tables.query_many(fps, k, self.bucket_budget)
-        return _matches(len(fps), qs.tolist(), nums.tolist(), dist.tolist(), self._places.__getitem__,
-                        self.id_at)
+        qs, nums, dist = self._tables.query_ints(fingerprints, k, self.bucket_budget)
+        return _found_matches(qs, nums, dist, self._places.__getitem__, self.id_at)
 
     def nbytes(self) -> int:
         """Bytes of the in-memory tables."""

@@ -369,9 +369,14 @@ class EmbeddedStore:
 
     def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
         """:meth:`band_scan` of each key, all looked up at once (an id read per document found)."""
+        found = self.band_scan_found(bands)
+        return [found.get(i) or [] for i in range(len(bands))]
+
+    def band_scan_found(self, bands: Sequence[str]) -> dict[int, list[str]]:
+        """:meth:`band_scan_many` of the keys that some document holds, by their place in ``bands``."""
         ids: dict[int, str] = {}  # first entry number -> doc id
-        found: list[list[Any]] = self.bands.find(bands_bytes(bands), MAX_BAND_READ + 1)
-        for i, nums in enumerate(found):
+        out: dict[int, list[str]] = {}
+        for i, nums in enumerate(self.bands.find(bands_bytes(bands), MAX_BAND_READ + 1)):
             if not nums:
                 continue
             for n in nums:
@@ -382,8 +387,8 @@ class EmbeddedStore:
                                                 f"entry number {n}, which leads to no document; see "
                                                 f"'fingerprint-indexer store check {self.directory}'")
                     ids[n] = doc_of(eid)
-            found[i] = sorted(ids[n] for n in nums)
-        return found
+            out[i] = sorted(ids[n] for n in nums)
+        return out
 
     def band_docs(self, band: str) -> list[str]:
         """Documents under a sketch band key; none when more than :data:`MAX_BAND_READ` hold it."""
@@ -490,7 +495,7 @@ class StoreBatch:
         # what the store held before this batch, looked up for the whole batch at once (look_ahead)
         self._near_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
-        self._bands_ahead = LookAhead(store.band_scan_many)
+        self._bands_ahead: LookAhead[str, list[str]] = LookAhead(store.band_scan_found, [])
         self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
@@ -538,12 +543,12 @@ class StoreBatch:
     # freed only by the cycle collector, which would traverse all it holds (records, answers) to do so.
     def _committed_near(self, k: int) -> LookAhead[int, list[Match]]:
         if k not in self._near_ahead:
-            self._near_ahead[k] = LookAhead(functools.partial(self.store.index.query_many, k=k))
+            self._near_ahead[k] = LookAhead(functools.partial(self.store.index.query_found, k=k), [])
         return self._near_ahead[k]
 
     def _committed_centres(self, k: int) -> LookAhead[int, list[Match]]:
         if k not in self._centres_ahead:
-            self._centres_ahead[k] = LookAhead(functools.partial(self.store.centres.query_many, k=k))
+            self._centres_ahead[k] = LookAhead(functools.partial(self.store.centres.query_found, k=k), [])
         return self._centres_ahead[k]
 
     def near(self, fp: int, k: int) -> list[Match]:

@@ -9,7 +9,6 @@ block index and band keys, so they find and verify the same candidates.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
@@ -57,14 +56,14 @@ class LookAhead(Generic[K, V]):
     the block tables, one LevelDB iterator, instead of one per document. A key not asked ahead is
     looked up when it is needed; the answers are shared, so callers must not change them.
 
-    Nearly every key of a batch finds nothing: only the keys that found something keep their answer,
-    and every other asked key is answered with the one empty answer the look-up gave first."""
+    Nearly every key of a batch finds nothing: ``lookup`` answers only the keys that found something (by
+    their place in the keys it was given), and every other asked key is answered with ``empty``."""
 
-    def __init__(self, lookup: Callable[[Sequence[K]], list[V]]) -> None:
+    def __init__(self, lookup: Callable[[Sequence[K]], dict[int, V]], empty: V) -> None:
         self._lookup = lookup
         self._asked: set[K] = set()
         self._found: dict[K, V] = {}  # the keys whose answer is not empty
-        self._none: V | None = None  # an empty answer, served for every other asked key
+        self._none = empty
 
     def ahead(self, keys: Iterable[K]) -> None:
         """Look up the keys not asked yet, :data:`LOOK_AHEAD_CHUNK` at a time."""
@@ -75,13 +74,8 @@ class LookAhead(Generic[K, V]):
         for i in range(0, len(todo), LOOK_AHEAD_CHUNK):
             chunk = todo[i : i + LOOK_AHEAD_CHUNK]
             answers = self._lookup(chunk)
-            if len(answers) != len(chunk):
-                raise ValueError(f"the look-up gave {len(answers)} answers to {len(chunk)} keys")
             asked.update(chunk)
-            self._found.update(zip(itertools.compress(chunk, answers), itertools.compress(answers, answers),
-                                   strict=True))
-            if self._none is None and len(self._found) < len(asked):
-                self._none = next(a for a in answers if not a)
+            self._found.update((chunk[q], answer) for q, answer in answers.items())
 
     def none_found(self, keys: Sequence[K]) -> bool:
         """Whether every key was asked already and found nothing (a key not asked counts as found)."""
@@ -94,7 +88,7 @@ class LookAhead(Generic[K, V]):
         if missing:
             self.ahead(missing)
         found, none = self._found, self._none
-        return [found.get(key, none) for key in keys]  # type: ignore[misc]  # set once a key found none
+        return [found.get(key, none) for key in keys]
 
 
 def judged_near(

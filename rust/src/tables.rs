@@ -435,6 +435,18 @@ impl Tables {
         self.blocks.iter().map(|b| b.bucket(fp).len()).collect()
     }
 
+    /// Whether any live entry lies within `k` of any of `fps`: [`Tables::query_vecs`] found anything,
+    /// without its answer made (it stops at the first).
+    pub fn any_within(&self, fps: &[u64], k: i64, budget: Option<usize>) -> bool {
+        fps.iter().any(|&fp| {
+            self.blocks.iter().any(|block| {
+                self.candidates(block, fp, budget).iter().any(|&num| {
+                    i64::from((self.fps[num as usize] ^ fp).count_ones()) <= k && self.alive[num as usize]
+                })
+            })
+        })
+    }
+
     /// The most entries under any block value of any of `fps` (0 for none): `bucket_sizes`' largest.
     pub fn largest_bucket(&self, fps: &[u64]) -> usize {
         fps.iter().flat_map(|&fp| self.blocks.iter().map(move |b| b.bucket(fp).len())).max().unwrap_or(0)
@@ -464,6 +476,24 @@ impl Tables {
 }
 
 /// A NumPy array (or other buffer) of `T` as a vector.
+/// The low 64 bits of each int of a Python sequence (`fp & MASK64` of the Python side, without a list).
+fn low_bits(seq: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    let mask = u64::MAX;
+    let mut out = Vec::with_capacity(seq.len().unwrap_or(0));
+    for item in seq.try_iter()? {
+        let item = item?;
+        let value = match item.extract::<u64>() {
+            Ok(v) => v,
+            Err(_) => match item.extract::<i64>() {
+                Ok(v) => v as u64,
+                Err(_) => item.call_method1("__and__", (mask,))?.extract::<u64>()?,
+            },
+        };
+        out.push(value);
+    }
+    Ok(out)
+}
+
 fn read<T: pyo3::buffer::Element + Copy>(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
     PyBuffer::<T>::get(obj)?.to_vec(py)
 }
@@ -524,11 +554,36 @@ impl BlockTables {
         self.write().put(&nums, &fps).map_err(PyValueError::new_err)
     }
 
+    /// `put` of the entries `first`, `first + 1` ... of `fps` (ints, unsigned or signed: their low 64
+    /// bits): the consecutive numbers of one document, without a sequence of them made.
+    fn put_run(&self, first: i64, fps: &Bound<'_, PyAny>) -> PyResult<()> {
+        let fps = low_bits(fps)?;
+        let nums: Vec<i64> = (first..first + fps.len() as i64).collect();
+        self.write().put(&nums, &fps).map_err(PyValueError::new_err)
+    }
+
+    /// Whether `query_ints` would find any entry (ints, unsigned or signed: their low 64 bits), in one
+    /// call that makes no answer.
+    #[pyo3(signature = (fps, k, budget = None))]
+    fn any_within(&self, fps: &Bound<'_, PyAny>, k: i64, budget: Option<usize>) -> PyResult<bool> {
+        let fps = low_bits(fps)?;
+        Ok(self.read().any_within(&fps, k, budget))
+    }
+
     /// `query_many` of a sequence of ints, answered as three lists of ints: for the few queries of one
     /// document, which need no arrays made and find few matches.
+    /// The ints may be unsigned or signed (their low 64 bits are asked); a batch's many queries are
+    /// answered without the GIL.
     #[pyo3(signature = (fps, k, budget = None))]
-    fn query_ints(&self, fps: Vec<u64>, k: i64, budget: Option<usize>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
-        self.read().query_vecs(&fps, k, budget)
+    fn query_ints(
+        &self, py: Python<'_>, fps: &Bound<'_, PyAny>, k: i64, budget: Option<usize>,
+    ) -> PyResult<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+        let fps = low_bits(fps)?;
+        Ok(if fps.len() >= DETACH_QUERIES {
+            py.detach(|| self.read().query_vecs(&fps, k, budget))
+        } else {
+            self.read().query_vecs(&fps, k, budget)
+        })
     }
 
     /// Tombstone entry `num` (a rebuild, without the GIL, once a quarter of the main rows are dead).

@@ -118,6 +118,9 @@ def _same_answers(ref: NumberedTables, comp: CompiledNumberedTables, fps: list[i
     as_ints = ref.query_ints(fps, k, budget)  # the lists of one document's look-up
     assert comp.query_ints(fps, k, budget) == as_ints
     assert as_ints == tuple(a.tolist() for a in ref.query_many(batch, k, budget))
+    signed = [fp - 2**64 if fp >= 2**63 else fp for fp in fps]  # the same low 64 bits, as signed ints
+    assert comp.query_ints(signed, k, budget) == ref.query_ints(signed, k, budget) == as_ints
+    assert comp.any_within(signed, k, budget) is ref.any_within(fps, k, budget) is bool(as_ints[0])
 
 
 @pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not built")
@@ -141,6 +144,10 @@ def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops
             if len(nums) % 2:  # a document's few entries as ints
                 ref.put_ints(nums.tolist(), values.tolist())
                 comp.put_ints(nums.tolist(), values.tolist())
+            elif len(nums) % 4 == 2:  # a document's consecutive entries, as one run (signed ints too)
+                run = [int(v) - 2**64 if v >= 2**63 and n % 2 else int(v) for n, v in enumerate(values)]
+                ref.put_run(ref.n, run)
+                comp.put_run(comp.n, run)
             else:
                 ref.put(nums, values)
                 comp.put(nums, values)

@@ -248,3 +248,18 @@ def test_writes_not_made_queried_refuse_queries(tmp_path):
         for ask in (staged.query_many, staged.any_near):
             with pytest.raises(TypeError, match="keep no tables of their own entries"):
                 ask([1], 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fps=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=30),
+       probes=st.lists(st.integers(0, 40), max_size=20), flips=st.lists(st.integers(0, 63), max_size=3))
+def test_query_found_is_query_many_of_what_found_anything(fps, probes, flips):
+    """The sparse answer a batch's look-ahead takes: by place, only the fingerprints that found any."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ix = LevelDBIndex(tmp, BlockLayout())
+        ix.add_docs((f"d{i}", (fp,), None) for i, fp in enumerate(fps))
+        mask = sum(1 << b for b in set(flips))
+        queries = [fps[p % len(fps)] ^ mask if p < 30 else p for p in probes]
+        dense = ix.query_many(queries, 3)
+        assert ix.query_found(queries, 3) == {q: hits for q, hits in enumerate(dense) if hits}
+        ix.close()
