@@ -66,12 +66,16 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: Made once: ``json.loads`` with a hook builds a decoder (and its scanner) at every call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+
+
 def read_json(raw: bytes) -> Any:
     """A JSON line as Elasticsearch reads it (a leading UTF-8 BOM is skipped, duplicate keys refused);
     raises ValueError."""
     if raw.startswith(BOM):
         raw = raw[len(BOM):]
-    return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    return _DECODER.decode(raw.decode("utf-8"))
 
 
 def parse_bulk(body: bytes, default_index: str | None) -> list[BulkOp]:
