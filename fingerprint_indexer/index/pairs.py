@@ -3,7 +3,8 @@
 Per block: sort the fingerprints by the block's value, then pair each element with the next ``d``-th one
 for d = 1, 2, ... while they still share the block value (the active set shrinks each step, so work is
 proportional to the candidate pairs). A pair is kept in block ``b`` only when no earlier block is equal,
-so every pair comes out once.
+so every pair comes out once. The compiled core runs the same steps (:func:`near_pairs`) when it is built;
+:func:`near_pairs_reference` is the NumPy version it equals.
 """
 
 from __future__ import annotations
@@ -22,8 +23,26 @@ def near_pairs(
 ) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
     """Index pairs ``(i, j)`` with ``i < j`` and their distances, for all fingerprints within ``k``.
 
-    Returned sorted by (i, j). ``layout`` defaults to the narrowest layout serving ``k``.
+    Returned sorted by (i, j). ``layout`` defaults to the narrowest layout serving ``k``. In compiled code
+    when it is built, without the GIL (:func:`near_pairs_reference` otherwise).
     """
+    from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
+
+    layout = layout or BlockLayout.for_k(k)
+    layout.check_k(k)
+    compiled = native.core()
+    if compiled is None:
+        return near_pairs_reference(fingerprints, k, layout)
+    fps = np.ascontiguousarray(np.asarray(fingerprints, dtype=np.uint64))
+    i, j, d = compiled.near_pairs(fps, k, list(layout.widths))
+    return (np.frombuffer(i, dtype=np.int64), np.frombuffer(j, dtype=np.int64),
+            np.frombuffer(d, dtype=np.uint8))  # fmt: skip
+
+
+def near_pairs_reference(
+    fingerprints: npt.ArrayLike, k: int = 3, layout: BlockLayout | None = None
+) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
+    """:func:`near_pairs` in NumPy: the reference the compiled pairs must equal."""
     layout = layout or BlockLayout.for_k(k)
     layout.check_k(k)
     fps = np.asarray(fingerprints, dtype=np.uint64)

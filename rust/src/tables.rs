@@ -688,3 +688,68 @@ mod tests {
         assert_eq!(t.all_bucket_sizes(), vec![2, 2, 2, 1, 1]);
     }
 }
+
+/// Every pair `(i, j)`, `i < j`, of `fps` within Hamming distance `k`, with its distance, sorted by
+/// `(i, j)`: for each block of `widths` (high bits first), the fingerprints sorted by the block's value,
+/// each run of equal values paired within itself; a pair is kept by the first block it shares, so it
+/// comes out once. The work follows the candidate pairs, as `index.pairs.near_pairs_reference`'s.
+pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Vec<(u32, u32, u8)> {
+    let mut masks = Vec::with_capacity(widths.len());
+    let mut used = 0;
+    for &w in widths {
+        used += w;
+        let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+        masks.push((64 - used, mask));
+    }
+    let mut out = Vec::new();
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
+    for (b, &(shift, mask)) in masks.iter().enumerate() {
+        order.clear();
+        order.extend(fps.iter().enumerate().map(|(i, &fp)| ((fp >> shift) & mask, i as u32)));
+        order.sort_unstable();
+        let earlier = &masks[..b];
+        let mut start = 0;
+        while start < order.len() {
+            let key = order[start].0;
+            let end = start + order[start..].iter().take_while(|e| e.0 == key).count();
+            for p in start..end {
+                let a = order[p].1;
+                for &(_, c) in &order[p + 1..end] {
+                    let xor = fps[a as usize] ^ fps[c as usize];
+                    let d = xor.count_ones();
+                    if i64::from(d) <= k && earlier.iter().all(|&(s, m)| (xor >> s) & m != 0) {
+                        out.push((a.min(c), a.max(c), d as u8));
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// [`near_pairs`] of a uint64 buffer, without the GIL: `(i, j, distance)` as int64, int64 and uint8
+/// bytes.
+#[pyfunction]
+#[pyo3(name = "near_pairs")]
+pub fn near_pairs_py<'py>(
+    py: Python<'py>, fps: &Bound<'py, PyAny>, k: i64, widths: Vec<u32>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if widths.is_empty() || widths.contains(&0) || widths.iter().map(|&w| u64::from(w)).sum::<u64>() != 64 {
+        return Err(PyValueError::new_err(format!("block widths must be positive and add up to 64 bits, got {widths:?}")));
+    }
+    let fps: Vec<u64> = read(py, fps)?;
+    if fps.len() > u32::MAX as usize {
+        return Err(PyValueError::new_err("at most 2^32 fingerprints"));
+    }
+    let pairs = py.detach(|| near_pairs(&fps, k, &widths));
+    let (mut is, mut js, mut ds) =
+        (Vec::with_capacity(8 * pairs.len()), Vec::with_capacity(8 * pairs.len()), Vec::with_capacity(pairs.len()));
+    for (i, j, d) in pairs {
+        is.extend_from_slice(&i64::from(i).to_le_bytes());
+        js.extend_from_slice(&i64::from(j).to_le_bytes());
+        ds.push(d);
+    }
+    (PyByteArray::new(py, &is), PyByteArray::new(py, &js), PyByteArray::new(py, &ds)).into_pyobject(py)
+}
