@@ -20,7 +20,14 @@ name], ``FPI_SIDECAR_INDEX`` [False: also write the item into Elasticsearch thro
 [html], ``FPI_TITLE_FIELD`` [title], ``FPI_K`` [3], ``FPI_TIMEOUT`` [30 seconds], ``FPI_SIDECAR_RETRIES``
 [5: tries after the first when the sidecar does not answer, is busy (429, honouring ``Retry-After``) or
 fails (5xx)], ``FPI_BATCH_SIZE`` [64: the most items decided together], ``FPI_BATCH_WAIT`` [0.05 seconds:
-how long a batch waits for more items after its first].
+how long a batch waits for more items after its first], ``FPI_GC_FREEZE`` [True: see below].
+
+With an embedded store the fingerprinter's tables live in the crawler's process, and a crawl allocates
+objects fast enough for Python's collector to traverse everything alive over and over: ``open_spider``
+loads the tables, then moves what is alive then (the crawler's own start-up objects too) out of the
+collector's passes (``gc.freeze``) until ``close_spider``. Those objects are freed by reference counting
+as before; only a reference cycle among them waits for ``close_spider``. ``FPI_GC_FREEZE = False``
+leaves the collector as the crawler set it.
 
 Items are decided in micro-batches: ``process_item`` queues the item and one worker thread per process
 (the embedded store has one writer; the reactor thread never waits on a decision) takes up to
@@ -39,6 +46,7 @@ counted too (``fingerprint_indexer/batches``).
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import queue
@@ -113,6 +121,8 @@ class FingerprintPipeline:
         self.api_key = s.get("FPI_SIDECAR_API_KEY") or os.environ.get("FPI_API_KEY")
         self.batch_size = s.getint("FPI_BATCH_SIZE", 64)
         self.batch_wait = s.getfloat("FPI_BATCH_WAIT", 0.05)
+        self.gc_freeze = s.getbool("FPI_GC_FREEZE", True)
+        self._frozen = False
         if not 1 <= self.batch_size <= MAX_REQUEST_DOCUMENTS:
             raise NotConfigured(f"FPI_BATCH_SIZE must be 1 to {MAX_REQUEST_DOCUMENTS}, got {self.batch_size}")
         if self.batch_wait < 0:
@@ -135,6 +145,10 @@ class FingerprintPipeline:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
             # the store's batch as large as ours: one commit per batch, nothing committed of a failed one
             self._pipeline = Pipeline(self.store_dir, k=self.k, batch_size=self.batch_size)
+            if self.gc_freeze:  # the tables loaded now, then kept out of the collector's passes
+                self._pipeline.fingerprinter.warm()
+                gc.freeze()
+                self._frozen = True
         else:
             headers = {"X-API-Key": self.api_key} if self.api_key else {}
             self._http = httpx.Client(base_url=str(self.sidecar_url), headers=headers, timeout=self.timeout)
@@ -160,6 +174,9 @@ class FingerprintPipeline:
             if self._pipeline is not None:
                 self._pipeline.close()
                 self._pipeline = None
+            if self._frozen:
+                gc.unfreeze()
+                self._frozen = False
             if self._http is not None:
                 self._http.close()
                 self._http = None

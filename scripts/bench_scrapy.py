@@ -23,9 +23,11 @@ load on a shared machine hits them alike:
 
 The spider yields ``url``, ``title`` and ``content`` (the article's paragraphs), so the pipeline
 fingerprints the same text as the ``fingerprint`` case. Every crawl's item count and, with a pipeline,
-its decided-item count are checked against ``--docs``. Prints docs/s per case (median over ``--rounds``),
-the ratios pipeline / fingerprint and pipeline / crawl, the command lines, and the load average before
-and after.
+its decided-item count are checked against ``--docs``. Prints docs/s and CPU seconds per case (medians over
+``--rounds``), the ratios pipeline / fingerprint and pipeline / crawl, and by CPU fingerprinting alone
+against what each pipeline adds to the crawl (its CPU less the crawl's, round by round: the crawl's
+own cost, which bounds every pipeline's throughput, left out; for ``sidecar`` the service's CPU
+during the crawl is counted in), the command lines, and the load average before and after.
 
     PYTHONPATH=. python3 scripts/bench_scrapy.py --docs 2000 --rounds 3 --sidecar
 """
@@ -39,6 +41,7 @@ import html
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import socket
@@ -160,15 +163,28 @@ def stats_of(log: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"'([\w/]+)': (\d+),?\n", log)}
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    """Wall time of ``cmd`` in a fresh process, and its stderr; fails loudly when it fails."""
-    t0 = time.perf_counter()
+def children_cpu_s() -> float:
+    """CPU seconds (user and system) of this process's finished children so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a live process (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Wall time and CPU seconds of ``cmd`` in a fresh process, and its stderr; fails loudly when it
+    fails."""
+    t0, c0 = time.perf_counter(), children_cpu_s()
     res = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)  # fmt: skip
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, children_cpu_s() - c0
     if res.returncode != 0:
         raise SystemExit(f"{shlex.join(cmd)} exited with {res.returncode}:\n{res.stderr[-3000:]}")
-    return took, res.stderr
+    return took, cpu, res.stderr
 
 
 def free_port() -> int:
@@ -178,8 +194,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def sidecar(store: Path, env: dict[str, str]) -> Iterator[str]:
-    """``fingerprint-indexer serve`` without Elasticsearch on ``store``, up for the block; its URL."""
+def sidecar(store: Path, env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """``fingerprint-indexer serve`` without Elasticsearch on ``store``, up for the block; its URL and
+    process id."""
     port = free_port()
     cmd = [sys.executable, "-m", "fingerprint_indexer.cli.main", "serve", "--store", str(store), "--port",
            str(port), "--processes", "1", "--no-access-log", "--log-level", "warning"]  # fmt: skip
@@ -194,7 +211,7 @@ def sidecar(store: Path, env: dict[str, str]) -> Iterator[str]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the sidecar did not start ({shlex.join(cmd)})")
             time.sleep(0.2)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -241,13 +258,17 @@ def main() -> None:
             if args.sidecar:
                 cases["sidecar"] = [*with_pipeline, "-s", "FPI_SIDECAR_URL={sidecar}"]
             times: dict[str, list[float]] = {name: [] for name in cases}
+            cpus: dict[str, list[float]] = {name: [] for name in cases}
             for r in range(args.rounds):
                 for name, template in cases.items():
                     store = work / f"store-{name}-{r}"
                     with contextlib.ExitStack() as stack:
-                        url = stack.enter_context(sidecar(store, env)) if name == "sidecar" else ""
+                        url, pid = stack.enter_context(sidecar(store, env)) if name == "sidecar" else ("", 0)
+                        served = process_cpu_s(pid) if pid else 0.0
                         cmd = [a.replace("{store}", str(store)).replace("{sidecar}", url) for a in template]
-                        took, log = timed(cmd, env, work)
+                        took, cpu, log = timed(cmd, env, work)
+                        if pid:  # the service's work for this crawl (its start-up not counted)
+                            cpu += process_cpu_s(pid) - served
                     if name.startswith(("crawl", "pipeline", "sidecar")):
                         stats = stats_of(log)
                         assert stats.get("item_scraped_count") == args.docs, (name, stats)
@@ -256,16 +277,18 @@ def main() -> None:
                             undecided = stats.get("fingerprint_indexer/undecided", 0)
                             assert decided == args.docs and not undecided, (name, stats)
                     times[name].append(took)
-                    print(f"# round {r + 1} {name}: {took:.2f} s", flush=True)
+                    cpus[name].append(cpu)
+                    print(f"# round {r + 1} {name}: {took:.2f} s, {cpu:.2f} CPU s", flush=True)
                     shutil.rmtree(store, ignore_errors=True)
         med = {name: statistics.median(t) for name, t in times.items()}
+        cpu_med = {name: statistics.median(c) for name, c in cpus.items()}
         rate = {name: args.docs / t for name, t in med.items()}
         print(f"\n{args.docs} articles of {args.corpus.name}, median of {args.rounds} rounds, "
               "start-up counted")
-        print(f"{'case':<14}{'seconds':>9}{'docs/s':>10}   runs (s)")
+        print(f"{'case':<14}{'seconds':>9}{'docs/s':>10}{'CPU s':>9}   runs (s)")
         for name in cases:
             runs = " ".join(f"{t:.2f}" for t in times[name])
-            print(f"{name:<14}{med[name]:>9.2f}{rate[name]:>10.1f}   {runs}")
+            print(f"{name:<14}{med[name]:>9.2f}{rate[name]:>10.1f}{cpu_med[name]:>9.2f}   {runs}")
         ratios = [("pipeline", "fingerprint", "issue #30 asks >= 0.8"),
                   ("pipeline-b1", "fingerprint", "one item at a time"),
                   ("pipeline", "crawl", "what the pipeline costs the crawl"),
@@ -279,6 +302,15 @@ def main() -> None:
         for a, b, why in ratios:
             if a in rate and b in rate:
                 print(f"{a + ' / ' + b:<28}{rate[a] / rate[b]:>6.2f}x  {why}")
+        # By CPU, what a pipeline adds to the crawl against fingerprinting alone: the crawl's own cost,
+        # which no pipeline can take away, left out (round by round, then the median)
+        print()
+        for name in ("pipeline", "pipeline-b1", "sidecar"):
+            if name in cpus:
+                added = [c - k for c, k in zip(cpus[name], cpus["crawl"], strict=True)]
+                ratio = statistics.median(f / a for f, a in zip(cpus["fingerprint"], added, strict=True))
+                print(f"{name + ' by CPU':<28}{ratio:>6.2f}x  fingerprinting alone's CPU against what the "
+                      f"{name} adds to the crawl's ({statistics.median(added):.2f} CPU s)")
         print("\ncommands:")
         for name, template in cases.items():
             shown = ["<DECIDE, the snippet in this script>" if a == DECIDE else a for a in template]

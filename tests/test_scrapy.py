@@ -8,6 +8,7 @@ on a real redis-server and one sidecar: every re-post must be dropped, and every
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -350,3 +351,20 @@ def test_a_batch_larger_than_the_sidecar_takes_is_split(tmp_path: Path) -> None:
     assert [d["decision"] if d else None for d in decided] == ["new", "new", "new", "exact_duplicate", "new"]
     assert pipe.stats.get_stats()["fingerprint_indexer/batches"] == 1
     assert requests == 5  # 5 refused; 2 taken, 3 refused; 1 and 2 taken
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_an_embedded_store_keeps_the_tables_out_of_the_collector_until_close(tmp_path: Path,
+                                                                              freeze: bool) -> None:
+    """The fingerprinter's tables are loaded at open and frozen out of the collector's passes with what
+    was alive then (``FPI_GC_FREEZE``, on by default); close gives the collector everything back."""
+    gc.unfreeze()
+    pipe = _pipeline(FPI_STORE=str(tmp_path / "store"), FPI_GC_FREEZE=freeze)
+    pipe.open_spider()
+    try:
+        assert (gc.get_freeze_count() > 0) is freeze
+        item = {"url": "http://x.example/1", "content": "同一篇新闻的正文,说的是同一件事。" * 20}
+        assert pipe.apply(pipe.decide_or_none(pipe.document(item)), item)["decision"] == "new"
+    finally:
+        pipe.close_spider()
+    assert gc.get_freeze_count() == 0
