@@ -25,9 +25,9 @@ how long a batch waits for more items after its first], ``FPI_GC_FREEZE`` [True:
 With an embedded store the fingerprinter's tables live in the crawler's process, and a crawl allocates
 objects fast enough for Python's collector to traverse everything alive over and over: ``open_spider``
 loads the tables, then moves what is alive then (the crawler's own start-up objects too) out of the
-collector's passes (``gc.freeze``) until ``close_spider``. Those objects are freed by reference counting
-as before; only a reference cycle among them waits for ``close_spider``. ``FPI_GC_FREEZE = False``
-leaves the collector as the crawler set it.
+collector's passes (:func:`fingerprint_indexer.collector.long_run`) until ``close_spider``. Those objects
+are freed by reference counting as before; only a reference cycle among them waits for ``close_spider``.
+``FPI_GC_FREEZE = False`` leaves the collector as the crawler set it.
 
 Items are decided in micro-batches: ``process_item`` queues the item and one worker thread per process
 (the embedded store has one writer; the reactor thread never waits on a decision) takes up to
@@ -46,7 +46,7 @@ counted too (``fingerprint_indexer/batches``).
 
 from __future__ import annotations
 
-import gc
+import contextlib
 import logging
 import os
 import queue
@@ -64,6 +64,7 @@ from scrapy.statscollectors import StatsCollector
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
+from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.pipeline import Pipeline
@@ -122,7 +123,7 @@ class FingerprintPipeline:
         self.batch_size = s.getint("FPI_BATCH_SIZE", 64)
         self.batch_wait = s.getfloat("FPI_BATCH_WAIT", 0.05)
         self.gc_freeze = s.getbool("FPI_GC_FREEZE", True)
-        self._frozen = False
+        self._collector = contextlib.ExitStack()  # the collector's settings while the spider runs
         if not 1 <= self.batch_size <= MAX_REQUEST_DOCUMENTS:
             raise NotConfigured(f"FPI_BATCH_SIZE must be 1 to {MAX_REQUEST_DOCUMENTS}, got {self.batch_size}")
         if self.batch_wait < 0:
@@ -147,8 +148,7 @@ class FingerprintPipeline:
             self._pipeline = Pipeline(self.store_dir, k=self.k, batch_size=self.batch_size)
             if self.gc_freeze:  # the tables loaded now, then kept out of the collector's passes
                 self._pipeline.fingerprinter.warm()
-                gc.freeze()
-                self._frozen = True
+                self._collector.enter_context(long_run(young=None))
         else:
             headers = {"X-API-Key": self.api_key} if self.api_key else {}
             self._http = httpx.Client(base_url=str(self.sidecar_url), headers=headers, timeout=self.timeout)
@@ -174,9 +174,7 @@ class FingerprintPipeline:
             if self._pipeline is not None:
                 self._pipeline.close()
                 self._pipeline = None
-            if self._frozen:
-                gc.unfreeze()
-                self._frozen = False
+            self._collector.close()
             if self._http is not None:
                 self._http.close()
                 self._http = None

@@ -77,14 +77,14 @@ def fingerprinted(corpus: Path, cache: Path | None) -> list[Any]:
 
 def decide_round(pairs: list[Any], batch_size: int, profile: cProfile.Profile | None) -> float:
     """CPU seconds of deciding every pair into a fresh store, batch by batch (``decide_batch``), under the
-    collector settings of the ``dedupe`` command (``ingest_gc``): the whole fingerprinted corpus is alive
-    here, and at the default settings its collections would be counted as the decision step's."""
-    from fingerprint_indexer.cli.common import ingest_gc
+    collector settings of the ``dedupe`` command (``collector.long_run``): the whole fingerprinted corpus
+    is alive here, and at the default settings its collections would be counted as the decision step's."""
+    from fingerprint_indexer.collector import long_run
     from fingerprint_indexer.pipeline import Pipeline
 
     store = Path(tempfile.mkdtemp(prefix="bench-decide-"))
     try:
-        with Pipeline(store / "s", batch_size=batch_size) as pipe, ingest_gc():
+        with Pipeline(store / "s", batch_size=batch_size) as pipe, long_run():
             it = iter(pairs)
             cpu = 0.0
             while batch := list(itertools.islice(it, batch_size)):

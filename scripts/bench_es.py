@@ -42,7 +42,7 @@ from bench_dedupe import DEFAULT_CORPUS, fingerprinted  # beside this script
 from callgrind import per_document, report, require_valgrind
 from elasticsearch import Elasticsearch, helpers
 
-from fingerprint_indexer.cli.common import ingest_gc
+from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
@@ -121,7 +121,7 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: 
     counts.clear()
     t, c = time.perf_counter(), time.process_time()
     pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8, threads=threads)
-    with ingest_gc():  # the collector settings of the command
+    with long_run():  # the collector settings of the command
         for result in pipelined(decider, batched(pairs, batch), "index"):
             for d in result.decisions:
                 counts[d.decision] = counts.get(d.decision, 0) + 1
@@ -277,7 +277,7 @@ def decide_and_write(es: str, cache: Path, n: int, batch: int) -> None:
     name = fresh(client, f"bench-count-{os.getpid()}")
     setup_index(client, name)
     try:
-        with ingest_gc():
+        with long_run():
             for _ in pipelined(EsDecider(ElasticsearchIndex(client, name), k=3), batched(iter(pairs), batch)):
                 pass
     finally:

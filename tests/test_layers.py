@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     # generic helpers and shared input types
     "__init__": 0,
     "errors": 0,
+    "collector": 0,
     "env": 1,
     "calibration": 1,
     "documents": 1,

@@ -11,12 +11,10 @@ uses them is loaded, so ``--help`` and ``distance`` stay light.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -153,33 +151,6 @@ def chosen_layout(n_blocks: int | None) -> BlockLayout | None:
     from fingerprint_indexer.fingerprint.blocks import BlockLayout
 
     return BlockLayout.even(n_blocks) if n_blocks else None
-
-
-#: Net allocations between collections of the youngest generation during a long ingest (Python: 700).
-#: It keys on how many objects an ingest keeps alive between the points it lets go of them: ``es index``
-#: holds every decision since its last refresh (20 batches, some ten objects a document), and at
-#: 50,000 the collector traversed that window whole a few times a refresh, for nothing.
-INGEST_GC_YOUNG = 500_000
-
-
-@contextmanager
-def ingest_gc(young: int = INGEST_GC_YOUNG) -> Iterator[None]:
-    """Collect reference cycles less often while a long ingest runs, as it was before afterwards.
-
-    An ingest keeps thousands of documents and their fingerprints alive at once (the fingerprinting
-    window ahead of the decisions, the batch being decided) while it allocates many small objects: at
-    Python's default thresholds the collector traverses that live set again and again, and promotes it
-    to the oldest generation, whose full collections then traverse it whole, for nothing (those objects
-    are freed by reference counting when their batch is done). Objects made before the ingest (modules,
-    the fingerprinter's tables) are frozen out of the collections."""
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(young, old[1], old[2])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
 
 
 def emit(obj: dict[str, Any], out: Any = None) -> None:

@@ -19,7 +19,6 @@ from fingerprint_indexer.cli.common import (
     default_store,
     emit,
     fail,
-    ingest_gc,
     k_option,
     keep_option,
     neighbour_rows,
@@ -29,6 +28,7 @@ from fingerprint_indexer.cli.common import (
     store_option,
     threads_option,
 )
+from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.copies.stored import ENABLE_HINT, marks_of, winnowed_passages
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
@@ -93,7 +93,7 @@ def dedupe_cmd(inputs: tuple[str, ...], store_dir: str | None, k: int, keep: str
                 docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
                 bar = tqdm(pipe.process_many(docs), unit="doc", file=sys.stderr,
                            disable=not sys.stderr.isatty(), dynamic_ncols=True)
-                with ingest_gc():
+                with long_run():
                     for decision in bar:
                         emit(decision.to_dict(), out)
                         out.flush()

@@ -29,7 +29,6 @@ from fingerprint_indexer.cli.common import (
     decisions_output_option,
     emit,
     fail,
-    ingest_gc,
     k_option,
     keep_option,
     neighbour_rows,
@@ -39,6 +38,7 @@ from fingerprint_indexer.cli.common import (
     skip_errors_option,
     threads_option,
 )
+from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
 from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, pipelined
@@ -185,7 +185,7 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
             pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8,
                                        threads=threads)
             batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
-            with ingest_gc():
+            with long_run():
                 for result in pipelined(decider, batches, "index"):
                     _emit_batch(result, out, counts, failures)
                     bar.update(len(result.decisions))

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from fingerprint_indexer import __version__
+from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.sidecar import api, browse, copies_api, offline, proxy
 from fingerprint_indexer.sidecar.errors import install_handlers
 from fingerprint_indexer.sidecar.metrics import Metrics
@@ -38,7 +39,9 @@ def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> 
         app.state.svc = svc
         try:
             await svc.start()
-            yield
+            # what start-up loaded (modules, the fingerprinter's tables) kept out of the collector's passes
+            with long_run(young=None):
+                yield
         finally:
             await svc.stop()
 

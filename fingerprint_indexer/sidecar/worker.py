@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import multiprocessing as mp
 import os
@@ -80,6 +81,7 @@ def _init_worker(config: FingerprintConfig) -> None:
     global _FPR
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     _FPR = Fingerprinter(config).warm()  # read the dictionaries now, not on the first request
+    gc.freeze()  # and keep them out of the collector's passes for the worker's life (see collector.py)
 
 
 def _fingerprint_documents(docs: list[Document]) -> list[FingerprintResult]:
