@@ -21,6 +21,12 @@ from contextlib import contextmanager
 INGEST_GC_YOUNG = 500_000
 
 
+def freeze_start_up() -> None:
+    """Move every object alive now (modules, the fingerprinter's tables: load them first) out of the
+    collections, for good: for a process whose whole life is the run (a fingerprinting worker)."""
+    gc.freeze()
+
+
 @contextmanager
 def long_run(young: int | None = INGEST_GC_YOUNG) -> Iterator[None]:
     """Objects alive now (modules, the fingerprinter's tables: load them first) frozen out of the
@@ -28,7 +34,7 @@ def long_run(young: int | None = INGEST_GC_YOUNG) -> Iterator[None]:
     ``young`` net allocations (None: Python's threshold kept, for a process that hosts other code, such as
     a crawler or a web service, whose own objects should stay collected as they were)."""
     old = gc.get_threshold()
-    gc.freeze()
+    freeze_start_up()
     if young is not None:
         gc.set_threshold(young, old[1], old[2])
     try:

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import math
 import multiprocessing as mp
 import os
@@ -27,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fingerprint_indexer.collector import freeze_start_up
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.fingerprint.evidence import Evidence
@@ -81,7 +81,7 @@ def _init_worker(config: FingerprintConfig) -> None:
     global _FPR
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     _FPR = Fingerprinter(config).warm()  # read the dictionaries now, not on the first request
-    gc.freeze()  # and keep them out of the collector's passes for the worker's life (see collector.py)
+    freeze_start_up()  # and keep them out of the collector's passes for the worker's life
 
 
 def _fingerprint_documents(docs: list[Document]) -> list[FingerprintResult]:

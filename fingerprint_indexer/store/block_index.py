@@ -51,7 +51,7 @@ from fingerprint_indexer.index.memory import CompiledNumberedTables, NumberedTab
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.store.db import open_db
 from fingerprint_indexer.store.errors import StoreMismatchError, rebuild_error
-from fingerprint_indexer.store.near import CHUNK_SEP
+from fingerprint_indexer.store.near import CHUNK_SEP, listed
 from fingerprint_indexer.store.sidefile import load_side, save_side
 
 FORMAT = b"entries-4"  # entries-3 kept two keys per entry; keyed-2 one per (bucket, entry); packed before
@@ -118,13 +118,6 @@ def _found_matches(queries: list[int], nums: list[int], dist: list[int], place_o
         if len(hits) > 1:
             hits.sort(key=lambda m: (m.distance, m.doc_id))
     return out
-
-
-def _matches(n: int, queries: list[int], nums: list[int], dist: list[int], place_of: Callable[[int], int],
-             doc_at: Callable[[int], str | None]) -> list[list[Match]]:  # fmt: skip
-    """:func:`_found_matches` of ``n`` queries as a list, an empty one for each query that found none."""
-    found = _found_matches(queries, nums, dist, place_of, doc_at)
-    return [found.get(q) or [] for q in range(n)]
 
 
 TABLES_MAGIC = b"FPIBLOCKS2\n"  # 1 had no places
@@ -235,7 +228,8 @@ class IndexWrites:
         if not self._held_by:
             return [[] for _ in fingerprints]
         qs, nums, dist = staged.query_ints(fingerprints, k)
-        return _matches(len(fingerprints), qs, nums, dist, self._added_places.__getitem__, self._held_by.get)
+        found = _found_matches(qs, nums, dist, self._added_places.__getitem__, self._held_by.get)
+        return listed(found, len(fingerprints))
 
     def any_near(self, fingerprints: Sequence[int], k: int) -> bool:
         """Whether :meth:`query_many` would find any entry."""
@@ -538,8 +532,7 @@ class LevelDBIndex(NearDupIndex):
     def query_many(self, fingerprints: Sequence[int], k: int = 3) -> list[list[Match]]:
         """Matches of each fingerprint, sorted by (distance, doc id): one pass over the tables for all of
         them, and one id look-up per document matched (however many of its entries, and queries, match)."""
-        found = self.query_found(fingerprints, k)
-        return [found.get(q) or [] for q in range(len(fingerprints))]
+        return listed(self.query_found(fingerprints, k), len(fingerprints))
 
     def query_found(self, fingerprints: Sequence[int], k: int = 3) -> dict[int, list[Match]]:
         """:meth:`query_many` of the fingerprints that found any, by their place in ``fingerprints``."""

@@ -78,7 +78,7 @@ from fingerprint_indexer.store.errors import (
     StoreWriteError,
     rebuild_error,
 )
-from fingerprint_indexer.store.near import LookAhead, doc_of, entry_id, judged_near, verified_near
+from fingerprint_indexer.store.near import LookAhead, doc_of, entry_id, judged_near, listed, verified_near
 from fingerprint_indexer.verification import check_many
 
 # 7: sketch band postings in memory (bands.bin), no band keys in LevelDB; 6: a document's block-index
@@ -369,8 +369,7 @@ class EmbeddedStore:
 
     def band_scan_many(self, bands: Sequence[str]) -> list[list[str]]:
         """:meth:`band_scan` of each key, all looked up at once (an id read per document found)."""
-        found = self.band_scan_found(bands)
-        return [found.get(i) or [] for i in range(len(bands))]
+        return listed(self.band_scan_found(bands), len(bands))
 
     def band_scan_found(self, bands: Sequence[str]) -> dict[int, list[str]]:
         """:meth:`band_scan_many` of the keys that some document holds, by their place in ``bands``."""

@@ -10,7 +10,7 @@ block index and band keys, so they find and verify the same candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from fingerprint_indexer.fingerprint.evidence import Evidence
@@ -89,6 +89,12 @@ class LookAhead(Generic[K, V]):
             self.ahead(missing)
         found, none = self._found, self._none
         return [found.get(key, none) for key in keys]
+
+
+def listed(found: Mapping[int, list[V]], n: int) -> list[list[V]]:
+    """A sparse answer (by place, only the keys that found something, as :class:`LookAhead`'s look-ups
+    give it) as one list per key of ``n``, an empty one for each key that found nothing."""
+    return [found.get(q) or [] for q in range(n)]
 
 
 def judged_near(

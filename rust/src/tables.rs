@@ -194,29 +194,35 @@ pub struct Tables {
     merge_min: usize,
 }
 
+/// The blocks of the layout of `widths` (most significant block first), with no entries; an error for
+/// widths that are not positive or do not add up to 64 bits.
+fn blocks_of(widths: &[u32], hashed: bool) -> Result<Vec<Block>, String> {
+    if widths.is_empty() || widths.contains(&0) || widths.iter().map(|&w| u64::from(w)).sum::<u64>() != 64 {
+        return Err(format!("block widths must be positive and add up to 64 bits, got {widths:?}"));
+    }
+    let mut used = 0;
+    Ok(widths
+        .iter()
+        .map(|&w| {
+            used += w;
+            Block::new(w, 64 - used, hashed)
+        })
+        .collect())
+}
+
 impl Tables {
     /// Tables of the layout of `widths` (most significant block first) holding the live ones of `fps`;
     /// `hashed` keeps every block's buckets in a hash map (small tables: see [`Block`]).
     pub fn new(
         widths: &[u32], fps: Vec<u64>, alive: Vec<bool>, merge_min: usize, hashed: bool,
     ) -> Result<Self, String> {
-        if widths.is_empty() || widths.contains(&0) || widths.iter().map(|&w| w as u64).sum::<u64>() != 64 {
-            return Err(format!("block widths must be positive and add up to 64 bits, got {widths:?}"));
-        }
+        let blocks = blocks_of(widths, hashed)?;
         if alive.len() != fps.len() {
             return Err(format!("{} fingerprints but {} alive flags", fps.len(), alive.len()));
         }
         if fps.len() > 1usize << 32 {
             return Err("entry numbers must fit 32 bits".to_owned());
         }
-        let mut used = 0;
-        let blocks = widths
-            .iter()
-            .map(|&w| {
-                used += w;
-                Block::new(w, 64 - used, hashed)
-            })
-            .collect();
         let mut tables = Tables {
             blocks, fps, alive, n_sorted: 0, in_tables: 0, dead_in_tables: 0, live_newer: 0, merge_min,
         };
@@ -693,21 +699,15 @@ mod tests {
 /// `(i, j)`: for each block of `widths` (high bits first), the fingerprints sorted by the block's value,
 /// each run of equal values paired within itself; a pair is kept by the first block it shares, so it
 /// comes out once. The work follows the candidate pairs, as `index.pairs.near_pairs_reference`'s.
-pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Vec<(u32, u32, u8)> {
-    let mut masks = Vec::with_capacity(widths.len());
-    let mut used = 0;
-    for &w in widths {
-        used += w;
-        let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
-        masks.push((64 - used, mask));
-    }
+pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Result<Vec<(u32, u32, u8)>, String> {
+    let blocks = blocks_of(widths, true)?;
     let mut out = Vec::new();
     let mut order: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
-    for (b, &(shift, mask)) in masks.iter().enumerate() {
+    for (b, block) in blocks.iter().enumerate() {
         order.clear();
-        order.extend(fps.iter().enumerate().map(|(i, &fp)| ((fp >> shift) & mask, i as u32)));
+        order.extend(fps.iter().enumerate().map(|(i, &fp)| (block.key(fp), i as u32)));
         order.sort_unstable();
-        let earlier = &masks[..b];
+        let earlier = &blocks[..b];
         let mut start = 0;
         while start < order.len() {
             let key = order[start].0;
@@ -717,7 +717,7 @@ pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Vec<(u32, u32, u8)> {
                 for &(_, c) in &order[p + 1..end] {
                     let xor = fps[a as usize] ^ fps[c as usize];
                     let d = xor.count_ones();
-                    if i64::from(d) <= k && earlier.iter().all(|&(s, m)| (xor >> s) & m != 0) {
+                    if i64::from(d) <= k && earlier.iter().all(|e| e.key(xor) != 0) {
                         out.push((a.min(c), a.max(c), d as u8));
                     }
                 }
@@ -726,7 +726,7 @@ pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Vec<(u32, u32, u8)> {
         }
     }
     out.sort_unstable();
-    out
+    Ok(out)
 }
 
 /// [`near_pairs`] of a uint64 buffer, without the GIL: `(i, j, distance)` as int64, int64 and uint8
@@ -736,14 +736,11 @@ pub fn near_pairs(fps: &[u64], k: i64, widths: &[u32]) -> Vec<(u32, u32, u8)> {
 pub fn near_pairs_py<'py>(
     py: Python<'py>, fps: &Bound<'py, PyAny>, k: i64, widths: Vec<u32>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    if widths.is_empty() || widths.contains(&0) || widths.iter().map(|&w| u64::from(w)).sum::<u64>() != 64 {
-        return Err(PyValueError::new_err(format!("block widths must be positive and add up to 64 bits, got {widths:?}")));
-    }
     let fps: Vec<u64> = read(py, fps)?;
     if fps.len() > u32::MAX as usize {
         return Err(PyValueError::new_err("at most 2^32 fingerprints"));
     }
-    let pairs = py.detach(|| near_pairs(&fps, k, &widths));
+    let pairs = py.detach(|| near_pairs(&fps, k, &widths)).map_err(PyValueError::new_err)?;
     let (mut is, mut js, mut ds) =
         (Vec::with_capacity(8 * pairs.len()), Vec::with_capacity(8 * pairs.len()), Vec::with_capacity(pairs.len()));
     for (i, j, d) in pairs {
