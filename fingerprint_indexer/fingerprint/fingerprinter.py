@@ -498,15 +498,20 @@ def fingerprint_many(
 
     The pool reads at most ``in_flight`` documents (default: 8 chunks per worker) ahead of the results
     taken from this iterator: a consumer slower than the workers (the decision step, a network write)
-    holds a bounded backlog instead of the rest of the input and its fingerprints."""
+    holds a bounded backlog instead of the rest of the input and its fingerprints. One thread in one
+    process takes ``chunksize`` documents per compiled call, so it reads that many ahead too."""
     if processes <= 1 and threads > 1:
         fpr = fingerprinter or Fingerprinter(config)
         yield from _threaded(docs, fpr.warm(), threads, chunksize, in_flight)
         return
     if processes <= 1:
+        # a chunk per compiled call on this thread too: the GIL is given up once a chunk, not once a
+        # document, and each time it is given up a busy thread beside this one (a crawler's reactor, a
+        # service's event loop) takes it and this one waits for its turn
         fpr = fingerprinter or Fingerprinter(config)
-        for doc in docs:
-            yield fpr.fingerprint_document(doc)
+        it = iter(docs)
+        for chunk in iter(lambda: list(islice(it, chunksize)), []):
+            yield from fpr.fingerprint_documents(chunk)
         return
     global _WORKER
     _WORKER = (fingerprinter or Fingerprinter(config)).warm()  # forked workers start from it

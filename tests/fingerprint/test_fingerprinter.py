@@ -2,7 +2,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import (
     FingerprintConfig,
     Fingerprinter,
+    FingerprintResult,
     fingerprint_many,
 )
 from fingerprint_indexer.fingerprint.hamming import hamming
@@ -105,6 +106,30 @@ def test_fingerprint_many_reads_a_bounded_window_ahead_of_a_slow_consumer() -> N
     assert taken <= 16 + 4
     assert [r.id for r in results] == [str(i) for i in range(1, 3000)]  # and nothing is lost
     assert taken == 3000
+
+
+def test_fingerprint_many_inline_takes_a_chunk_per_call_and_reads_one_chunk_ahead(fpr: Fingerprinter) -> None:
+    calls: list[int] = []
+    taken = 0
+
+    class Counted(Fingerprinter):
+        def fingerprint_documents(self, docs: Sequence[Document]) -> list[FingerprintResult]:
+            calls.append(len(docs))
+            return super().fingerprint_documents(docs)
+
+    def source() -> Iterator[Document]:
+        nonlocal taken
+        for i in range(10):
+            taken += 1
+            yield Document(id=str(i), content=TEXT[i:] + f" 第{i}条")
+
+    results = fingerprint_many(source(), chunksize=4, fingerprinter=Counted())
+    assert next(results).id == "0" and taken == 4  # one chunk read, not the input
+    got = list(results)
+    assert calls == [4, 4, 2]
+    alone = [fpr.fingerprint_document(Document(id=str(i), content=TEXT[i:] + f" 第{i}条"))
+             for i in range(1, 10)]
+    assert [(r.id, r.fingerprint, r.sketch) for r in got] == [(r.id, r.fingerprint, r.sketch) for r in alone]
 
 
 def test_fingerprint_many_stops_cleanly_when_the_consumer_leaves() -> None:
