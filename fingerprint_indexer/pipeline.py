@@ -146,7 +146,8 @@ class Pipeline:
     def decide_batch(self, batch: list[tuple[Document, FingerprintResult]]) -> list[Decision]:
         """Decide and store one batch atomically."""
         tx = self.store.batch()
-        tx.look_ahead((res.evidence for _doc, res in batch if not res.degenerate), self.k)
+        tx.look_ahead((res.evidence for _doc, res in batch if not res.degenerate), self.k,
+                      ids=(doc.id for doc, _res in batch))
         out = [self.decide(tx, doc, res) for doc, res in batch]
         tx.commit()
         return out

@@ -113,6 +113,15 @@ def bloom_test() -> Any:
     return None if compiled is None else compiled.bloom_test
 
 
+def bloom_many() -> tuple[Any, Any] | None:
+    """The batch forms of :func:`bloom_test`, or None without the compiled core: ``test_many(bits,
+    num_slices, bits_per_slice, keys)``, whether each key is held; ``fill(bits, num_slices,
+    bits_per_slice, keys, room)``, the keys set in order until ``room`` of them were new, as
+    ``(taken, new)``."""
+    compiled = core()
+    return None if compiled is None else (compiled.bloom_test_many, compiled.bloom_fill)
+
+
 def record_encoder() -> Any:
     """``DocRecord.to_bytes`` in compiled code, or None when the compiled core is not built or switched
     off: called with a record and the store's version, its bytes, or None where the reference must

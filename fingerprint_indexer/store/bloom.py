@@ -13,7 +13,7 @@ from pybloom_live import BloomFilter, ScalableBloomFilter
 
 from fingerprint_indexer.store.sidefile import SideState, load_side, save_side, side_header
 
-MAGIC = b"FPIBLOOM2\n"
+MAGIC = b"FPIBLOOM3\n"  # 3: document and cluster ids too (a file of 2 is rebuilt at open)
 ERROR_RATE = 1e-4
 BloomState = SideState  # what a Bloom filter file is, relative to the store it lies beside
 
@@ -51,32 +51,58 @@ def bloom_has(bloom: ScalableBloomFilter, item: str, test: Any = None) -> bool:
     return item in bloom if test is None else _held(bloom.filters, item, test)
 
 
+def bloom_absent(bloom: ScalableBloomFilter, items: Sequence[str], test: Any = None) -> list[bool]:
+    """For each of ``items``, whether ``bloom`` certainly does not hold it (the library's answer); with
+    ``test`` (:func:`compiled_test`), one compiled call per filter for all of them."""
+    if test is None:
+        return [item not in bloom for item in items]
+    test_many, _fill = _many()
+    held = [False] * len(items)
+    for f in bloom.filters:
+        held = [a or b for a, b in zip(held, test_many(f.bitarray, f.num_slices, f.bits_per_slice, items),
+                                       strict=True)]  # fmt: skip
+    return [not h for h in held]
+
+
 def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any = None) -> None:
     """``bloom.add`` of each item, with the library's result (the same bits, counts and filters); its
     hashing compiled with ``test`` (:func:`compiled_test`). The library adds whatever it would make a new
-    filter for. The newest filter is tested and set in one pass: an item it already holds sets nothing
-    new and is not counted, as the library's own test first would have it."""
+    filter for. Until the newest filter is full, the items are tested against the older filters and set
+    in the newest with one compiled call each: an item a filter already holds sets nothing new and is not
+    counted, as the library's own test first would have it."""
     if test is None:
         for item in items:
             bloom.add(item)
         return
-    it = iter(items)
-    for item in it:
+    test_many, fill = _many()
+    items = items if isinstance(items, list) else list(items)
+    at = 0
+    while at < len(items):
         last = bloom.filters[-1] if bloom.filters else None
         if last is None or last.count >= last.capacity:
-            bloom.add(item)  # the library tests it, and makes the next, larger filter if it is new
+            bloom.add(items[at])  # the library tests it, and makes the next, larger filter if it is new
+            at += 1
             continue
-        # until the newest filter is full, the filters stay the same: read them once for the items
-        older, bits, slices, per = bloom.filters[:-1], last.bitarray, last.num_slices, last.bits_per_slice
-        while True:
-            if not (older and _held(older, item, test)) and not test(bits, slices, per, item, True):
-                last.count += 1
-                if last.count >= last.capacity:
-                    break
-            following = next(it, None)
-            if following is None:
-                return
-            item = following
+        rest = items[at:]
+        places = list(range(len(rest)))
+        for f in bloom.filters[:-1]:  # what an older filter holds is not added again
+            held = test_many(f.bitarray, f.num_slices, f.bits_per_slice, [rest[i] for i in places])
+            places = [i for i, h in zip(places, held, strict=True) if not h]
+        wanted = [rest[i] for i in places]
+        room = last.capacity - last.count
+        taken, new = fill(last.bitarray, last.num_slices, last.bits_per_slice, wanted, room)
+        last.count += new
+        if taken == len(wanted):
+            return
+        at += places[taken]  # the newest filter is full: the library takes the next item
+
+
+def _many() -> tuple[Any, Any]:
+    from fingerprint_indexer.fingerprint.native import bloom_many
+
+    got = bloom_many()
+    assert got is not None, "a compiled test without the compiled core"
+    return got
 
 
 def save_bloom(path: Path, bloom: ScalableBloomFilter, generation: int, store_id: bytes) -> None:

@@ -21,12 +21,15 @@ The documents under each sketch band key are held in memory, by the first number
 entries (:mod:`fingerprint_indexer.store.bands`), saved beside the store (``bands.bin``) and rebuilt
 from the records whenever that file is not current: LevelDB keeps no band keys.
 
-A scalable Bloom filter of content digests and fingerprints (``bloom.bin`` beside the ``leveldb``
-directory) answers "certainly absent" without touching LevelDB; it is rebuilt from LevelDB whenever the
-file is missing, corrupt, older than the store or of another store (the store id ``s/meta/store_id`` is
-written at creation and into the file). A file *newer* than the store means LevelDB lost committed
-writes (a truncated write-ahead log): the store refuses to open until ``store repair`` accepts the
-loss. LevelDB stays exact; the filter only says "maybe".
+A scalable Bloom filter of content digests, fingerprints, document ids and cluster ids (``bloom.bin``
+beside the ``leveldb`` directory) answers "certainly absent" without touching LevelDB. A batch asks it
+once, before deciding, whether its documents' records and cluster ids are new: each LevelDB read gives
+up the GIL, which a busy thread beside the decisions (a crawler's reactor, a service's event loop) then
+takes. The filter is rebuilt from LevelDB whenever its file is missing, corrupt, of an older format,
+older than the store or of another store (the store id ``s/meta/store_id`` is written at creation and
+into the file). A file *newer* than the store means LevelDB lost committed writes (a truncated
+write-ahead log): the store refuses to open until ``store repair`` accepts the loss. LevelDB stays
+exact; the filter only says "maybe".
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from fingerprint_indexer.store.bands import BandPostings, load_bands, save_bands
 from fingerprint_indexer.store.block_index import LevelDBIndex, load_tables, save_tables
 from fingerprint_indexer.store.bloom import (
     BloomState,
+    bloom_absent,
     bloom_add_many,
     bloom_has,
     bloom_header,
@@ -94,6 +98,7 @@ MARKS_OFF = b"off"  # s/meta/winnow of a store that keeps no copy marks
 #: Prefixes of the keys derived from the document records (``store repair`` rebuilds them); stores of
 #: format 6 and earlier also kept a key per (sketch band key, document) under ``s/b/``.
 FP_PREFIX, DIGEST_PREFIX, OLD_BAND_PREFIX = b"s/f/", b"s/c/", b"s/b/"
+RECORD_PREFIX, CLUSTER_PREFIX = b"s/d/", b"s/k/"
 
 
 def fp_key(fp: int, doc_id: str = "") -> bytes:
@@ -251,10 +256,13 @@ class EmbeddedStore:
     def _bloom_items(self) -> list[str]:
         items = [f"c:{k[4:].decode()}" for k in self.db.iterator(prefix=DIGEST_PREFIX, include_value=False)]
         items += [f"f:{k[4:12].hex()}" for k in self.db.iterator(prefix=FP_PREFIX, include_value=False)]
-        return items
+        for prefix in (RECORD_PREFIX, CLUSTER_PREFIX):  # ids of records and of clusters: one set of names
+            items += [f"i:{k[4:].decode()}" for k in self.db.iterator(prefix=prefix, include_value=False)]
+        return list(dict.fromkeys(items))
 
     def rebuild_bloom(self) -> Any:
-        """A Bloom filter of every content digest and fingerprint LevelDB holds (saved unless read-only)."""
+        """A Bloom filter of every content digest, fingerprint, document id and cluster id LevelDB holds
+        (saved unless read-only)."""
         items = self._bloom_items()
         bloom = new_bloom(items, capacity=max(100_000, 2 * len(items)))
         if not self.readonly:
@@ -300,7 +308,7 @@ class EmbeddedStore:
     # ----------------------------------------------------------------- reads
     def record(self, doc_id: str) -> DocRecord | None:
         # checksums verified: a damaged block is an error here, never a record silently missing
-        raw = self.db.get(b"s/d/" + doc_id.encode(), verify_checksums=True)
+        raw = self.db.get(RECORD_PREFIX + doc_id.encode(), verify_checksums=True)
         if raw is None:
             return None
         try:
@@ -317,6 +325,14 @@ class EmbeddedStore:
         raw = self.db.get(digest_key(digest))
         return None if raw is None else raw.decode()
 
+    def never_stored(self, ids: Iterable[str]) -> set[str]:
+        """Of ``ids``, those the Bloom filter says were never the id of a stored record or cluster (a
+        cluster is named after its founder, so the two share one entry): certainly absent, answered
+        without reading LevelDB."""
+        ids = list(ids)
+        absent = bloom_absent(self.bloom, [f"i:{i}" for i in ids], self._bloom_test)
+        return {i for i, a in zip(ids, absent, strict=True) if a}
+
     def ids_with_fingerprint(self, fp: int) -> list[str]:
         if not bloom_has(self.bloom, f"f:{fp:016x}", self._bloom_test):
             return []
@@ -324,7 +340,7 @@ class EmbeddedStore:
         return [k[len(pfx) :].decode() for k in self.db.iterator(prefix=pfx, include_value=False)]
 
     def cluster(self, cluster_id: str) -> Cluster | None:
-        raw = self.db.get(b"s/k/" + cluster_id.encode())
+        raw = self.db.get(CLUSTER_PREFIX + cluster_id.encode())
         return None if raw is None else Cluster.from_bytes(cluster_id, raw)
 
     def marks(self, doc_id: str) -> bytes | None:
@@ -496,6 +512,7 @@ class StoreBatch:
         self._centres_ahead: dict[int, LookAhead[int, list[Match]]] = {}
         self._bands_ahead: LookAhead[str, list[str]] = LookAhead(store.band_scan_found, [])
         self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
+        self._no_cluster: set[str] = set()  # cluster ids never stored before this batch (look_ahead)
         self._masked: set[str] = set()
         self._staged_bands: dict[str, set[str]] = {}
         self._bloom_items: list[str] = []
@@ -526,13 +543,23 @@ class StoreBatch:
         return self._digests_read[digest]
 
     def cluster(self, cluster_id: str) -> Cluster | None:
-        return self._clusters.get(cluster_id) or self.store.cluster(cluster_id)
+        got = self._clusters.get(cluster_id)
+        if got is not None or cluster_id in self._no_cluster:
+            return got
+        return self.store.cluster(cluster_id)
 
-    def look_ahead(self, evs: Iterable[Evidence], k: int) -> None:
+    def look_ahead(self, evs: Iterable[Evidence], k: int, ids: Iterable[str] = ()) -> None:
         """Look up the committed block index, cluster centres and band keys of the documents this batch
         is about to decide, all at once: the store's committed state does not change before
         :meth:`commit`, so the answers hold for every document of the batch (this batch's own writes are
-        looked up document by document)."""
+        looked up document by document). ``ids``: the documents' ids, whose records and clusters (a
+        cluster is named after its founder) the Bloom filter shows absent without reading LevelDB."""
+        ids = list(ids)
+        if ids:
+            new = self.store.never_stored(ids)
+            for doc_id in new:
+                self._read.setdefault(doc_id, None)
+            self._no_cluster |= new
         evs = list(evs)
         self._committed_near(k).ahead(itertools.chain.from_iterable(ev.fingerprints for ev in evs))
         self._committed_centres(k).ahead(ev.fingerprints[0] for ev in evs if ev.fingerprints)
@@ -620,13 +647,13 @@ class StoreBatch:
         fresh = rec.id not in self._records and self._read.get(rec.id, rec) is None
         key = rec.id.encode()
         sketch = evidence.sketch if evidence is not None and type(evidence.sketch) is bytes else None
-        self.wb.put(b"s/d/" + key, record_bytes(rec, self.store.algorithm, self._encode, sketch))
+        self.wb.put(RECORD_PREFIX + key, record_bytes(rec, self.store.algorithm, self._encode, sketch))
         self.wb.put(fp_key(rec.fingerprint, rec.id), b"")
         if self.doc_with_digest(rec.content_digest) is None:
             self.wb.put(digest_key(rec.content_digest), key)
             self._digests[rec.content_digest] = rec.id
         self._records[rec.id] = rec
-        self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}"]
+        self._bloom_items += [f"c:{rec.content_digest}", f"f:{rec.fingerprint:016x}", f"i:{rec.id}"]
         self._docs_delta += 1
         if index:
             eid = entry_id(rec.id, 0)
@@ -670,14 +697,14 @@ class StoreBatch:
 
     def update_record(self, rec: DocRecord) -> None:
         """Rewrite an existing record (e.g. its duplicate_of after the canonical changed)."""
-        self.wb.put(b"s/d/" + rec.id.encode(), record_bytes(rec, self.store.algorithm, self._encode))
+        self.wb.put(RECORD_PREFIX + rec.id.encode(), record_bytes(rec, self.store.algorithm, self._encode))
         self._records[rec.id] = rec
 
     def remove_doc(self, doc_id: str) -> bool:
         rec = self.record(doc_id)
         if rec is None:
             return False
-        self.wb.delete(b"s/d/" + doc_id.encode())
+        self.wb.delete(RECORD_PREFIX + doc_id.encode())
         self.wb.delete(fp_key(rec.fingerprint, doc_id))
         self._drop_marks(doc_id)
         if self.doc_with_digest(rec.content_digest) == doc_id:
@@ -716,7 +743,11 @@ class StoreBatch:
         return c
 
     def put_cluster(self, c: Cluster) -> None:
-        self.wb.put(b"s/k/" + c.id.encode(), c.to_bytes())
+        # a cluster named after its founder shares the founder's entry, which its record puts (founded
+        # with it, or stored before); a suffixed id needs its own
+        if c.id != c.founder and c.id not in self._clusters:
+            self._bloom_items.append(f"i:{c.id}")
+        self.wb.put(CLUSTER_PREFIX + c.id.encode(), c.to_bytes())
         self._clusters[c.id] = c
 
     def commit(self) -> None:

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use sha1::Sha1;
 use sha2::digest::Digest;
 use sha2::{Sha256, Sha384, Sha512};
@@ -105,14 +106,7 @@ pub fn positions(num_slices: usize, bits_per_slice: u64, key: &[u8]) -> Vec<u64>
 pub fn bloom_test(
     py: Python<'_>, bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64, key: &str, set: bool,
 ) -> PyResult<bool> {
-    let buf = PyBuffer::<u8>::get(bits)?;
-    let need = (num_slices as u64 * bits_per_slice).div_ceil(8);
-    if (buf.len_bytes() as u64) < need || num_slices == 0 || bits_per_slice == 0 {
-        return Err(PyValueError::new_err(format!(
-            "a filter of {num_slices} x {bits_per_slice} bits needs {need} bytes, got {}",
-            buf.len_bytes()
-        )));
-    }
+    let buf = filter_buffer(bits, num_slices, bits_per_slice)?;
     let pos = positions(num_slices, bits_per_slice, key.as_bytes());
     if set {
         let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are read-only"))?;
@@ -128,6 +122,64 @@ pub fn bloom_test(
         let cells = buf.as_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are not contiguous"))?;
         Ok(pos.iter().all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0))
     }
+}
+
+/// The filter's bytes, checked to hold `num_slices` x `bits_per_slice` bits.
+fn filter_buffer(bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64) -> PyResult<PyBuffer<u8>> {
+    let buf = PyBuffer::<u8>::get(bits)?;
+    let need = (num_slices as u64 * bits_per_slice).div_ceil(8);
+    if (buf.len_bytes() as u64) < need || num_slices == 0 || bits_per_slice == 0 {
+        return Err(PyValueError::new_err(format!(
+            "a filter of {num_slices} x {bits_per_slice} bits needs {need} bytes, got {}",
+            buf.len_bytes()
+        )));
+    }
+    Ok(buf)
+}
+
+/// [`bloom_test`] of each of `keys` in one call: whether every bit of each is set.
+#[pyfunction]
+pub fn bloom_test_many(
+    py: Python<'_>, bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64, keys: Vec<PyBackedStr>,
+) -> PyResult<Vec<bool>> {
+    let buf = filter_buffer(bits, num_slices, bits_per_slice)?;
+    let cells = buf.as_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are not contiguous"))?;
+    Ok(keys
+        .iter()
+        .map(|key| {
+            positions(num_slices, bits_per_slice, key.as_bytes())
+                .iter()
+                .all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0)
+        })
+        .collect())
+}
+
+/// Set the bits of `keys` in order, as [`bloom_test`] with `set` does one key at a time, until `room`
+/// keys have set a bit that was not set (a key whose bits were all set already is not counted):
+/// `(keys taken, keys counted)`. The caller stops there when the filter is full.
+#[pyfunction]
+pub fn bloom_fill(
+    py: Python<'_>, bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64, keys: Vec<PyBackedStr>,
+    room: usize,
+) -> PyResult<(usize, usize)> {
+    let buf = filter_buffer(bits, num_slices, bits_per_slice)?;
+    let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are read-only"))?;
+    let (mut taken, mut counted) = (0, 0);
+    for key in &keys {
+        if counted >= room {
+            break;
+        }
+        let mut all = true;
+        for p in positions(num_slices, bits_per_slice, key.as_bytes()) {
+            let cell = &cells[(p >> 3) as usize];
+            let mask = 1u8 << (p & 7);
+            all &= cell.get() & mask != 0;
+            cell.set(cell.get() | mask);
+        }
+        taken += 1;
+        counted += usize::from(!all);
+    }
+    Ok((taken, counted))
 }
 
 #[cfg(test)]

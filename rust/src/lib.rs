@@ -385,6 +385,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<es_json::EsKeyJson>()?;
     m.add_class::<es_json::EsTailJson>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
+    m.add_function(wrap_pyfunction!(bloom::bloom_test_many, m)?)?;
+    m.add_function(wrap_pyfunction!(bloom::bloom_fill, m)?)?;
     m.add_function(wrap_pyfunction!(record::encode_record, m)?)?;
     m.add_function(wrap_pyfunction!(record::decode_record, m)?)?;
     m.add_function(wrap_pyfunction!(strip_boilerplate, m)?)?;

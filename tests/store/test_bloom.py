@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pybloom_live import ScalableBloomFilter
 
 from fingerprint_indexer.fingerprint import native
-from fingerprint_indexer.store.bloom import bloom_add_many, bloom_has, compiled_test, new_bloom
+from fingerprint_indexer.store.bloom import bloom_absent, bloom_add_many, bloom_has, compiled_test, new_bloom
 
 keys = st.text(max_size=40)
 
@@ -37,7 +37,8 @@ def _state(bloom: ScalableBloomFilter) -> bytes:
                               (30_000, 0.001), (100_000, 1e-4)]))
 def test_compiled_bloom_equals_the_library(items, probes, size):
     """Small capacities make the filter grow (new filters, more slices) and pick each of the library's
-    hashes (xxh128, SHA-1, SHA-256, SHA-384, SHA-512): bits, counts and answers are the library's."""
+    hashes (xxh128, SHA-1, SHA-256, SHA-384, SHA-512): bits, counts and answers are the library's, item
+    by item and for many items at once."""
     test = compiled_test(ScalableBloomFilter())
     assert test is not None, "run with the compiled core on"
     capacity, error_rate = size
@@ -49,6 +50,8 @@ def test_compiled_bloom_equals_the_library(items, probes, size):
     assert _state(got) == _state(want)
     for probe in probes + items[:10]:
         assert bloom_has(got, probe, test) == (probe in want)
+    asked = probes + items[:10]
+    assert bloom_absent(got, asked, test) == [p not in want for p in asked] == bloom_absent(want, asked)
 
 
 def test_the_reference_is_the_library(monkeypatch):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.records.record import record_now
-from fingerprint_indexer.store.bloom import MAGIC
+from fingerprint_indexer.store.bloom import MAGIC, new_bloom
 from fingerprint_indexer.store.embedded import EmbeddedStore
 from fingerprint_indexer.store.errors import StoreLockedError, StoreMismatchError
+from fingerprint_indexer.store.sidefile import save_side
 from fingerprint_indexer.verification import Evidence
 
 ALGO = "test-algo/1"
@@ -32,13 +35,41 @@ def _filled(path: Path, n: int = 50) -> None:
     with EmbeddedStore(path, algorithm=ALGO) as store:
         for i in range(n):
             _add(store, f"d{i}", i * 0x9E3779B97F4A7C15 & (2**64 - 1), f"digest{i}")
+        tx = store.batch()
+        for i in range(0, n, 10):  # every tenth document founds a cluster
+            tx.found_cluster(f"d{i}", i * 0x9E3779B97F4A7C15 & (2**64 - 1))
+        tx.commit()
 
 
 def _assert_contents(store: EmbeddedStore, n: int = 50) -> None:
+    """Everything the Bloom filter answers for first is found: digests, fingerprints, records, clusters."""
     for i in range(n):
         assert store.doc_with_digest(f"digest{i}") == f"d{i}"
         assert store.ids_with_fingerprint(i * 0x9E3779B97F4A7C15 & (2**64 - 1)) == [f"d{i}"]
+        rec = store.record(f"d{i}")
+        assert rec is not None and rec.content_digest == f"digest{i}"
+        cluster = store.cluster(f"d{i}")
+        assert (cluster is not None and cluster.founder == f"d{i}") if i % 10 == 0 else cluster is None
     assert store.doc_with_digest("never-stored") is None
+    ids = [f"d{i}" for i in range(n)] + ["never-stored"]
+    assert store.never_stored(ids) == {"never-stored"}
+
+
+def test_a_batch_reads_new_ids_as_absent_and_still_sees_what_it_writes(tmp_path):
+    _filled(tmp_path)
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        tx = store.batch()
+        tx.look_ahead([], 3, ids=["d0", "d1", "fresh"])
+        assert tx.record("fresh") is None and tx.cluster("fresh") is None
+        assert tx.record("d1") is not None and tx.cluster("d1") is None  # stored, founded no cluster
+        assert tx.cluster("d0") is not None
+        rec = tx.record("d1")
+        assert rec is not None
+        tx.put_record(replace(rec, id="fresh"), index=True)
+        tx.found_cluster("fresh", rec.fingerprint)
+        assert tx.record("fresh") is not None and tx.cluster("fresh") is not None
+        tx.commit()
+        assert store.never_stored(["fresh"]) == set()
 
 
 def test_bloom_is_reused_when_current(tmp_path):
@@ -80,6 +111,24 @@ def test_bloom_is_rebuilt_from_leveldb(tmp_path, damage):
             assert store.doc_with_digest("late-digest") == "late"
     with EmbeddedStore(tmp_path, algorithm=ALGO) as store:  # the rebuilt file was saved and is trusted
         assert not store.bloom_rebuilt
+
+
+def test_a_bloom_file_of_the_previous_format_is_rebuilt_with_the_ids(tmp_path):
+    """The previous format held digests and fingerprints only: trusted, it would call every stored
+    document and cluster absent, so it is rebuilt (and then trusted) however current its header."""
+    _filled(tmp_path)
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        generation, store_id = store.generation, store.store_id
+        items = [i for i in store._bloom_items() if i.startswith(("c:", "f:"))]
+    buf = io.BytesIO()
+    new_bloom(items).tofile(buf)
+    save_side(tmp_path / "bloom.bin", b"FPIBLOOM2\n", buf.getvalue(), generation, store_id)
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        assert store.bloom_rebuilt
+        _assert_contents(store)
+    with EmbeddedStore(tmp_path, algorithm=ALGO) as store:
+        assert not store.bloom_rebuilt
+        _assert_contents(store)
 
 
 def _near_all(store: EmbeddedStore, n: int = 50) -> None:
