@@ -57,11 +57,18 @@ def bloom_absent(bloom: ScalableBloomFilter, items: Sequence[str], test: Any = N
     if test is None:
         return [item not in bloom for item in items]
     test_many, _fill = _many()
-    held = [False] * len(items)
-    for f in bloom.filters:
-        held = [a or b for a, b in zip(held, test_many(f.bitarray, f.num_slices, f.bits_per_slice, items),
-                                       strict=True)]  # fmt: skip
-    return [not h for h in held]
+    free = set(_not_held(bloom.filters, items, test_many))
+    return [i in free for i in range(len(items))]
+
+
+def _not_held(filters: Sequence[BloomFilter], items: Sequence[str], test_many: Any) -> list[int]:
+    """The places of ``items`` that none of ``filters`` holds, in order (one compiled call per filter,
+    each for the items no filter before it held)."""
+    places = list(range(len(items)))
+    for f in filters:
+        held = test_many(f.bitarray, f.num_slices, f.bits_per_slice, [items[i] for i in places])
+        places = [i for i, h in zip(places, held, strict=True) if not h]
+    return places
 
 
 def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any = None) -> None:
@@ -84,10 +91,7 @@ def bloom_add_many(bloom: ScalableBloomFilter, items: Iterable[str], test: Any =
             at += 1
             continue
         rest = items[at:]
-        places = list(range(len(rest)))
-        for f in bloom.filters[:-1]:  # what an older filter holds is not added again
-            held = test_many(f.bitarray, f.num_slices, f.bits_per_slice, [rest[i] for i in places])
-            places = [i for i, h in zip(places, held, strict=True) if not h]
+        places = _not_held(bloom.filters[:-1], rest, test_many)  # what an older filter holds is not added
         wanted = [rest[i] for i in places]
         room = last.capacity - last.count
         taken, new = fill(last.bitarray, last.num_slices, last.bits_per_slice, wanted, room)

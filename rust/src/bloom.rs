@@ -2,9 +2,10 @@
 //! is tested and filled without a Python generator per key; the filter, its file and its growth stay the
 //! library's (`store/bloom.py` calls the library whenever this is not built or does not apply).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
-use pyo3::buffer::PyBuffer;
+use pyo3::buffer::{PyBuffer, ReadOnlyCell};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
@@ -107,21 +108,32 @@ pub fn bloom_test(
     py: Python<'_>, bits: &Bound<'_, PyAny>, num_slices: usize, bits_per_slice: u64, key: &str, set: bool,
 ) -> PyResult<bool> {
     let buf = filter_buffer(bits, num_slices, bits_per_slice)?;
-    let pos = positions(num_slices, bits_per_slice, key.as_bytes());
     if set {
         let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are read-only"))?;
-        let mut all = true;
-        for p in pos {
-            let cell = &cells[(p >> 3) as usize];
-            let mask = 1u8 << (p & 7);
-            all &= cell.get() & mask != 0;
-            cell.set(cell.get() | mask);
-        }
-        Ok(all)
+        Ok(set_key(cells, num_slices, bits_per_slice, key))
     } else {
         let cells = buf.as_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are not contiguous"))?;
-        Ok(pos.iter().all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0))
+        Ok(holds_key(cells, num_slices, bits_per_slice, key))
     }
+}
+
+/// Whether every bit of `key` is set in the filter's `cells`.
+fn holds_key(cells: &[ReadOnlyCell<u8>], num_slices: usize, bits_per_slice: u64, key: &str) -> bool {
+    positions(num_slices, bits_per_slice, key.as_bytes())
+        .iter()
+        .all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0)
+}
+
+/// Set every bit of `key` in the filter's `cells`; whether all were set before.
+fn set_key(cells: &[Cell<u8>], num_slices: usize, bits_per_slice: u64, key: &str) -> bool {
+    let mut all = true;
+    for p in positions(num_slices, bits_per_slice, key.as_bytes()) {
+        let cell = &cells[(p >> 3) as usize];
+        let mask = 1u8 << (p & 7);
+        all &= cell.get() & mask != 0;
+        cell.set(cell.get() | mask);
+    }
+    all
 }
 
 /// The filter's bytes, checked to hold `num_slices` x `bits_per_slice` bits.
@@ -144,14 +156,7 @@ pub fn bloom_test_many(
 ) -> PyResult<Vec<bool>> {
     let buf = filter_buffer(bits, num_slices, bits_per_slice)?;
     let cells = buf.as_slice(py).ok_or_else(|| PyValueError::new_err("the filter's bits are not contiguous"))?;
-    Ok(keys
-        .iter()
-        .map(|key| {
-            positions(num_slices, bits_per_slice, key.as_bytes())
-                .iter()
-                .all(|&p| cells[(p >> 3) as usize].get() & (1u8 << (p & 7)) != 0)
-        })
-        .collect())
+    Ok(keys.iter().map(|key| holds_key(cells, num_slices, bits_per_slice, key)).collect())
 }
 
 /// Set the bits of `keys` in order, as [`bloom_test`] with `set` does one key at a time, until `room`
@@ -169,15 +174,8 @@ pub fn bloom_fill(
         if counted >= room {
             break;
         }
-        let mut all = true;
-        for p in positions(num_slices, bits_per_slice, key.as_bytes()) {
-            let cell = &cells[(p >> 3) as usize];
-            let mask = 1u8 << (p & 7);
-            all &= cell.get() & mask != 0;
-            cell.set(cell.get() | mask);
-        }
         taken += 1;
-        counted += usize::from(!all);
+        counted += usize::from(!set_key(cells, num_slices, bits_per_slice, key));
     }
     Ok((taken, counted))
 }
