@@ -19,7 +19,7 @@ import httpx
 import pytest
 import trustme
 from elasticsearch import Elasticsearch
-from support.ingest_driver import wait_spool_empty
+from support.ingest_driver import wait_checks, wait_spool_empty
 from support.service import ServiceProcess
 from support.tls_forwarder import TlsForwarder
 
@@ -181,13 +181,8 @@ def test_acknowledged_writes_wait_out_refused_credentials(
         assert all(next(iter(it.values()))["fingerprint_indexer"]["queued"] for it in resp["items"])
         # the readiness reason is the last failure seen: a transport error on a connection the forwarder
         # dropped may come first, and the 401 with the next attempt
-        deadline, checks = time.monotonic() + 30, {}
-        while time.monotonic() < deadline:
-            checks = httpx.get(f"{svc.url}/readyz").json()["checks"]
-            if checks["elasticsearch"] is False and "401" in checks["elasticsearch_reason"]:
-                break
-            time.sleep(0.2)
-        assert checks["elasticsearch"] is False and "401" in checks["elasticsearch_reason"], checks
+        wait_checks(svc.url, {}, lambda c: c["elasticsearch"] is False and "401" in c["elasticsearch_reason"],
+                    "Elasticsearch's 401 in the readiness reason", timeout=30)
         time.sleep(3)  # several replay attempts meet the 401
         assert httpx.get(f"{svc.url}/readyz").json()["checks"]["spool_depth"] >= 1
         assert not (data / "spool" / "rejected.ndjson").exists()

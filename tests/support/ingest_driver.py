@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -112,18 +113,26 @@ class IngestDriver(threading.Thread):
         self.join(timeout=60)
 
 
-def wait_spool_empty(base_url: str, headers: dict[str, str], timeout: float = 180) -> None:
+def wait_checks(base_url: str, headers: dict[str, str], until: Callable[[dict[str, Any]], bool], what: str,
+                timeout: float = 180) -> dict[str, Any]:  # fmt: skip
+    """The service's ``/readyz`` checks once ``until`` holds of them (polled; the readiness of a service
+    is what it last saw, so a test waits for it); AssertionError naming ``what`` and the last answer."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
         try:
             last = httpx.get(f"{base_url}/readyz", headers=headers, timeout=5).json()
-            if last["checks"]["spool_depth"] == 0 and last["checks"]["elasticsearch"]:
-                return
+            if until(last["checks"]):
+                return dict(last["checks"])
         except httpx.HTTPError as exc:
             last = exc
         time.sleep(0.5)
-    raise AssertionError(f"spool not drained within {timeout}s: {last}")
+    raise AssertionError(f"{what} not seen within {timeout}s: {last}")
+
+
+def wait_spool_empty(base_url: str, headers: dict[str, str], timeout: float = 180) -> None:
+    wait_checks(base_url, headers, lambda c: c["spool_depth"] == 0 and bool(c["elasticsearch"]),
+                "the spool drained", timeout)
 
 
 def assert_exactly_once(es: Elasticsearch, index: str, acked: dict[int, str]) -> None:
