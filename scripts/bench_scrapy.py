@@ -20,6 +20,10 @@ load on a shared machine hits them alike:
                   every article at once (``submit``) and closes it: the pipeline's decision step alone,
                   which is where batching can show
   decide-b1       the same with ``FPI_BATCH_SIZE=1``
+  baseline        (``--baseline DIR``) the pipeline case with another checkout's package, right after
+                  this one's in every round: an A/B of the pipeline in one run
+
+``--cases`` runs some of the cases (crawl and fingerprint always: the ratios need them).
 
 The spider yields ``url``, ``title`` and ``content`` (the article's paragraphs), so the pipeline
 fingerprints the same text as the ``fingerprint`` case. Every crawl's item count and, with a pipeline,
@@ -224,6 +228,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sidecar", action="store_true", help="also the crawl against a local serve")
     ap.add_argument("--concurrent-requests", type=int, default=16, help="Scrapy's CONCURRENT_REQUESTS")
+    ap.add_argument("--cases", default="", help="comma-separated cases to run (default: all); crawl and "
+                    "fingerprint always run, the ratios need them")
+    ap.add_argument("--baseline", type=Path, help="another checkout (with its compiled core built): its "
+                    "pipeline runs as case 'baseline' in every round, right after this checkout's")
     args = ap.parse_args()
 
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
@@ -257,6 +265,22 @@ def main() -> None:
             }  # fmt: skip
             if args.sidecar:
                 cases["sidecar"] = [*with_pipeline, "-s", "FPI_SIDECAR_URL={sidecar}"]
+            if args.baseline:  # right after this checkout's pipeline, in every round
+                ordered: dict[str, list[str]] = {}
+                for name, cmd in cases.items():
+                    ordered[name] = cmd
+                    if name == "pipeline":
+                        ordered["baseline"] = cmd
+                cases = ordered
+            if args.cases:
+                wanted = {"crawl", "fingerprint", "baseline", "sidecar", *args.cases.split(",")}
+                unknown = wanted - set(cases) - {"baseline", "sidecar"}
+                if unknown:
+                    ap.error(f"unknown cases {sorted(unknown)}; the cases are {sorted(cases)}")
+                cases = {name: cmd for name, cmd in cases.items() if name in wanted}
+            base_env = dict(env)
+            if args.baseline:
+                base_env["PYTHONPATH"] = str(args.baseline.resolve())
             times: dict[str, list[float]] = {name: [] for name in cases}
             cpus: dict[str, list[float]] = {name: [] for name in cases}
             for r in range(args.rounds):
@@ -266,10 +290,10 @@ def main() -> None:
                         url, pid = stack.enter_context(sidecar(store, env)) if name == "sidecar" else ("", 0)
                         served = process_cpu_s(pid) if pid else 0.0
                         cmd = [a.replace("{store}", str(store)).replace("{sidecar}", url) for a in template]
-                        took, cpu, log = timed(cmd, env, work)
+                        took, cpu, log = timed(cmd, base_env if name == "baseline" else env, work)
                         if pid:  # the service's work for this crawl (its start-up not counted)
                             cpu += process_cpu_s(pid) - served
-                    if name.startswith(("crawl", "pipeline", "sidecar")):
+                    if name.startswith(("crawl", "pipeline", "sidecar", "baseline")):
                         stats = stats_of(log)
                         assert stats.get("item_scraped_count") == args.docs, (name, stats)
                         if name != "crawl":
@@ -297,7 +321,8 @@ def main() -> None:
                   ("decide", "decide-b1", "the gain of batching in the decision step alone"),
                   ("decide", "fingerprint", "the decision step alone against fingerprinting"),
                   ("sidecar", "fingerprint", "decisions by a local serve"),
-                  ("sidecar", "crawl", "")]  # fmt: skip
+                  ("sidecar", "crawl", ""),
+                  ("pipeline", "baseline", "this checkout's pipeline against the baseline's")]  # fmt: skip
         print()
         for a, b, why in ratios:
             if a in rate and b in rate:
@@ -305,12 +330,13 @@ def main() -> None:
         # By CPU, what a pipeline adds to the crawl against fingerprinting alone: the crawl's own cost,
         # which no pipeline can take away, left out (round by round, then the median)
         print()
-        for name in ("pipeline", "pipeline-b1", "sidecar"):
+        for name in ("pipeline", "pipeline-b1", "sidecar", "baseline"):
             if name in cpus:
                 added = [c - k for c, k in zip(cpus[name], cpus["crawl"], strict=True)]
                 ratio = statistics.median(f / a for f, a in zip(cpus["fingerprint"], added, strict=True))
+                rounds = " / ".join(f"{f / a:.2f}" for f, a in zip(cpus["fingerprint"], added, strict=True))
                 print(f"{name + ' by CPU':<28}{ratio:>6.2f}x  fingerprinting alone's CPU against what the "
-                      f"{name} adds to the crawl's ({statistics.median(added):.2f} CPU s)")
+                      f"{name} adds to the crawl's ({statistics.median(added):.2f} CPU s); rounds {rounds}")
         print("\ncommands:")
         for name, template in cases.items():
             shown = ["<DECIDE, the snippet in this script>" if a == DECIDE else a for a in template]
