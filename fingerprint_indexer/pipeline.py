@@ -109,6 +109,11 @@ class Pipeline:
         while batch := list(itertools.islice(pairs, self.batch_size)):
             yield from self.decide_batch(batch)
 
+    def fingerprint_batch(self, docs: Iterable[Document]) -> list[tuple[Document, FingerprintResult]]:
+        """``docs`` fingerprinted as :meth:`process_many` does, for :meth:`decide_batch`: a caller may
+        fingerprint on one thread and decide on another."""
+        return list(fingerprint_stream(docs, self.fingerprinter, self.processes, threads=self.threads))
+
     def decide(self, tx: StoreBatch, doc: Document, res: FingerprintResult) -> Decision:
         """Decide one document into ``tx`` (the engine's rules), then stage its copy marks beside the record
         the engine wrote (when the store keeps marks); nothing is written for a repeated decision. The

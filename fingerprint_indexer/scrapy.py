@@ -30,14 +30,19 @@ are freed by reference counting as before; only a reference cycle among them wai
 ``FPI_GC_FREEZE = False`` leaves the collector as the crawler set it.
 
 Items are decided in micro-batches: ``process_item`` queues the item and one worker thread per process
-(the embedded store has one writer; the reactor thread never waits on a decision) takes up to
-``FPI_BATCH_SIZE`` queued items, or those that arrived within ``FPI_BATCH_WAIT`` of the first, and
-decides them together: on the embedded store in one atomic, synced commit (a decision is reported only
-once its batch is stored), on the sidecar in one ``/v1/ingest`` request (split in halves when the sidecar
-refuses it as too large, or to isolate a document it refuses). Two copies of one article in the same batch
-are decided as one ``new`` and one duplicate, as they would be one after the other. A per-item disk sync
-or HTTP round trip is what batching saves; ``FPI_BATCH_SIZE = 1`` decides one item at a time.
-``close_spider`` decides every item still queued before it closes the store or the connection.
+(the embedded store has one writer) takes up to ``FPI_BATCH_SIZE`` queued items, or those that arrived
+within ``FPI_BATCH_WAIT`` of the first, and decides them together: on the embedded store in one atomic,
+synced commit (a decision is reported only once its batch is stored), on the sidecar in one
+``/v1/ingest`` request (split in halves when the sidecar refuses it as too large, or to isolate a
+document it refuses). With the embedded store the worker fingerprints the batch (compiled code that
+gives up the GIL once per chunk of documents), and the decision step runs on the reactor thread, the
+batch at once (:func:`call_on_reactor`): the step gives up the GIL in each LevelDB read and write, and a
+worker thread that does so beside the busy reactor hands the GIL over and back each time, which costs
+the crawl more CPU than the step itself. The crawl waits for the step, a fraction of a millisecond per
+item. The items' Deferreds fire on the reactor thread as their batch settles. Two copies of one article
+in the same batch are decided as one ``new`` and one duplicate, as they would be one after the other. A
+per-item disk sync or HTTP round trip is what batching saves; ``FPI_BATCH_SIZE = 1`` decides one item at
+a time. ``close_spider`` decides every item still queued before it closes the store or the connection.
 
 Nothing is lost: an item that cannot be decided (no id, or the sidecar still failing after the retries)
 is passed on untagged, logged, and counted (``fingerprint_indexer/undecided``). The number of batches is
@@ -52,9 +57,11 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from itemadapter import ItemAdapter
@@ -67,6 +74,7 @@ from twisted.internet.threads import deferToThread
 from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.errors import FingerprintIndexerError
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
@@ -78,6 +86,9 @@ TAGS = ("decision", "duplicate_of", "distance", "cluster_id", "fingerprint")
 MAX_REQUEST_DOCUMENTS = 100_000
 #: What the worker thread's queue is told when the spider closes.
 _STOP = object()
+#: Seconds between a waiting thread's checks that the reactor still runs (:func:`call_on_reactor`).
+REACTOR_POLL = 0.5
+T = TypeVar("T")
 
 
 class SidecarError(FingerprintIndexerError, RuntimeError):
@@ -96,6 +107,55 @@ def _fire(d: Deferred[Any], fut: Future[Any]) -> None:
         d.errback(exc)
     else:
         d.callback(fut.result())
+
+
+def _fire_on_reactor(d: Deferred[Any], fut: Future[Any]) -> None:
+    """:func:`_fire` now when on the reactor thread, else queued for it (one wake-up of the reactor each)."""
+    from twisted.internet import reactor
+    from twisted.python.threadable import isInIOThread
+
+    if isInIOThread():
+        _fire(d, fut)
+    else:
+        reactor.callFromThread(_fire, d, fut)
+
+
+def call_on_reactor(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` run on the reactor thread while the reactor runs, here otherwise; returns or raises
+    what ``fn`` does. The calling thread waits on a lock, not on the GIL, so the reactor runs ``fn``
+    without handing the GIL back and forth. A reactor that stops before it took the call leaves it to the
+    caller: ``fn`` runs once, either there or here."""
+    from twisted.internet import reactor
+    from twisted.python.threadable import isInIOThread
+
+    if isInIOThread() or not getattr(reactor, "running", False):
+        return fn(*args)
+    claim = threading.Lock()
+    done: Future[T] = Future()
+
+    def run() -> None:
+        if claim.acquire(blocking=False):
+            try:
+                done.set_result(fn(*args))
+            except BaseException as exc:
+                done.set_exception(exc)
+
+    reactor.callFromThread(run)
+    while True:
+        try:
+            return done.result(timeout=REACTOR_POLL)
+        except FutureTimeout:
+            if not getattr(reactor, "running", False) and claim.acquire(blocking=False):
+                return fn(*args)
+
+
+def _resolve(futures: list[Future[Any]], results: list[Any]) -> None:
+    """Set each future's result, or its exception where the result is one."""
+    for fut, res in zip(futures, results, strict=True):
+        if isinstance(res, Exception):
+            fut.set_exception(res)
+        else:
+            fut.set_result(res)
 
 
 class FingerprintPipeline:
@@ -200,18 +260,18 @@ class FingerprintPipeline:
     def decide(self, doc: Document) -> dict[str, Any]:
         """The decision for ``doc`` as a dict (``decision``, ``duplicate_of``, ``distance``,
         ``cluster_id``, ``fingerprint``), from the embedded store or the sidecar."""
+        if self._pipeline is not None:
+            return self._decide_stored([doc])[0]
         with self._lock:
-            if self._pipeline is not None:
-                return self._pipeline.process(doc).to_dict()
             return self._ask_sidecar([doc])[0]
 
     def decide_many(self, docs: list[Document]) -> list[dict[str, Any] | Exception | None]:
         """Decisions for ``docs`` decided together, in order: a dict, None (logged) where the sidecar kept
         failing, or the exception that one document raised (the others are still decided)."""
         try:
+            if self._pipeline is not None:
+                return list(self._decide_stored(docs))
             with self._lock:
-                if self._pipeline is not None:  # one commit, before any decision is reported
-                    return [d.to_dict() for d in self._pipeline.process_many(docs)]
                 return list(self._ask_sidecar_many(docs))
         except Exception as exc:
             if len(docs) == 1:
@@ -219,6 +279,19 @@ class FingerprintPipeline:
             # one document the batch could not take: decide the rest without it, one at a time
             log.warning("a batch of %d items failed (%s); deciding them one at a time", len(docs), exc)
         return [r for doc in docs for r in self.decide_many([doc])]
+
+    def _decide_stored(self, docs: list[Document]) -> list[dict[str, Any]]:
+        """``docs`` fingerprinted here, then decided on the reactor thread (:func:`call_on_reactor`) in one
+        commit, before any decision is reported."""
+        pipeline = self._pipeline
+        assert pipeline is not None, "the pipeline is not open"
+        return call_on_reactor(self._decide_fingerprinted, pipeline.fingerprint_batch(docs))
+
+    def _decide_fingerprinted(self, batch: list[tuple[Document, FingerprintResult]]) -> list[dict[str, Any]]:
+        with self._lock:
+            if self._pipeline is None:
+                raise RuntimeError("the pipeline was closed before its items were decided")
+            return [d.to_dict() for d in self._pipeline.decide_batch(batch)]
 
     def _ask_sidecar_many(self, docs: list[Document]) -> list[dict[str, Any] | None]:
         """One ``/v1/ingest`` request for ``docs``; a batch the sidecar refuses (too large, or a document it
@@ -303,11 +376,7 @@ class FingerprintPipeline:
         except BaseException as exc:  # a failure of this thread itself must not leave items unfired
             results = [exc if isinstance(exc, Exception) else RuntimeError(repr(exc))] * len(batch)
         self.stats.inc_value(f"{STATS}/batches")  # this key is only written from this thread
-        for (_doc, fut), res in zip(batch, results, strict=True):
-            if isinstance(res, Exception):
-                fut.set_exception(res)
-            else:
-                fut.set_result(res)
+        call_on_reactor(_resolve, [fut for _doc, fut in batch], results)
 
     def decide_or_none(self, doc: Document) -> dict[str, Any] | None:
         """:meth:`decide`, or None (logged) when the sidecar keeps failing."""
@@ -327,12 +396,10 @@ class FingerprintPipeline:
         if doc is None:
             self.stats.inc_value(f"{STATS}/no_text")
             return item
-        from twisted.internet import reactor
-
         d: Deferred[Any] = Deferred()
         fut = self.submit(doc)
-        # resolved on the worker thread; the Deferred fires on the reactor thread
-        fut.add_done_callback(lambda f: reactor.callFromThread(_fire, d, f))
+        # resolved on the reactor thread while it runs (the Deferred fires there and then)
+        fut.add_done_callback(lambda f: _fire_on_reactor(d, f))
         d.addCallback(self.apply, item)
         return d
 

@@ -368,3 +368,55 @@ def test_an_embedded_store_keeps_the_tables_out_of_the_collector_until_close(tmp
     finally:
         pipe.close_spider()
     assert gc.get_freeze_count() == 0
+
+
+REACTOR_CALLS = """
+import json, sys, threading, time
+from twisted.internet import reactor
+from fingerprint_indexer.scrapy import call_on_reactor
+
+reactor_thread, out, runs = threading.get_ident(), {}, []
+
+
+def where(tag):
+    runs.append(tag)
+    return threading.get_ident()
+
+
+def worker():
+    out["running"] = call_on_reactor(where, "running") == reactor_thread
+    try:
+        call_on_reactor(lambda: 1 / 0)
+    except ZeroDivisionError:
+        out["raised"] = True
+    reactor.callFromThread(block_then_crash)
+    blocking.wait(10)
+    out["crashed"] = call_on_reactor(where, "crashed") == threading.get_ident()
+
+
+def block_then_crash():  # the worker's call is queued while the reactor is busy here, then never taken
+    blocking.set()
+    time.sleep(0.3)
+    reactor.crash()
+
+
+blocking = threading.Event()
+thread = threading.Thread(target=worker)
+reactor.callWhenRunning(thread.start)
+reactor.run()
+thread.join(10)
+out["here"] = call_on_reactor(where, "here") == threading.get_ident()
+out["runs"] = runs
+print(json.dumps(out))
+"""
+
+
+def test_the_decision_step_runs_on_the_reactor_thread_while_it_runs() -> None:
+    """``call_on_reactor`` (what the worker thread decides a batch through) runs the call on the reactor's
+    thread while a real reactor runs, passes on what it raises, and runs it in the calling thread when
+    the reactor is not running, or stopped before it took a queued call: once, either way."""
+    res = subprocess.run([sys.executable, "-c", REACTOR_CALLS], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out == {"running": True, "raised": True, "crashed": True, "here": True,
+                   "runs": ["running", "crashed", "here"]}  # fmt: skip
