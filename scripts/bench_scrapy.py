@@ -24,6 +24,11 @@ load on a shared machine hits them alike:
                   this one's in every round: an A/B of the pipeline in one run
 
 ``--cases`` runs some of the cases (crawl and fingerprint always: the ratios need them).
+``--per-thread`` runs the crawls with a pipeline through a wrapper that times the pipeline's calls by the
+CPU time of the thread each runs on (its worker thread, the decision step, fingerprinting) and reports
+the pipeline's own work: its worker thread, plus the decision step where it ran on another thread (no
+start-up, none of the reactor's work for the items: a figure to compare checkouts by, with
+``--baseline``). The crawl's own CPU moves by more than the pipeline costs from run to run; it does not.
 
 The spider yields ``url``, ``title`` and ``content`` (the article's paragraphs), so the pipeline
 fingerprints the same text as the ``fingerprint`` case. Every crawl's item count and, with a pipeline,
@@ -99,6 +104,49 @@ with open(sys.argv[1], encoding="utf-8") as f:
 futures = [pipe.submit(doc) for doc in docs]
 pipe.close_spider()
 assert all(f.result() is not None for f in futures)
+"""
+
+# ``--per-thread``: the crawl run with the pipeline's calls timed by the CPU time of the thread they run on
+# (a wrapper around each; the crawl itself runs as ``python -m scrapy`` would run it)
+PER_THREAD = """
+import atexit, collections, runpy, sys, threading, time
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.pipeline import Pipeline
+from fingerprint_indexer.scrapy import FingerprintPipeline
+
+cpu = collections.Counter()
+
+
+def timed(cls, name, key):
+    call = getattr(cls, name)
+
+    def wrapper(*args, **kwargs):
+        t = time.thread_time()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            cpu[key, threading.current_thread().name] += time.thread_time() - t
+
+    setattr(cls, name, wrapper)
+
+
+timed(FingerprintPipeline, "_run", "worker")
+timed(Pipeline, "decide_batch", "decide")
+timed(Fingerprinter, "fingerprint_documents", "fingerprint")
+
+
+def report():
+    (worker_thread, worker), = ((t, v) for (k, t), v in cpu.items() if k == "worker")
+    decide = sum(v for (k, _), v in cpu.items() if k == "decide")
+    elsewhere = sum(v for (k, t), v in cpu.items() if k == "decide" and t != worker_thread)
+    fingerprint = sum(v for (k, _), v in cpu.items() if k == "fingerprint")
+    print(f"PIPELINE-CPU own={worker + elsewhere:.3f} worker={worker:.3f} decide={decide:.3f} "
+          f"fingerprint={fingerprint:.3f} decide_off_worker={elsewhere:.3f}", file=sys.stderr)
+
+
+atexit.register(report)
+sys.argv = ["scrapy", *sys.argv[1:]]
+runpy.run_module("scrapy", run_name="__main__", alter_sys=True)
 """
 
 PAGE = ("<html><head><title>{title} - Daily News</title></head><body>"
@@ -230,6 +278,8 @@ def main() -> None:
     ap.add_argument("--concurrent-requests", type=int, default=16, help="Scrapy's CONCURRENT_REQUESTS")
     ap.add_argument("--cases", default="", help="comma-separated cases to run (default: all); crawl and "
                     "fingerprint always run, the ratios need them")
+    ap.add_argument("--per-thread", action="store_true", help="time the pipeline's own calls by the CPU "
+                    "time of their threads in the crawl: steadier than the process's CPU less the crawl's")
     ap.add_argument("--baseline", type=Path, help="another checkout (with its compiled core built): its "
                     "pipeline runs as case 'baseline' in every round, right after this checkout's")
     args = ap.parse_args()
@@ -254,6 +304,8 @@ def main() -> None:
                      "-s", f"CONCURRENT_REQUESTS={args.concurrent_requests}",
                      "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrent_requests}"]  # fmt: skip
             with_pipeline = [*crawl, "-s", f"ITEM_PIPELINES={json.dumps({PIPELINE: 300})}"]
+            if args.per_thread:  # the same crawl, through the timing wrapper
+                with_pipeline = [sys.executable, "-c", PER_THREAD, *with_pipeline[3:]]
             cases: dict[str, list[str]] = {
                 "crawl": crawl,
                 "pipeline": [*with_pipeline, "-s", "FPI_STORE={store}"],
@@ -283,6 +335,7 @@ def main() -> None:
                 base_env["PYTHONPATH"] = str(args.baseline.resolve())
             times: dict[str, list[float]] = {name: [] for name in cases}
             cpus: dict[str, list[float]] = {name: [] for name in cases}
+            own: dict[str, list[float]] = {name: [] for name in cases}  # --per-thread: the pipeline's own
             for r in range(args.rounds):
                 for name, template in cases.items():
                     store = work / f"store-{name}-{r}"
@@ -302,7 +355,11 @@ def main() -> None:
                             assert decided == args.docs and not undecided, (name, stats)
                     times[name].append(took)
                     cpus[name].append(cpu)
-                    print(f"# round {r + 1} {name}: {took:.2f} s, {cpu:.2f} CPU s", flush=True)
+                    split = re.findall(r"^PIPELINE-CPU (.*)$", log, re.M)
+                    if split:
+                        own[name].append(float(split[-1].split()[0].split("=")[1]))
+                    print(f"# round {r + 1} {name}: {took:.2f} s, {cpu:.2f} CPU s"
+                          + (f"; per thread {split[-1]}" if split else ""), flush=True)
                     shutil.rmtree(store, ignore_errors=True)
         med = {name: statistics.median(t) for name, t in times.items()}
         cpu_med = {name: statistics.median(c) for name, c in cpus.items()}
@@ -337,9 +394,21 @@ def main() -> None:
                 rounds = " / ".join(f"{f / a:.2f}" for f, a in zip(cpus["fingerprint"], added, strict=True))
                 print(f"{name + ' by CPU':<28}{ratio:>6.2f}x  fingerprinting alone's CPU against what the "
                       f"{name} adds to the crawl's ({statistics.median(added):.2f} CPU s); rounds {rounds}")
+        # --per-thread: the pipeline's own work inside the crawl (no start-up, none of the reactor's work
+        # for the items): a figure to compare checkouts by, not against fingerprinting alone
+        for name, got in own.items():
+            if got:
+                rounds = " / ".join(f"{o:.2f}" for o in got)
+                print(f"{name + ' own threads':<28}{statistics.median(got):>6.2f}s  CPU of the pipeline's "
+                      f"own calls in the crawl (rounds {rounds})")
+        if own.get("pipeline") and own.get("baseline"):
+            ratio = statistics.median(o / b for o, b in zip(own["pipeline"], own["baseline"], strict=True))
+            print(f"{'own threads vs baseline':<28}{ratio:>6.2f}x  this checkout's pipeline work against the "
+                  "baseline's, round by round")
         print("\ncommands:")
         for name, template in cases.items():
-            shown = ["<DECIDE, the snippet in this script>" if a == DECIDE else a for a in template]
+            snippets = {DECIDE: "<DECIDE, the snippet in this script>", PER_THREAD: "<PER_THREAD, ditto>"}
+            shown = [snippets.get(a, a) for a in template]
             print(f"  {name}: {shlex.join(shown)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
