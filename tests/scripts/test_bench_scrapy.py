@@ -22,7 +22,7 @@ def test_a_crawl_timed_per_thread_shows_the_decision_step_off_the_worker(tmp_pat
     corpus = tmp_path / "c.jsonl.gz"
     with gzip.open(corpus, "wt", encoding="utf-8") as f:
         for i in range(24):
-            text = f"第{i}条消息：市政府召开新闻发布会，介绍了全市交通建设的最新进展。\n地铁{i}号线将于年底通车。"
+            text = f"第{i}条消息：市政府召开新闻发布会，介绍了全市交通建设的最新进展。\n地铁{i}号线年底通车。"
             f.write(json.dumps({"title": f"新闻{i}", "content": text}, ensure_ascii=False) + "\n")
     p = subprocess.run([sys.executable, str(SCRIPT), "--corpus", str(corpus), "--docs", "24", "--rounds", "1",
                         "--cases", "pipeline", "--per-thread", "--baseline", str(REPO)],
