@@ -221,6 +221,33 @@ def test_fingerprinting_threads_change_no_decision(tmp_path):
     assert [o["id"] for o in outs[0]] == [d.id for d in docs]
 
 
+def test_fingerprinting_on_one_thread_and_deciding_on_another_changes_no_decision(tmp_path):
+    """``fingerprint_batch`` on a worker thread, then ``decide_batch`` on the caller's (as the Scrapy
+    pipeline does with the reactor's): the decisions ``process_many`` gives, batch by batch."""
+    import threading
+
+    texts = [text * 4 for pair in EDITED_HEADLINES for text in pair]
+    docs = [Document(id=f"{i}-{j}", content=text) for j in range(2) for i, text in enumerate(texts)]
+    with Pipeline(tmp_path / "together", k=3, batch_size=4) as p:
+        together = [d.to_dict() for d in p.process_many(docs)]
+
+    def on_a_thread(p: Pipeline, batch: list[Document]) -> list:
+        pairs: list = []
+        worker = threading.Thread(target=lambda: pairs.extend(p.fingerprint_batch(batch)))
+        worker.start()
+        worker.join()
+        return pairs
+
+    apart: list[dict] = []
+    with Pipeline(tmp_path / "apart", k=3, batch_size=4) as p:
+        for start in range(0, len(docs), 4):
+            pairs = on_a_thread(p, docs[start : start + 4])
+            assert [d.id for d, _res in pairs] == [d.id for d in docs[start : start + 4]]
+            apart += [d.to_dict() for d in p.decide_batch(pairs)]
+    assert apart == together
+    assert {"new", "near_duplicate", "exact_duplicate"} <= {d["decision"] for d in together}
+
+
 def test_pictures_are_decided_beside_the_text_and_never_decide_it(tmp_path):
     """Two different stories illustrated by one wire photo (the second a resized re-save) stay two
     stories; the photo is found again, kept in the store, and a bad picture is an error, not a crash."""
