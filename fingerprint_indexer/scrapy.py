@@ -124,7 +124,8 @@ def call_on_reactor(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` run on the reactor thread while the reactor runs, here otherwise; returns or raises
     what ``fn`` does. The calling thread waits on a lock, not on the GIL, so the reactor runs ``fn``
     without handing the GIL back and forth. A reactor that stops before it took the call leaves it to the
-    caller: ``fn`` runs once, either there or here."""
+    caller: ``fn`` runs once, either there or here. (Twisted's ``blockingCallFromThread`` waits the same
+    way, but forever once the reactor has stopped or when called on the reactor's own thread.)"""
     from twisted.internet import reactor
     from twisted.python.threadable import isInIOThread
 

@@ -355,11 +355,11 @@ def main() -> None:
                             assert decided == args.docs and not undecided, (name, stats)
                     times[name].append(took)
                     cpus[name].append(cpu)
-                    split = re.findall(r"^PIPELINE-CPU (.*)$", log, re.M)
+                    split = re.search(r"^PIPELINE-CPU (own=([\d.]+) .*)$", log, re.M)
                     if split:
-                        own[name].append(float(split[-1].split()[0].split("=")[1]))
+                        own[name].append(float(split[2]))
                     print(f"# round {r + 1} {name}: {took:.2f} s, {cpu:.2f} CPU s"
-                          + (f"; per thread {split[-1]}" if split else ""), flush=True)
+                          + (f"; per thread {split[1]}" if split else ""), flush=True)
                     shutil.rmtree(store, ignore_errors=True)
         med = {name: statistics.median(t) for name, t in times.items()}
         cpu_med = {name: statistics.median(c) for name, c in cpus.items()}
