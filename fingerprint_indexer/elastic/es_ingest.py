@@ -43,11 +43,10 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.index.memory import NumberedIndex
+from fingerprint_indexer.index.memory import DocumentIndex
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
-from fingerprint_indexer.store.near import doc_of, entry_id
 from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verification import Evidence, check_many
 
@@ -190,7 +189,7 @@ class EsDecider:
         # tables of their own, not the index's layout: the compiled tables split a fingerprint into plain
         # blocks, and the index's 6 blocks of 10-11 bits made buckets that grew with the set; k + 1 blocks
         # (16 bits at k = 3) find the same matches in buckets of one or two
-        self._pending_near = NumberedIndex(BlockLayout.for_k(self.k))
+        self._pending_near = DocumentIndex(BlockLayout.for_k(self.k))
         self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
 
     def refresh(self) -> None:
@@ -376,8 +375,7 @@ class EsDecider:
             if self._pending.get(rec.id) is rec:
                 del self._pending[rec.id]
                 if not rec.degenerate:
-                    for n in range(len(rec.fingerprints)):
-                        self._pending_near.remove(entry_id(rec.id, n))
+                    self._pending_near.remove(rec.id)
                     for key in rec.bands:
                         self._pending_bands.get(key, set()).discard(rec.id)
             same = self._pending_digest.get(rec.content_digest, [])
@@ -444,13 +442,11 @@ class EsDecider:
         flat = np.array([f & MASK64 for i in pos for f in batch[i][1].fingerprints], dtype=np.uint64)
         limit = self.k + 1
         if len(self._pending_near):
-            for q, matches in enumerate(self._pending_near.query_many(flat, self.k)):
-                if matches:
-                    best = before[owner[q]]
-                    for m in matches:
-                        d = doc_of(m.doc_id)
-                        if m.distance < best.get(d, limit):
-                            best[d] = m.distance
+            qs, docs, dists = self._pending_near.near(flat, self.k)
+            for q, d, dist in zip(qs, docs, dists, strict=True):
+                best = before[owner[q]]
+                if dist < best.get(d, limit):
+                    best[d] = dist
         ii, jj, dd = near_pairs(flat, self.k, self.index.layout)
         own = np.array(owner, dtype=np.int64)
         oi, oj = own[ii], own[jj]
@@ -496,13 +492,11 @@ class EsDecider:
         """Put the batch's written records into the pending block tables (last version of each id)."""
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
-            for n in range(len(start[doc_id].fingerprints)):
-                self._pending_near.remove(entry_id(doc_id, n))
+            self._pending_near.remove(doc_id)
             for key in start[doc_id].bands:
                 self._pending_bands.get(key, set()).discard(doc_id)
-        entries = [(entry_id(rec.id, n), fp, None) for rec in final.values() if not rec.degenerate
-                   for n, fp in enumerate(rec.fingerprints)]  # fmt: skip
-        self._pending_near.add_many(entries)
+        self._pending_near.put_many((rec.id, rec.fingerprints) for rec in final.values()
+                                    if not rec.degenerate)  # fmt: skip
         for rec in final.values():
             if not rec.degenerate:
                 for key in rec.bands:

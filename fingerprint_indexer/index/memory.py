@@ -11,7 +11,7 @@ plus (key bytes + 4) per block: 32 bytes per fingerprint for the default 4x16 la
 
 :class:`NumberedTables` (tables over fixed entry numbers, for the embedded store) has a compiled
 equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func:`numbered_tables` picks.
-:class:`NumberedIndex` is an index by id over them.
+:class:`DocumentIndex` is an index of documents by id over them.
 """
 
 from __future__ import annotations
@@ -693,55 +693,88 @@ def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDAr
 
 
 
-class NumberedIndex(NearDupIndex):
-    """Entries by id over :func:`numbered_tables` (compiled when built): each entry put gets the next
-    number, and the number of an entry removed or put again is tombstoned. For a set written a few
-    entries at a time and queried in batches, such as the documents ``es index`` has decided since the
-    index's last refresh: no arrays are made per call, and numbers are never reused, so a set that lives
-    long should be replaced now and then (the tables drop tombstoned rows when a quarter are dead)."""
+class DocumentIndex(NearDupIndex):
+    """Documents by id, each with one or more fingerprints (document, lead, chunks), over
+    :func:`numbered_tables` (compiled when built): a document put gets the next numbers, one a
+    fingerprint, and the numbers of a document removed or put again are tombstoned. A look-up answers
+    documents, at the smallest distance of any of their fingerprints: no entry id is made per fingerprint
+    and parsed back per hit. For a set written a batch at a time and queried in batches, such as the
+    documents ``es index`` has decided since the index's last refresh; numbers are never reused, so a set
+    that lives long should be replaced now and then (the tables drop tombstoned rows when a quarter are
+    dead)."""
 
     def __init__(self, layout: BlockLayout | None = None) -> None:
         self.layout = layout or BlockLayout()
         self._tables = numbered_tables(self.layout, small=True)
-        self._entries: dict[str, tuple[int, int]] = {}  # id -> (number, fingerprint)
-        self._ids: dict[int, str] = {}  # number -> id, live entries only
+        self._rows: dict[str, range] = {}  # id -> its numbers
+        self._fps: dict[str, int] = {}  # id -> its first fingerprint (:meth:`get`)
+        self._docs: dict[int, str] = {}  # number -> id, live numbers only
         self._next = 0
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
-        self.add_many([(doc_id, fingerprint, meta)])
+        self.put_many([(doc_id, (fingerprint,))])
 
     def add_many(self, items: Iterable[tuple[str, int, Meta | None]]) -> None:
-        latest = {doc_id: fp & MASK64 for doc_id, fp, _meta in items}  # an id given twice: the last wins
-        nums = list(range(self._next, self._next + len(latest)))
-        for num, (doc_id, fp) in zip(nums, latest.items(), strict=True):
+        self.put_many((doc_id, (fp,)) for doc_id, fp, _meta in items)
+
+    def put_many(self, docs: Iterable[tuple[str, Sequence[int]]]) -> None:
+        """Put each document with its fingerprints (an id given again, here or before: the last wins), in
+        one call to the tables."""
+        latest = dict(docs)  # an id given twice: the last wins (its first is never put)
+        for doc_id, fingerprints in latest.items():
+            if not fingerprints:
+                raise ValueError(f"document {doc_id!r} has no fingerprint")
+        nums: list[int] = []
+        fps: list[int] = []
+        for doc_id, fingerprints in latest.items():
             self.remove(doc_id)
-            self._entries[doc_id] = (num, fp)
-            self._ids[num] = doc_id
-        self._next += len(nums)
-        self._tables.put_ints(nums, list(latest.values()))
+            rows = range(self._next, self._next + len(fingerprints))
+            self._next = rows.stop
+            self._rows[doc_id] = rows
+            self._fps[doc_id] = fingerprints[0] & MASK64
+            self._docs.update(dict.fromkeys(rows, doc_id))
+            nums.extend(rows)
+            fps.extend(fp & MASK64 for fp in fingerprints)
+        if nums:
+            self._tables.put_ints(nums, fps)
 
     def remove(self, doc_id: str) -> bool:
-        held = self._entries.pop(doc_id, None)
-        if held is None:
+        rows = self._rows.pop(doc_id, None)
+        if rows is None:
             return False
-        self._tables.kill(held[0])
-        del self._ids[held[0]]
+        del self._fps[doc_id]
+        for num in rows:
+            self._tables.kill(num)
+            del self._docs[num]
         return True
 
     def query(self, fingerprint: int, k: int = 3) -> list[Match]:
         return self.query_many([fingerprint], k)[0]
 
-    def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
-        """The matches of each fingerprint, nearest first (distance, then id), in one call to the tables."""
+    def near(self, fingerprints: Sequence[int] | U64, k: int = 3) -> tuple[list[int], list[str], list[int]]:
+        """Every (query position, document, distance) with a fingerprint of the document within ``k`` of
+        the query's, in one call to the tables; a document once per fingerprint of its that is near."""
         self.layout.check_k(k)
         fps = (fingerprints.tolist() if isinstance(fingerprints, np.ndarray)
                else [f & MASK64 for f in fingerprints])  # fmt: skip
         qs, nums, dist = self._tables.query_ints(fps, k)
-        return grouped_matches(len(fps), qs, nums, dist, self._ids)
+        docs = self._docs
+        return qs, [docs[n] for n in nums], dist
+
+    def query_many(self, fingerprints: Sequence[int] | U64, k: int = 3) -> list[list[Match]]:
+        """The documents near each fingerprint, at their smallest distance, nearest first (distance, then
+        id)."""
+        qs, docs, dist = self.near(fingerprints, k)
+        best: list[dict[str, int]] = [{} for _ in range(len(fingerprints))]
+        for q, doc, d in zip(qs, docs, dist, strict=True):
+            if d < best[q].get(doc, d + 1):
+                best[q][doc] = d
+        return [sorted((Match(doc, d) for doc, d in found.items()), key=lambda m: (m.distance, m.doc_id))
+                for found in best]  # fmt: skip
 
     def get(self, doc_id: str) -> int | None:
-        held = self._entries.get(doc_id)
-        return None if held is None else held[1]
+        """The document's first fingerprint."""
+        return self._fps.get(doc_id)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._rows)

@@ -13,8 +13,8 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.index import memory
 from fingerprint_indexer.index.memory import (
     CompiledNumberedTables,
+    DocumentIndex,
     MemoryIndex,
-    NumberedIndex,
     NumberedTables,
 )
 from fingerprint_indexer.records.match import Match
@@ -190,24 +190,63 @@ def test_numbered_tables_factory_follows_the_switch(monkeypatch):
 
 @settings(max_examples=100, deadline=None)
 @given(scenario=index_scenarios(), wide=st.booleans(), compiled=st.booleans())
-def test_numbered_index_matches_brute_force(scenario, wide, compiled):
-    """The index by id over numbered tables, on either backend: the NearDupIndex contract."""
+def test_document_index_matches_brute_force(scenario, wide, compiled):
+    """The index of documents over numbered tables, each document one fingerprint, on either backend: the
+    NearDupIndex contract."""
     if compiled and not native.AVAILABLE:
         compiled = False
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FPI_NATIVE", "1" if compiled else "0")
-        index = NumberedIndex(BlockLayout.even(6) if wide else BlockLayout())
+        index = DocumentIndex(BlockLayout.even(6) if wide else BlockLayout())
     check_scenario(lambda: index, scenario)
 
 
-def test_numbered_index_keeps_the_last_entry_of_an_id():
-    """An id put twice, in one call or two, holds only its last fingerprint; a removed one holds none."""
+@settings(max_examples=100, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, 6), st.lists(st.integers(0, 2**64 - 1), max_size=4)),
+                    max_size=40),
+       near=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 63)), max_size=40),
+       probes=st.lists(st.integers(0, 2**64 - 1), max_size=4), k=st.integers(0, 3),
+       compiled=st.booleans())  # fmt: skip
+def test_document_index_answers_documents_at_their_nearest_fingerprint(ops, near, probes, k, compiled):
+    """Documents of several fingerprints put, put again and removed (an empty list removes): each look-up
+    answers the live documents with any fingerprint within k, at the smallest distance, as brute force
+    over what each id holds last; ``near`` gives every (query, document, distance) within k."""
+    if compiled and not native.AVAILABLE:
+        compiled = False
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FPI_NATIVE", "1" if compiled else "0")
+        index = DocumentIndex(BlockLayout())
+    held: dict[str, list[int]] = {}
+    for doc, fps in ops:
+        if fps:
+            index.put_many([(f"d{doc}", fps)])
+            held[f"d{doc}"] = fps
+        else:
+            assert index.remove(f"d{doc}") == (f"d{doc}" in held)
+            held.pop(f"d{doc}", None)
+    everything = [f for fps in held.values() for f in fps]
+    queries = probes + [everything[i % len(everything)] ^ (1 << bit) for i, bit in near if everything]
+    want = [sorted(((min(bin(f ^ q).count("1") for f in fps), d) for d, fps in held.items()
+                    if min(bin(f ^ q).count("1") for f in fps) <= k)) for q in queries]  # fmt: skip
+    assert [[(m.distance, m.doc_id) for m in ms] for ms in index.query_many(queries, k)] == want
+    qs, docs, dist = index.near(queries, k)
+    assert sorted(zip(qs, docs, dist, strict=True)) == sorted(
+        (q, d, bin(f ^ queries[q]).count("1")) for q in range(len(queries)) for d, fps in held.items()
+        for f in fps if bin(f ^ queries[q]).count("1") <= k)  # fmt: skip
+    assert len(index) == len(held) and all(index.get(d) == fps[0] for d, fps in held.items())
+
+
+def test_document_index_keeps_the_last_version_of_a_document():
+    """A document put twice, in one call or two, holds only its last fingerprints; a removed one holds none;
+    one without a fingerprint is refused."""
     far = 0xFFFF << 40  # 16 bits from 0
-    index = NumberedIndex(BlockLayout())
-    index.add_many([("a", 0, None), ("b", 0b111, None), ("a", far, None)])
+    index = DocumentIndex(BlockLayout())
+    index.put_many([("a", [0, 1]), ("b", [0b111]), ("a", [far])])
     assert len(index) == 2 and index.get("a") == far
     assert index.query(0, 3) == [Match("b", 3)]
-    index.add("b", far | 1)
-    assert index.query_many([0, far], 3) == [[], [Match("a", 0), Match("b", 1)]]
+    index.put_many([("b", [far | 1, 0b11])])
+    assert index.query_many([0, far], 3) == [[Match("b", 2)], [Match("a", 0), Match("b", 1)]]
     assert index.remove("a") and not index.remove("a") and index.get("a") is None
     assert index.query(far, 3) == [Match("b", 1)] and len(index) == 1
+    with pytest.raises(ValueError, match="no fingerprint"):
+        index.put_many([("c", [])])
