@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -41,7 +41,7 @@ from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ, band_keys
+from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.index.memory import DocumentIndex
 from fingerprint_indexer.index.pairs import near_pairs
@@ -73,11 +73,6 @@ class EsDecision(Decision):
         if not self.written:
             out["indexed"] = False
         return out
-
-
-#: The fields of the engine's :class:`Decision`, in order: each document's :class:`EsDecision` is made of
-#: them.
-DECISION_FIELDS = tuple(f.name for f in fields(Decision))
 
 
 def record_from_source(doc_id: str, src: Mapping[str, Any]) -> DocRecord | None:
@@ -271,7 +266,7 @@ class EsDecider:
                 view.at(i)
                 d, rec = self.engine.decide(view, doc, res)
                 written = rec is not None and view.written_at[i] is rec
-                decisions.append(EsDecision(**{n: getattr(d, n) for n in DECISION_FIELDS}, written=written))
+                decisions.append(EsDecision(**vars(d), written=written))  # the engine's fields, and one more
             lost = self._claim(view, honour, takeover) if self.claims else {}
             if not lost or saved is None:
                 break
@@ -438,8 +433,9 @@ class EsDecider:
         pos = [i for i, (_, res) in enumerate(batch) if not res.degenerate]
         if not pos:
             return before, within
-        owner = [i for i in pos for _ in batch[i][1].fingerprints]
-        flat = np.array([f & MASK64 for i in pos for f in batch[i][1].fingerprints], dtype=np.uint64)
+        evidence = [batch[i][1].evidence for i in pos]  # made once per result: its band keys too
+        owner = [i for i, ev in zip(pos, evidence, strict=True) for _ in ev.fingerprints]
+        flat = np.array([f & MASK64 for ev in evidence for f in ev.fingerprints], dtype=np.uint64)
         limit = self.k + 1
         if len(self._pending_near):
             qs, docs, dists = self._pending_near.near(flat, self.k)
@@ -457,8 +453,8 @@ class EsDecider:
             if d < best_j.get(earlier, limit):
                 best_j[earlier] = d
         earlier_with: dict[str, list[int]] = {}
-        for i in pos:
-            for key in band_keys(batch[i][1].sketch):
+        for i, ev in zip(pos, evidence, strict=True):
+            for key in ev.band_keys:
                 pending, earlier = self._pending_bands.get(key, ()), earlier_with.setdefault(key, [])
                 if len(pending) + len(earlier) <= MAX_BAND_READ:  # more: a stock phrase, as in the index
                     for d in pending:
@@ -620,8 +616,9 @@ class _EsBatch:
         """Pending documents the rule accepts for the current one (as (distance, id, record))."""
         if self._accepted is None:
             doc, res = self.batch[self.i]
-            self._accepted = self.decider._pending_matches(doc.id, res, self.before[self.i],
-                                                           self.within[self.i], self.start, self.written_at)
+            before, within = self.before[self.i], self.within[self.i]
+            self._accepted = self.decider._pending_matches(doc.id, res, before, within, self.start,
+                                                           self.written_at) if before or within else []
         return self._accepted
 
     def _indexed(self) -> list[Match]:
@@ -630,12 +627,16 @@ class _EsBatch:
         return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
 
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
+        if not self._candidates() and not self.near[self.i]:  # most documents: nothing to look at
+            return []
         cands = [Match(d, dist) for dist, d, _ in self._candidates()]
         # the nearest indexed one that can be read (one gone from the index since is passed over)
         cands += [m for m in self._indexed() if m.doc_id in self.known][:1]
         return sorted(cands, key=lambda m: (m.distance, m.doc_id))
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
+        if not self._candidates() and not self.near[self.i]:
+            return []
         ids = [d for _, d, _ in self._candidates()] + [m.doc_id for m in self._indexed()]
         unread = [d for d in ids if self._lookup_known(d) is None and d not in self.gone]
         if unread:

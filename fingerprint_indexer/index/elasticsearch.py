@@ -394,7 +394,7 @@ class ElasticsearchIndex(NearDupIndex):
             chunk = queries[start : start + self.msearch_batch]
             if not all(len(ev.fingerprints) for ev in chunk):
                 raise ValueError("a verified lookup needs at least one fingerprint")
-            hot = self.hot_bands(b for ev in chunk for b in ev.band_keys)
+            hot = self.hot_bands(itertools.chain.from_iterable(ev.band_keys for ev in chunk))
             tail = self._verified_tail()
             bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot, tail) for ev in chunk]
             responses = self._msearch(bodies)
