@@ -453,9 +453,16 @@ class EsDecider:
             if d < best_j.get(earlier, limit):
                 best_j[earlier] = d
         earlier_with: dict[str, list[int]] = {}
+        pending_bands = self._pending_bands
         for i, ev in zip(pos, evidence, strict=True):
             for key in ev.band_keys:
-                pending, earlier = self._pending_bands.get(key, ()), earlier_with.setdefault(key, [])
+                pending, earlier = pending_bands.get(key, ()), earlier_with.get(key)
+                if earlier is None:  # most keys: the batch's first with it (and mostly not pending)
+                    earlier_with[key] = [i]
+                    if pending and len(pending) <= MAX_BAND_READ:
+                        for d in pending:
+                            before[i].setdefault(d, limit)
+                    continue
                 if len(pending) + len(earlier) <= MAX_BAND_READ:  # more: a stock phrase, as in the index
                     for d in pending:
                         before[i].setdefault(d, limit)

@@ -734,7 +734,7 @@ class DocumentIndex(NearDupIndex):
             self._fps[doc_id] = fingerprints[0] & MASK64
             self._docs.update(dict.fromkeys(rows, doc_id))
             nums.extend(rows)
-            fps.extend(fp & MASK64 for fp in fingerprints)
+            fps.extend([fp & MASK64 for fp in fingerprints])
         if nums:
             self._tables.put_ints(nums, fps)
 
