@@ -55,6 +55,9 @@ from fingerprint_indexer.verification import Evidence, Verdict, check_many
 #: Fields the index writes itself; a caller's meta cannot override them.
 RESERVED_FIELDS = frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, SKETCH_FIELD, FACTS_FIELD, FRAMES_FIELD})
 VERIFY_PAGE = 1000  # candidates of an oversized bucket verified at a time
+#: Band keys per search of :meth:`ElasticsearchIndex.hot_bands` (one round trip holds them all): well below
+#: the ``terms`` query's limit (``index.max_terms_count``, 65,536 by default).
+HOT_BANDS_PART = 8192
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
                   "responses.pit_id", "responses.status", "responses.aggregations"]  # fmt: skip
@@ -268,8 +271,8 @@ class ElasticsearchIndex(NearDupIndex):
     # ---------------------------------------------------------------------------- verified lookups
     def hot_bands(self, bands: Iterable[str]) -> set[str]:
         """The band keys among ``bands`` that more than :data:`MAX_BAND_READ` documents hold: a stock
-        phrase, not a copy, passed over as the embedded store passes it over (one aggregation, on the
-        pinned snapshot while there is one).
+        phrase, not a copy, passed over as the embedded store passes it over (one aggregation per
+        :data:`HOT_BANDS_PART` keys, all in one round trip, on the pinned snapshot while there is one).
 
         The aggregation counts the values of the matching documents (``execution_hint: map``). By default
         a ``terms`` aggregation first maps every distinct value of the field in the shard to a global
@@ -278,13 +281,14 @@ class ElasticsearchIndex(NearDupIndex):
         keys = sorted(set(bands))
         if not keys:
             return set()
-        body = {
-            "size": 0, "track_total_hits": False, "query": {"terms": {BANDS_FIELD: keys}},
-            "aggs": {"hot": {"terms": {"field": BANDS_FIELD, "include": keys, "size": len(keys),
+        parts = [keys[i : i + HOT_BANDS_PART] for i in range(0, len(keys), HOT_BANDS_PART)]
+        bodies = [{
+            "size": 0, "track_total_hits": False, "query": {"terms": {BANDS_FIELD: part}},
+            "aggs": {"hot": {"terms": {"field": BANDS_FIELD, "include": part, "size": len(part),
                                        "min_doc_count": MAX_BAND_READ + 1, "execution_hint": "map"}}},
-        }  # fmt: skip
-        resp = self._msearch([body])[0]
-        return {b["key"] for b in ((resp.get("aggregations") or {}).get("hot") or {}).get("buckets", [])}
+        } for part in parts]  # fmt: skip
+        return {b["key"] for resp in self._msearch(bodies)
+                for b in ((resp.get("aggregations") or {}).get("hot") or {}).get("buckets", [])}  # fmt: skip
 
     def candidates_query(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
                          ) -> dict[str, Any]:  # fmt: skip
@@ -389,13 +393,14 @@ class ElasticsearchIndex(NearDupIndex):
         self.layout.check_k(k)
         self._before_read()
         excl = list(exclude) if exclude is not None else [None] * len(queries)
+        if not all(len(ev.fingerprints) for ev in queries):
+            raise ValueError("a verified lookup needs at least one fingerprint")
         out: list[list[tuple[str, Verdict]]] = []
+        # the stock phrases among every query's bands, in one round trip before the searches
+        hot = self.hot_bands(itertools.chain.from_iterable(ev.band_keys for ev in queries))
+        tail = self._verified_tail()
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
-            if not all(len(ev.fingerprints) for ev in chunk):
-                raise ValueError("a verified lookup needs at least one fingerprint")
-            hot = self.hot_bands(itertools.chain.from_iterable(ev.band_keys for ev in chunk))
-            tail = self._verified_tail()
             bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot, tail) for ev in chunk]
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):

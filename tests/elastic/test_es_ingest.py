@@ -16,6 +16,7 @@ from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.es.codec import BANDS_FIELD, TIME_FIELDS
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
+from fingerprint_indexer.index import elasticsearch as elasticsearch_index
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.verification import Evidence, check, joins
 
@@ -299,6 +300,10 @@ def test_a_band_held_by_more_than_max_band_read_documents_is_passed_over(es_clie
     decider.index_batch([item(MAX_BAND_READ)])
     decider.refresh()
     assert index.hot_bands(band_keys(to_bytes(stock))) == {key}
+    # asked in parts of two keys (one round trip of several searches): the same answer
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(elasticsearch_index, "HOT_BANDS_PART", 2)
+        assert index.hot_bands([*band_keys(to_bytes(stock)), "other"]) == {key}
     # the same among documents not yet searchable: one batch of MAX_BAND_READ + 2 holders of one band
     # whose other minima equal the first's would all be near copies through it, were it not passed over
     twins = [item(MAX_BAND_READ + 1 + n) for n in range(MAX_BAND_READ + 2)]
