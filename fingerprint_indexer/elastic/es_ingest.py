@@ -455,14 +455,16 @@ class EsDecider:
         earlier_with: dict[str, list[int]] = {}
         pending_bands = self._pending_bands
         for i, ev in zip(pos, evidence, strict=True):
+            first = [i]
             for key in ev.band_keys:
-                pending, earlier = pending_bands.get(key, ()), earlier_with.get(key)
-                if earlier is None:  # most keys: the batch's first with it (and mostly not pending)
-                    earlier_with[key] = [i]
-                    if pending and len(pending) <= MAX_BAND_READ:
+                earlier = earlier_with.setdefault(key, first)
+                if earlier is first:  # most keys: the batch's first with it (and mostly not pending)
+                    first = [i]
+                    if pending_bands and len(pending := pending_bands.get(key, ())) <= MAX_BAND_READ:
                         for d in pending:
                             before[i].setdefault(d, limit)
                     continue
+                pending = pending_bands.get(key, ())
                 if len(pending) + len(earlier) <= MAX_BAND_READ:  # more: a stock phrase, as in the index
                     for d in pending:
                         before[i].setdefault(d, limit)
@@ -500,10 +502,15 @@ class EsDecider:
                 self._pending_bands.get(key, set()).discard(doc_id)
         self._pending_near.put_many((rec.id, rec.fingerprints) for rec in final.values()
                                     if not rec.degenerate)  # fmt: skip
+        bands = self._pending_bands
         for rec in final.values():
             if not rec.degenerate:
                 for key in rec.bands:
-                    self._pending_bands.setdefault(key, set()).add(rec.id)
+                    held = bands.get(key)
+                    if held is None:  # most keys: held by no other pending document
+                        bands[key] = {rec.id}
+                    else:
+                        held.add(rec.id)
 
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
