@@ -12,16 +12,41 @@ use crate::hex::DIGITS;
 pub type KeyBlocks = Vec<(u32, u32)>;
 
 /// A key's value: its blocks' bits side by side.
+#[cfg(test)]
 fn key_value(fp: u64, blocks: &[(u32, u32)]) -> u64 {
-    blocks.iter().fold(0u64, |v, &(shift, width)| {
-        let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
-        (if width >= 64 { 0 } else { v << width }) | ((fp >> shift) & mask)
-    })
+    Part::of(blocks).iter().fold(0, |v, part| v | part.take(fp))
+}
+
+/// One block of a key, as it is moved into the key's value: right shift, mask, left shift.
+#[derive(Clone, Copy)]
+struct Part {
+    shift: u32,
+    mask: u64,
+    place: u32,
+}
+
+impl Part {
+    /// The parts of a key's blocks (the first most significant); every shift below 64.
+    fn of(blocks: &[(u32, u32)]) -> Vec<Part> {
+        let mut place: u32 = blocks.iter().map(|&(_, w)| w).sum();
+        blocks
+            .iter()
+            .map(|&(shift, width)| {
+                place -= width;
+                let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+                Part { shift, mask, place }
+            })
+            .collect()
+    }
+
+    fn take(self, fp: u64) -> u64 {
+        ((fp >> self.shift) & self.mask) << self.place
+    }
 }
 
 /// A layout's keys: per key its blocks and its number of hex digits.
 pub struct KeyPlan {
-    keys: Vec<(KeyBlocks, usize)>,
+    keys: Vec<(Vec<Part>, usize)>,
 }
 
 impl KeyPlan {
@@ -31,7 +56,11 @@ impl KeyPlan {
         if keys.len() != digits.len() || digits.iter().any(|&d| d == 0 || d > 16) {
             return Err(pyo3::exceptions::PyValueError::new_err("one count of 1 to 16 hex digits per key"));
         }
-        Ok(KeyPlan { keys: keys.into_iter().zip(digits).collect() })
+        if keys.iter().any(|k| k.iter().any(|&(s, w)| s >= 64 || w == 0 || w > 64)
+                           || k.iter().map(|&(_, w)| w).sum::<u32>() > 64) {
+            return Err(pyo3::exceptions::PyValueError::new_err("blocks inside 64 bits"));
+        }
+        Ok(KeyPlan { keys: keys.iter().map(|k| Part::of(k)).zip(digits).collect() })
     }
 
     pub fn len(&self) -> usize {
@@ -43,11 +72,13 @@ impl KeyPlan {
     /// scratch space for many fingerprints (a document's few are compared in turn).
     pub fn column(&self, j: usize, fingerprints: &[u64], distinct: u8, values: &mut Vec<u64>,
                   seen: &mut FxHashSet<u64>) {
-        let blocks = &self.keys[j].0;
+        let parts = &self.keys[j].0[..];
         values.clear();
-        seen.clear();
+        if fingerprints.len() > 32 {
+            seen.clear();
+        }
         for &fp in fingerprints {
-            let v = key_value(fp, blocks);
+            let v = parts.iter().fold(0, |v, part| v | part.take(fp));
             let new = match distinct {
                 0 => true,
                 _ if fingerprints.len() <= 32 => !values.contains(&v),
@@ -72,6 +103,18 @@ impl KeyPlan {
         }
         // SAFETY: every byte written is an ASCII hex digit
         unsafe { std::str::from_utf8_unchecked(&hex[..d]) }
+    }
+
+    /// :meth:`hex` of `value` appended to `out` between double quotes.
+    pub fn push_quoted_hex(&self, j: usize, value: u64, out: &mut Vec<u8>) {
+        let d = self.keys[j].1;
+        let start = out.len();
+        out.resize(start + d + 2, b'"');
+        let mut v = value;
+        for at in out[start + 1..start + 1 + d].iter_mut().rev() {
+            *at = DIGITS[(v & 15) as usize];
+            v >>= 4;
+        }
     }
 }
 

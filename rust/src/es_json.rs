@@ -14,13 +14,23 @@ use crate::blocks::{KeyBlocks, KeyPlan};
 use crate::hex::DIGITS;
 
 /// `text` as a JSON string, escaped as orjson escapes it: `"` and `\`, the control characters below
-/// U+0020 (`\b \t \n \f \r` by name, the rest as `\u00xx`); everything else as it is, in UTF-8.
+/// U+0020 (`\b \t \n \f \r` by name, the rest as `\u00xx`); everything else as it is, in UTF-8. Runs
+/// with nothing to escape (nearly all text) are found eight bytes at a time and copied whole.
 pub fn json_string(out: &mut Vec<u8>, text: &str) {
     let raw = text.as_bytes();
     out.reserve(raw.len() + 2);
     out.push(b'"');
     let mut from = 0;
-    for (i, &c) in raw.iter().enumerate() {
+    let mut i = 0;
+    while i < raw.len() {
+        if i + 8 <= raw.len() {
+            let word = u64::from_le_bytes(raw[i..i + 8].try_into().expect("eight bytes"));
+            if !needs_escape(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let c = raw[i];
         let named: &[u8] = match c {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -30,7 +40,10 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
             0x08 => b"\\b",
             0x0c => b"\\f",
             0..=0x1f => b"",
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         out.extend_from_slice(&raw[from..i]);
         if named.is_empty() {
@@ -38,10 +51,21 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
         } else {
             out.extend_from_slice(named);
         }
-        from = i + 1;
+        i += 1;
+        from = i;
     }
     out.extend_from_slice(&raw[from..]);
     out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `word` may need escaping in a JSON string (below 0x20, `"` or `\`):
+/// never false for one that does; true only where a byte does, or a byte before it does (a borrow).
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    (below_space | zero_byte(word ^ (ONES * b'"' as u64)) | zero_byte(word ^ (ONES * b'\\' as u64))) != 0
 }
 
 /// A field name written as is between quotes: letters, digits and `_` only.
@@ -62,8 +86,8 @@ pub struct EsKeyJson {
 impl EsKeyJson {
     /// `"name":` then key `j`'s distinct keys of `fps`: one as a string, more as an array of strings.
     fn keys(&self, out: &mut Vec<u8>, j: usize, values: &[u64], always_array: bool) {
-        let mut hex = [0u8; 16];
         let array = always_array || values.len() != 1;
+        out.reserve(self.blocks[j].len() + 5 + values.len() * 19);
         out.push(b'"');
         out.extend_from_slice(self.blocks[j].as_bytes());
         out.extend_from_slice(b"\":");
@@ -74,9 +98,7 @@ impl EsKeyJson {
             if n > 0 {
                 out.push(b',');
             }
-            out.push(b'"');
-            out.extend_from_slice(self.plan.hex(j, v, &mut hex).as_bytes());
-            out.push(b'"');
+            self.plan.push_quoted_hex(j, v, out);
         }
         if array {
             out.push(b']');

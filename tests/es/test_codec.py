@@ -166,3 +166,22 @@ def test_the_fields_after_the_keys_as_json_text_are_them_serialised(
                "decided_at": decided_at}  # fmt: skip
     want = orjson.dumps(_after_keys(res, terms_text(res), **decided))[1:]
     assert bytes(_after_keys_json(res, **decided)) == want
+
+
+#: Texts of a few characters, each of them plain, escaped or several bytes long in UTF-8.
+ESCAPES_ANYWHERE = st.text(st.sampled_from(["a", "Z", " ", "中", "é", "😀", '"', "\\", "\n", "\x00", "\x1f",
+                                            "\x7f"]), max_size=64)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster_id=ESCAPES_ANYWHERE, duplicate_of=ESCAPES_ANYWHERE)
+def test_long_strings_with_escapes_anywhere_are_written_as_orjson_writes_them(cluster_id, duplicate_of):
+    """The compiled JSON strings copy eight bytes at a time where nothing needs escaping: a character to
+    escape at any place of a long string, first, last or beside several-byte characters, is still
+    escaped as orjson escapes it."""
+    compiled_core()
+    res = _fingerprinted_doc(0)
+    decided = {"cluster_id": cluster_id, "duplicate_of": duplicate_of, "distance": None, "decision": "new",
+               "text_length": 1, "replaces": None, "decided_at": 1}  # fmt: skip
+    want = orjson.dumps(_after_keys(res, terms_text(res), **decided))[1:]
+    assert bytes(_after_keys_json(res, **decided)) == want
