@@ -108,14 +108,34 @@ impl KeyPlan {
     /// :meth:`hex` of `value` appended to `out` between double quotes.
     pub fn push_quoted_hex(&self, j: usize, value: u64, out: &mut Vec<u8>) {
         let d = self.keys[j].1;
-        let start = out.len();
-        out.resize(start + d + 2, b'"');
-        let mut v = value;
-        for at in out[start + 1..start + 1 + d].iter_mut().rev() {
-            *at = DIGITS[(v & 15) as usize];
-            v >>= 4;
+        // the key's digits first: all sixteen are written, the spare ones past the end are not kept
+        let digits = hex16(value << (4 * (16 - d)));
+        out.reserve(18);
+        let at = out.len();
+        // SAFETY: 18 bytes are reserved past `at`; the first 1 + d + 1 are written before the length
+        // covers them, and every byte written is ASCII
+        unsafe {
+            let p = out.as_mut_ptr().add(at);
+            *p = b'"';
+            std::ptr::copy_nonoverlapping(digits.as_ptr(), p.add(1), 16);
+            *p.add(1 + d) = b'"';
+            out.set_len(at + d + 2);
         }
     }
+}
+
+/// The sixteen lowercase hex digits of `value`, the most significant first: each nibble spread into a
+/// byte of a 128-bit word, then turned into its ASCII digit in every byte at once.
+pub fn hex16(value: u64) -> [u8; 16] {
+    const LO4: u128 = 0x0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f;
+    const ONES: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
+    let mut v = value as u128;
+    v = (v | (v << 32)) & 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
+    v = (v | (v << 16)) & 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff;
+    v = (v | (v << 8)) & 0x00ff_00ff_00ff_00ff_00ff_00ff_00ff_00ff;
+    v = (v | (v << 4)) & LO4;
+    let letters = ((v + ONES * 6) >> 4) & ONES; // 1 in each byte whose nibble is 10 or more
+    (v + ONES * u128::from(b'0') + letters * u128::from(b'a' - b'0' - 10)).to_be_bytes()
 }
 
 /// A layout's keys, made once per layout: called with fingerprints, it gives per key (column) the key of
@@ -152,6 +172,18 @@ impl BlockKeys {
 #[cfg(test)]
 mod tests {
     use super::key_value;
+
+    #[test]
+    fn hex16_writes_what_format_writes() {
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for _ in 0..1000 {
+            assert_eq!(super::hex16(x), *format!("{x:016x}").as_bytes());
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        }
+        for x in [0, u64::MAX, 0xa, 0xf0, 1 << 63] {
+            assert_eq!(super::hex16(x), *format!("{x:016x}").as_bytes());
+        }
+    }
 
     #[test]
     fn keys_put_their_first_block_highest() {
