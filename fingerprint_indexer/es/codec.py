@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from elasticsearch import helpers
 
 from fingerprint_indexer.es.servers import binary_doc_value
 from fingerprint_indexer.fingerprint.blocks import BlockLayout, Distinct
@@ -388,6 +389,18 @@ def source_evidence(src: Mapping[str, Any]) -> Evidence:
     sketch = hit_sketch({SKETCH_FIELD: [src[SKETCH_FIELD]]}) if src.get(SKETCH_FIELD) else b""
     rest = hit_evidence({FACTS_FIELD: src.get(FACTS_FIELD), FRAMES_FIELD: src.get(FRAMES_FIELD)})
     return Evidence([fp, *fps[1:]] if fps and fps[0] == fp else [fp], sketch, rest.facts, rest.frames)
+
+
+def bulk_lines(action: dict[str, Any] | bytes | str) -> bytes:
+    """One action of a bulk request as the NDJSON lines Elasticsearch reads, in one piece: the action
+    line and, but for a delete, the source (JSON text passes as it is), the partial document or the
+    script, as :func:`elasticsearch.helpers.expand_action` splits an action."""
+    header, data = helpers.expand_action(action)
+    head = orjson.dumps(header)
+    if data is None:
+        return head + b"\n"
+    body = data if isinstance(data, bytes) else data.encode() if isinstance(data, str) else json_bytes(data)
+    return b"".join((head, b"\n", body, b"" if body.endswith(b"\n") else b"\n"))
 
 
 def bulk_failures(errors: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:

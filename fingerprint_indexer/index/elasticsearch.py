@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 import orjson
-from elasticsearch import Elasticsearch, helpers
+from elasticsearch import ApiError, Elasticsearch
 
 from fingerprint_indexer.es.codec import (
     BANDS_FIELD,
@@ -37,6 +37,7 @@ from fingerprint_indexer.es.codec import (
     block_clauses_json,
     block_fields,
     bulk_failures,
+    bulk_lines,
     fingerprint_fields,
     hit_evidence,
 )
@@ -61,6 +62,10 @@ HOT_BANDS_PART = 8192
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
                   "responses.pit_id", "responses.status", "responses.aggregations"]  # fmt: skip
+#: What a bulk answer is read for: whether any item failed, and each item's id, status and error.
+BULK_FILTER = ["errors", "items.*._id", "items.*.status", "items.*.error"]
+#: The largest bulk request body sent (as the bulk helper's ``max_chunk_bytes``).
+BULK_MAX_BYTES = 100 * 1024 * 1024
 #: Bulk items refused with these statuses are sent again, up to ``WRITE_ATTEMPTS`` times in all: the
 #: cluster is overloaded or a shard's primary is moving to another node; any other item error is final.
 RETRY_ITEM_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -139,30 +144,39 @@ class ElasticsearchIndex(NearDupIndex):
         self.write_actions(actions)
 
     def write_actions(self, actions: Iterable[dict[str, Any]]) -> int:
-        """Send bulk actions; returns how many succeeded. Items refused for a passing reason (429, or a
-        5xx while a node dies and its shards move) are sent again with backoff, each as the last action
-        given for its id (a repeat replaces the document); :class:`ElasticsearchWriteError` names the
-        documents that still failed or were refused for good (a bad document)."""
-        todo = list(actions)
+        """Send bulk actions (as :func:`elasticsearch.helpers.bulk` takes them; a ``_source`` may be JSON
+        text, sent as it is); returns how many succeeded. Items refused for a passing reason (429, or a
+        5xx while a node dies and its shards move), or a whole request refused with 429, are sent again
+        with backoff, each as the last action given for its id (a repeat replaces the document);
+        :class:`ElasticsearchWriteError` names the documents that still failed or were refused for good
+        (a bad document).
+
+        The request bodies are joined here and the answers read through ``filter_path`` (each item's
+        ``_id``, ``status`` and ``error``): the bulk helper's per-action bookkeeping and the whole
+        answer it parses cost a writer about as much as deciding the documents."""
+        todo = [(str(a["_id"]) if "_id" in a else None, lines) for a in actions
+                for lines in (bulk_lines(a),)]  # fmt: skip
         failures: list[tuple[str, str]] = []
         ok = 0
         self._dirty = True
         for attempt in range(WRITE_ATTEMPTS):
             final = attempt == WRITE_ATTEMPTS - 1
-            last = {str(a["_id"]): a for a in todo if "_id" in a}
-            again: dict[str, dict[str, Any]] = {}
-            for success, item in helpers.streaming_bulk(
-                self.client, todo, chunk_size=self.chunk_size, raise_on_error=False, max_retries=5,
-                initial_backoff=1, max_backoff=30,
-            ):  # fmt: skip
-                op = next(iter(item.values()))
-                doc_id = str(op.get("_id"))
-                if success:
-                    ok += 1
-                elif op.get("status") in RETRY_ITEM_STATUSES and doc_id in last and not final:
-                    again[doc_id] = last[doc_id]
-                else:
-                    failures.extend(bulk_failures([item]))
+            last = {doc_id: (doc_id, lines) for doc_id, lines in todo if doc_id is not None}
+            again: dict[str, tuple[str | None, bytes]] = {}
+            for chunk in self._chunks(todo):
+                items = self._send(chunk, final)
+                if items is None:  # the whole request refused for now: every action is sent again
+                    again.update((doc_id, last[doc_id]) for doc_id, _ in chunk if doc_id is not None)
+                    continue
+                for (doc_id, _), item in zip(chunk, items, strict=True):
+                    op = next(iter(item.values()))
+                    status = op.get("status", 500)
+                    if status < 300:
+                        ok += 1
+                    elif status in RETRY_ITEM_STATUSES and doc_id in last and not final:
+                        again[doc_id] = last[doc_id]
+                    else:
+                        failures.extend(bulk_failures([{"index": {"_id": doc_id, **op}}]))
             if not again:
                 break
             todo = list(again.values())
@@ -170,6 +184,35 @@ class ElasticsearchIndex(NearDupIndex):
         if failures:
             raise ElasticsearchWriteError(failures)
         return ok
+
+    def _chunks(self, todo: list[tuple[str | None, bytes]]) -> Iterator[list[tuple[str | None, bytes]]]:
+        """The actions in requests of at most ``chunk_size`` actions and :data:`BULK_MAX_BYTES` bytes."""
+        chunk: list[tuple[str | None, bytes]] = []
+        size = 0
+        for item in todo:
+            if chunk and (len(chunk) >= self.chunk_size or size + len(item[1]) > BULK_MAX_BYTES):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(item)
+            size += len(item[1])
+        if chunk:
+            yield chunk
+
+    def _send(self, chunk: list[tuple[str | None, bytes]], final: bool) -> list[dict[str, Any]] | None:
+        """The items of one bulk request, in the order sent; None when Elasticsearch refused the whole
+        request with 429 (too many requests) and it may be sent again."""
+        try:
+            lines = [lines for _, lines in chunk]  # NDJSON text: the serializer joins it once, as it is
+            resp = self.client.bulk(operations=cast(Any, lines), filter_path=BULK_FILTER)
+        except ApiError as exc:
+            if exc.meta.status == 429 and not final:
+                return None
+            raise
+        items: list[dict[str, Any]] = resp.get("items") or []
+        if len(items) != len(chunk):
+            raise EsUnavailable(f"bulk on {self.index!r}: {len(items)} items answered for {len(chunk)} "
+                                "actions")
+        return items
 
     def remove(self, doc_id: str) -> bool:
         self._dirty = True

@@ -16,6 +16,7 @@ from fingerprint_indexer.es.errors import ElasticsearchWriteError
 from fingerprint_indexer.es.mapping import ES_LAYOUT, load_index_body, stored_layout
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_signed, to_unsigned
+from fingerprint_indexer.index import elasticsearch as elasticsearch_index
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 pytestmark = pytest.mark.elasticsearch
@@ -101,6 +102,43 @@ def test_meta_fields_are_stored_and_bulk_failures_name_the_documents(es_client, 
     assert index.get("good") == 8
     src = es_client.get(index=es_index, id="ok")["_source"]
     assert (src["cluster_id"], src["fp_version"]) == ("c1", "v1")
+
+
+def test_bulk_writes_go_in_bounded_requests_and_each_answer_meets_its_action(es_client, es_index,
+                                                                             monkeypatch):
+    """write_actions joins its own bulk bodies: actions of every kind (a source as a dict or as JSON text,
+    a partial update, a delete) go in requests of at most ``chunk_size`` actions and ``BULK_MAX_BYTES``
+    bytes, and each item of an answer is read as its own action's: the refused ones are named, the rest
+    applied."""
+    index = ElasticsearchIndex(es_client, es_index, chunk_size=3)
+    monkeypatch.setattr(elasticsearch_index, "BULK_MAX_BYTES", 150)
+    sent: list[int] = []
+    bulk = es_client.bulk
+
+    def counted(**kw):  # the real request, counted
+        sent.append(len(kw["operations"]))
+        return bulk(**kw)
+
+    monkeypatch.setattr(es_client, "bulk", counted)
+    name = index.index
+    actions = [{"_op_type": "index", "_index": name, "_id": f"d{i}", "_source": {"title": f"t{i}"}}
+               for i in range(7)]  # fmt: skip
+    actions += [
+        {"_op_type": "index", "_index": name, "_id": "raw", "_source": b'{"title":"as text"}'},
+        {"_op_type": "update", "_index": name, "_id": "d1", "doc": {"title": "changed"}},
+        {"_op_type": "delete", "_index": name, "_id": "d2"},
+        {"_op_type": "index", "_index": name, "_id": "bad", "_source": {"published_at": "not a date"}},
+        {"_op_type": "update", "_index": name, "_id": "missing", "doc": {"title": "x"}},
+    ]  # fmt: skip
+    with pytest.raises(ElasticsearchWriteError) as err:
+        index.write_actions(actions)
+    assert sorted(i for i, _ in err.value.failures) == ["bad", "missing"]
+    assert sum(sent) == len(actions) and max(sent) <= 3 and len(sent) > len(actions) / 3  # bytes bound too
+    es_client.indices.refresh(index=name)
+    title = {h["_id"]: h["_source"]["title"] for h in es_client.search(index=name, size=20)["hits"]["hits"]}
+    assert title == {"d0": "t0", "d1": "changed", "d3": "t3", "d4": "t4", "d5": "t5", "d6": "t6",
+                     "raw": "as text"}  # fmt: skip
+    assert index.write_actions([{"_op_type": "index", "_index": name, "_id": "d7", "_source": {"t": 1}}]) == 1
 
 
 def test_layout_is_kept_in_the_mapping_and_enforced(es_client, es_index):
