@@ -164,9 +164,13 @@ class ElasticsearchIndex(NearDupIndex):
             last = {doc_id: (doc_id, lines) for doc_id, lines in todo if doc_id is not None}
             again: dict[str, tuple[str | None, bytes]] = {}
             for chunk in self._chunks(todo):
-                items = self._send(chunk, final)
-                if items is None:  # the whole request refused for now: every action is sent again
-                    again.update((doc_id, last[doc_id]) for doc_id, _ in chunk if doc_id is not None)
+                items = self._send(chunk)
+                if items is None:  # the whole request refused: each action sent again, as a refused item is
+                    for doc_id, _ in chunk:
+                        if doc_id is not None and not final:
+                            again[doc_id] = last[doc_id]
+                        else:
+                            failures.append((str(doc_id), "bulk request refused: too many requests (429)"))
                     continue
                 for (doc_id, _), item in zip(chunk, items, strict=True):
                     op = next(iter(item.values()))
@@ -198,14 +202,14 @@ class ElasticsearchIndex(NearDupIndex):
         if chunk:
             yield chunk
 
-    def _send(self, chunk: list[tuple[str | None, bytes]], final: bool) -> list[dict[str, Any]] | None:
+    def _send(self, chunk: list[tuple[str | None, bytes]]) -> list[dict[str, Any]] | None:
         """The items of one bulk request, in the order sent; None when Elasticsearch refused the whole
-        request with 429 (too many requests) and it may be sent again."""
+        request with 429 (too many requests)."""
         try:
             lines = [lines for _, lines in chunk]  # NDJSON text: the serializer joins it once, as it is
             resp = self.client.bulk(operations=cast(Any, lines), filter_path=BULK_FILTER)
         except ApiError as exc:
-            if exc.meta.status == 429 and not final:
+            if exc.meta.status == 429:
                 return None
             raise
         items: list[dict[str, Any]] = resp.get("items") or []
