@@ -6,8 +6,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use rustc_hash::FxHashSet;
 
-use crate::hex::DIGITS;
-
 /// One key of a layout: the (right shift, width) of each of its blocks, the first most significant.
 pub type KeyBlocks = Vec<(u32, u32)>;
 
@@ -95,21 +93,22 @@ impl KeyPlan {
 
     /// Key `j`'s stored form of `value`: its digits of lowercase hex, zero-padded, at the start of `hex`.
     pub fn hex<'a>(&self, j: usize, value: u64, hex: &'a mut [u8; 16]) -> &'a str {
-        let d = self.keys[j].1;
-        let mut v = value;
-        for at in hex[..d].iter_mut().rev() {
-            *at = DIGITS[(v & 15) as usize];
-            v >>= 4;
-        }
+        let d = self.digits(j, value, hex);
         // SAFETY: every byte written is an ASCII hex digit
         unsafe { std::str::from_utf8_unchecked(&hex[..d]) }
     }
 
+    /// All sixteen bytes of `hex` written, key `j`'s digits of `value` first; returns how many those are.
+    fn digits(&self, j: usize, value: u64, hex: &mut [u8; 16]) -> usize {
+        let d = self.keys[j].1;
+        *hex = hex16(value << (4 * (16 - d)));
+        d
+    }
+
     /// :meth:`hex` of `value` appended to `out` between double quotes.
     pub fn push_quoted_hex(&self, j: usize, value: u64, out: &mut Vec<u8>) {
-        let d = self.keys[j].1;
-        // the key's digits first: all sixteen are written, the spare ones past the end are not kept
-        let digits = hex16(value << (4 * (16 - d)));
+        let mut digits = [0u8; 16];
+        let d = self.digits(j, value, &mut digits);
         out.reserve(18);
         let at = out.len();
         // SAFETY: 18 bytes are reserved past `at`; the first 1 + d + 1 are written before the length
