@@ -457,20 +457,18 @@ class EsDecider:
         for i, ev in zip(pos, evidence, strict=True):
             first = [i]
             for key in ev.band_keys:
-                earlier = earlier_with.setdefault(key, first)
-                if earlier is first:  # most keys: the batch's first with it (and mostly not pending)
-                    first = [i]
-                    if pending_bands and len(pending := pending_bands.get(key, ())) <= MAX_BAND_READ:
-                        for d in pending:
-                            before[i].setdefault(d, limit)
-                    continue
-                pending = pending_bands.get(key, ())
-                if len(pending) + len(earlier) <= MAX_BAND_READ:  # more: a stock phrase, as in the index
+                positions: list[int] | tuple[()] = earlier_with.setdefault(key, first)
+                if positions is first:  # most keys: the batch's first with it, so no earlier position
+                    first, positions = [i], ()
+                pending = pending_bands.get(key, ()) if pending_bands else ()
+                # a key held by more is a stock phrase, passed over as in the index
+                if (pending or positions) and len(pending) + len(positions) <= MAX_BAND_READ:
                     for d in pending:
                         before[i].setdefault(d, limit)
-                    for j in earlier:
+                    for j in positions:
                         within[i].setdefault(j, limit)
-                earlier.append(i)
+                if positions:
+                    positions.append(i)
         return before, within
 
     def _pending_matches(
@@ -640,8 +638,13 @@ class _EsBatch:
         pending = self.decider._pending
         return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
 
+    def _nothing_near(self) -> bool:
+        """Whether the current document has no pending candidate the rule accepts and no indexed match
+        (most documents)."""
+        return not self._candidates() and not self.near[self.i]
+
     def near_docs(self, ev: Evidence, k: int) -> list[Match]:
-        if not self._candidates() and not self.near[self.i]:  # most documents: nothing to look at
+        if self._nothing_near():
             return []
         cands = [Match(d, dist) for dist, d, _ in self._candidates()]
         # the nearest indexed one that can be read (one gone from the index since is passed over)
@@ -649,7 +652,7 @@ class _EsBatch:
         return sorted(cands, key=lambda m: (m.distance, m.doc_id))
 
     def centres_near(self, fp: int, k: int) -> list[Match]:
-        if not self._candidates() and not self.near[self.i]:
+        if self._nothing_near():
             return []
         ids = [d for _, d, _ in self._candidates()] + [m.doc_id for m in self._indexed()]
         unread = [d for d in ids if self._lookup_known(d) is None and d not in self.gone]

@@ -154,8 +154,7 @@ class ElasticsearchIndex(NearDupIndex):
         The request bodies are joined here and the answers read through ``filter_path`` (each item's
         ``_id``, ``status`` and ``error``): the bulk helper's per-action bookkeeping and the whole
         answer it parses cost a writer about as much as deciding the documents."""
-        todo = [(str(a["_id"]) if "_id" in a else None, lines) for a in actions
-                for lines in (bulk_lines(a),)]  # fmt: skip
+        todo = [(str(a["_id"]) if "_id" in a else None, bulk_lines(a)) for a in actions]
         failures: list[tuple[str, str]] = []
         ok = 0
         self._dirty = True
@@ -180,7 +179,7 @@ class ElasticsearchIndex(NearDupIndex):
                     elif status in RETRY_ITEM_STATUSES and doc_id in last and not final:
                         again[doc_id] = last[doc_id]
                     else:
-                        failures.extend(bulk_failures([{"index": {"_id": doc_id, **op}}]))
+                        failures.extend(bulk_failures([item]))
             if not again:
                 break
             todo = list(again.values())
@@ -205,9 +204,9 @@ class ElasticsearchIndex(NearDupIndex):
     def _send(self, chunk: list[tuple[str | None, bytes]]) -> list[dict[str, Any]] | None:
         """The items of one bulk request, in the order sent; None when Elasticsearch refused the whole
         request with 429 (too many requests)."""
+        body = [lines for _, lines in chunk]  # NDJSON text: the serializer joins it once, as it is
         try:
-            lines = [lines for _, lines in chunk]  # NDJSON text: the serializer joins it once, as it is
-            resp = self.client.bulk(operations=cast(Any, lines), filter_path=BULK_FILTER)
+            resp = self.client.bulk(operations=cast(Any, body), filter_path=BULK_FILTER)
         except ApiError as exc:
             if exc.meta.status == 429:
                 return None
