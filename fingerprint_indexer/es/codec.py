@@ -100,12 +100,23 @@ def block_clauses(layout: BlockLayout, fps: Sequence[int]) -> list[dict[str, Any
                                                      strict=True)]  # fmt: skip
 
 
-def block_clauses_json(layout: BlockLayout, fps: Sequence[int]) -> bytes:
-    """:func:`block_clauses` as the items of a JSON array, without its brackets (compiled when built)."""
+def candidates_clause(layout: BlockLayout, fps: Sequence[int], bands: Sequence[str] = ()) -> dict[str, Any]:
+    """A candidate search's query: documents with a block key of ``fps`` (:func:`block_clauses`) or, when
+    ``bands`` is not empty, one of these sketch band keys."""
+    should = block_clauses(layout, fps)
+    if bands:
+        should.append({"terms": {BANDS_FIELD: list(bands)}})
+    return {"bool": {"filter": [{"bool": {"should": should, "minimum_should_match": 1}}]}}
+
+
+def candidates_json(layout: BlockLayout, fps: Sequence[int], bands: Sequence[str] = (), head: bytes = b"",
+                    tail: bytes = b"") -> bytes:  # fmt: skip
+    """``head``, :func:`candidates_clause` as JSON text, then ``tail``: a whole search body in one buffer,
+    with no Python object per key when the compiled core is built."""
     compiled = _key_json(layout)
     if compiled is None:
-        return orjson.dumps(block_clauses(layout, fps))[1:-1]
-    return bytes(compiled.should([f & MASK64 for f in fps]))
+        return b"".join((head, orjson.dumps(candidates_clause(layout, fps, bands)), tail))
+    return bytes(compiled.candidates([f & MASK64 for f in fps], BANDS_FIELD, list(bands), head, tail))
 
 
 def evidence_fields(sketch: bytes = b"", with_blocks: bool = True, facts: Sequence[str] = (),

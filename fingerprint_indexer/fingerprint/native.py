@@ -77,8 +77,9 @@ def block_key_maker(keys: list[list[tuple[int, int]]], digits: Sequence[int]) ->
 def es_key_json(keys: list[list[tuple[int, int]]], digits: Sequence[int], blocks: Sequence[str],
                 names: tuple[str, str, str]) -> Any:
     """A layout's fingerprint and block-key fields as JSON text, compiled (``_core.EsKeyJson``: its
-    ``fields`` and ``should`` equal ``es.codec.key_fields`` and ``es.codec.block_clauses`` serialised);
-    ``blocks`` names each key's field, ``names`` the fingerprint's, its hex form's and all fingerprints'."""
+    ``fields`` and ``candidates`` equal ``es.codec.key_fields`` and ``es.codec.candidates_clause``
+    serialised); ``blocks`` names each key's field, ``names`` the fingerprint's, its hex form's and all
+    fingerprints'."""
     assert _core is not None
     return _core.EsKeyJson(keys, list(digits), list(blocks), list(names))
 

@@ -34,10 +34,10 @@ from fingerprint_indexer.es.codec import (
     HEX_FIELD,
     SKETCH_FIELD,
     VERIFY_FIELDS,
-    block_clauses_json,
     block_fields,
     bulk_failures,
     bulk_lines,
+    candidates_json,
     fingerprint_fields,
     hit_evidence,
 )
@@ -324,7 +324,7 @@ class ElasticsearchIndex(NearDupIndex):
         a ``terms`` aggregation first maps every distinct value of the field in the shard to a global
         ordinal, and rebuilds that map after each refresh: for the band field, nearly one value per band
         of every document, a cost that grows with the index while the answer only needs a few keys."""
-        keys = sorted(set(bands))
+        keys = list(dict.fromkeys(bands))  # first-seen order: no sort of a batch's thousands of keys
         if not keys:
             return set()
         parts = [keys[i : i + HOT_BANDS_PART] for i in range(0, len(keys), HOT_BANDS_PART)]
@@ -344,26 +344,27 @@ class ElasticsearchIndex(NearDupIndex):
 
     def candidates_json(self, fingerprints: Sequence[int], sketch: bytes = b"", hot: Collection[str] = ()
                         ) -> bytes:  # fmt: skip
-        """:meth:`candidates_query` as JSON text, the form a verified look-up sends: the block clauses
-        written without a Python object per key (:func:`block_clauses_json`)."""
-        should = block_clauses_json(self.layout, fingerprints)
-        bands = [b for b in band_keys(sketch) if b not in hot]
-        if bands:
-            should = b"".join((should, b",", orjson.dumps({"terms": {BANDS_FIELD: bands}})))
-        return b"".join((b'{"bool":{"filter":[{"bool":{"should":[', should,
-                         b'],"minimum_should_match":1}}]}}'))  # fmt: skip
+        """:meth:`candidates_query` as JSON text, the form a verified look-up sends
+        (:func:`fingerprint_indexer.es.codec.candidates_json`: no Python object per key)."""
+        return self._candidates_json(fingerprints, band_keys(sketch), hot)
+
+    def _candidates_json(self, fingerprints: Sequence[int], bands: Sequence[str], hot: Collection[str],
+                         head: bytes = b"", tail: bytes = b"") -> bytes:  # fmt: skip
+        if hot:
+            bands = [b for b in bands if b not in hot]
+        return candidates_json(self.layout, fingerprints, bands, head, tail)
 
     def _verified_tail(self) -> bytes:
-        """The members of a verified look-up's search after its query: the doc values that verify the
-        candidates, one page of them (JSON text, the object's opening brace left off)."""
-        return orjson.dumps({"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
-                             "track_total_hits": False})[1:]  # fmt: skip
+        """The members of a verified look-up's search after its query, the comma before them included: the
+        doc values that verify the candidates, one page of them (JSON text)."""
+        members = {"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
+                   "track_total_hits": False}  # fmt: skip
+        return b"," + orjson.dumps(members)[1:]
 
-    def _verified_body(self, fingerprints: Sequence[int], sketch: bytes, hot: Collection[str], tail: bytes
-                       ) -> bytes:  # fmt: skip
-        """The search of a verified look-up, as JSON text: the candidates, then ``tail``
+    def _verified_body(self, ev: Evidence, hot: Collection[str], tail: bytes) -> bytes:
+        """The search of a verified look-up, as JSON text: the candidates of ``ev``, then ``tail``
         (:meth:`_verified_tail`, made once for many searches)."""
-        return b"".join((b'{"query":', self.candidates_json(fingerprints, sketch, hot), b",", tail))
+        return self._candidates_json(ev.fingerprints, ev.band_keys, hot, b'{"query":', tail)
 
     @staticmethod
     def judge_hits(
@@ -404,6 +405,8 @@ class ElasticsearchIndex(NearDupIndex):
         self, ev: Evidence, hits: list[dict[str, Any]], k: int, exclude: str | None, hot: Collection[str],
         rejected: bool,
     ) -> list[tuple[str, Verdict]]:  # fmt: skip
+        if not hits:  # most look-ups
+            return []
         if len(hits) >= self.page_size:  # the first page may not hold every candidate
             query = self.candidates_query(ev.fingerprints, sketch=bytes(ev.sketch), hot=hot)
             found = self.judge_hits(ev, self._scan_candidates(query, VERIFY_FIELDS, self.pinned), k, exclude,
@@ -447,7 +450,7 @@ class ElasticsearchIndex(NearDupIndex):
         tail = self._verified_tail()
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
-            bodies = [self._verified_body(ev.fingerprints, bytes(ev.sketch), hot, tail) for ev in chunk]
+            bodies = [self._verified_body(ev, hot, tail) for ev in chunk]
             responses = self._msearch(bodies)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts

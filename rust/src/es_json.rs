@@ -148,13 +148,22 @@ impl EsKeyJson {
         Ok(PyBytes::new(py, &out))
     }
 
-    /// The block clauses of a candidate search (no brackets): `{"terms":{"block_<n>":[keys]}}` per key,
-    /// each key's distinct keys of `fingerprints` in ascending order.
-    fn should<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    /// `head`, then a candidate search's query, then `tail`: one buffer for a whole search body. The
+    /// query is `{"bool":{"filter":[{"bool":{"should":[...],"minimum_should_match":1}}]}}` holding
+    /// `{"terms":{"block_<n>":[keys]}}` per key (each key's distinct keys of `fingerprints`, ascending)
+    /// and, when `bands` is not empty, `{"terms":{<bands_field>:[bands]}}` last.
+    fn candidates<'py>(
+        &self, py: Python<'py>, fingerprints: Vec<u64>, bands_field: &str, bands: Vec<String>, head: &[u8],
+        tail: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
         if fingerprints.is_empty() {
             return Err(PyValueError::new_err("a search needs at least one fingerprint"));
         }
-        let mut out = Vec::with_capacity(self.plan.len() * (32 + 8 * fingerprints.len()));
+        let mut out = Vec::with_capacity(
+            head.len() + tail.len() + 96 + self.plan.len() * (32 + 8 * fingerprints.len()) + bands.len() * 24,
+        );
+        out.extend_from_slice(head);
+        out.extend_from_slice(b"{\"bool\":{\"filter\":[{\"bool\":{\"should\":[");
         let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
         for j in 0..self.plan.len() {
             self.plan.column(j, &fingerprints, 2, &mut values, &mut seen);
@@ -165,6 +174,20 @@ impl EsKeyJson {
             self.keys(&mut out, j, &values, true);
             out.extend_from_slice(b"}}");
         }
+        if !bands.is_empty() {
+            out.extend_from_slice(b",{\"terms\":{");
+            json_string(&mut out, bands_field);
+            out.extend_from_slice(b":[");
+            for (n, band) in bands.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                json_string(&mut out, band);
+            }
+            out.extend_from_slice(b"]}}");
+        }
+        out.extend_from_slice(b"],\"minimum_should_match\":1}}]}}");
+        out.extend_from_slice(tail);
         Ok(PyBytes::new(py, &out))
     }
 }

@@ -15,7 +15,8 @@ from fingerprint_indexer.es.codec import (
     _after_keys,
     _after_keys_json,
     block_clauses,
-    block_clauses_json,
+    candidates_clause,
+    candidates_json,
     decision_fields,
     decision_source,
     key_fields,
@@ -93,12 +94,20 @@ def test_key_fields_as_json_text_equal_the_fields_serialised(fps, layout, with_b
     assert key_fields_json(fps, layout, with_blocks) == want
 
 
+BAND_KEYS = st.lists(st.text(max_size=20), max_size=8)
+
+
 @settings(max_examples=150, deadline=None)
-@given(fps=FPS, layout=LAYOUTS)
-def test_block_clauses_as_json_text_equal_the_clauses_serialised(fps, layout):
-    """A search's block clauses: every key's distinct keys sorted, always as an array."""
+@given(fps=FPS, layout=LAYOUTS, bands=BAND_KEYS, head=st.binary(max_size=8), tail=st.binary(max_size=8))
+def test_candidates_as_json_text_equal_the_query_serialised(fps, layout, bands, head, tail):
+    """A candidate search: every key's distinct keys sorted, always as an array, the band keys (any text,
+    escaped as orjson escapes it) last when there are any; between the given head and tail."""
     compiled_core()
-    assert block_clauses_json(layout, fps) == orjson.dumps(block_clauses(layout, fps))[1:-1]
+    want = head + orjson.dumps(candidates_clause(layout, fps, bands)) + tail
+    assert candidates_json(layout, fps, bands, head, tail) == want
+    if not bands:
+        assert orjson.loads(candidates_json(layout, fps))["bool"]["filter"][0]["bool"]["should"] == \
+            block_clauses(layout, fps)  # fmt: skip
 
 
 def test_compiled_writer_refuses_what_it_cannot_write() -> None:
@@ -106,7 +115,7 @@ def test_compiled_writer_refuses_what_it_cannot_write() -> None:
     with pytest.raises(ValueError, match="at least one fingerprint"):
         key_fields_json([], ES_LAYOUT)
     with pytest.raises(ValueError, match="at least one fingerprint"):
-        block_clauses_json(ES_LAYOUT, [])
+        candidates_json(ES_LAYOUT, [])
     with pytest.raises(ValueError, match="letters, digits and _"):
         native.es_key_json(ES_LAYOUT.key_blocks, ES_LAYOUT.key_digits, ['block"0'] * ES_LAYOUT.n_keys,
                            ("fingerprint", "fingerprint_hex", "fingerprints"))  # fmt: skip
