@@ -178,6 +178,12 @@ def bench_ingest(
         "ours_vs_fingerprint_only_per_round": [
             round(f / o, 3) for f, o in zip(runs["fingerprint_only"], runs["ours"], strict=True)
         ],
+        # by CPU: what a node on cores of its own leaves to compare (this process runs both pipelines, and
+        # fingerprinting threads are counted in it)
+        "ours_vs_fingerprint_only_by_cpu_per_round": [
+            round(f["this_process"] / o["this_process"], 3)
+            for f, o in zip(cpu["fingerprint_only"], cpu["ours"], strict=True)
+        ],
         "ours_main_process_cpu_s": round(statistics.median(ours_cpu), 1),
         "cpu_s": {name: {part: round(statistics.median(r[part] for r in rows), 1) for part in rows[0]}
                   for name, rows in cpu.items()},

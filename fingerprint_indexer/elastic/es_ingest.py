@@ -68,6 +68,13 @@ class EsDecision(Decision):
 
     written: bool = True
 
+    @classmethod
+    def of(cls, d: Decision, written: bool) -> EsDecision:
+        """The engine's decision ``d`` and ``written``: its fields passed in their order, with no dict of
+        them made (a test holds these fields to :class:`Decision`'s)."""
+        return cls(d.id, d.fingerprint, d.decision, d.duplicate_of, d.distance, d.cluster_id, d.replaces,
+                   d.degenerate, d.policy, d.pictures, written)
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         if not self.written:
@@ -266,7 +273,7 @@ class EsDecider:
                 view.at(i)
                 d, rec = self.engine.decide(view, doc, res)
                 written = rec is not None and view.written_at[i] is rec
-                decisions.append(EsDecision(**vars(d), written=written))  # the engine's fields, and one more
+                decisions.append(EsDecision.of(d, written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
             if not lost or saved is None:
                 break
@@ -275,7 +282,7 @@ class EsDecider:
             honour.update(lost)
         else:
             raise ClaimError(f"other writers claimed texts of a batch first {CLAIM_ROUNDS} times over")
-        self._index_pending(start, view.writes)
+        self._index_pending(start, view.writes, view.bands)
         self.relinks = list(view.relinks.values())
         self.hidden.difference_update(batch_ids)  # decided again: pending now, written next
         return decisions, view.writes
@@ -491,8 +498,10 @@ class EsDecider:
         verdicts = check_many(res.evidence, [c[2].evidence for c in cands], self.k)
         return [(v.distance, c[1], c[2]) for c, v in zip(cands, verdicts, strict=True) if v.accepted]
 
-    def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec]) -> None:
-        """Put the batch's written records into the pending block tables (last version of each id)."""
+    def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec],
+                       bands: Mapping[str, Sequence[str]]) -> None:  # fmt: skip
+        """Put the batch's written records into the pending block tables (last version of each id);
+        ``bands``: the band keys of written ids, as their evidence holds them (else read from the record)."""
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
             self._pending_near.remove(doc_id)
@@ -503,7 +512,8 @@ class EsDecider:
         bands = self._pending_bands
         for rec in final.values():
             if not rec.degenerate:
-                for key in rec.bands:
+                keys = bands.get(rec.id)
+                for key in rec.bands if keys is None else keys:
                     held = bands.get(key)
                     if held is None:  # most keys: held by no other pending document
                         bands[key] = {rec.id}
@@ -588,6 +598,7 @@ class _EsBatch:
         self.written_at: list[_Rec | None] = [None] * len(batch)
         self.writes: list[_Rec] = []
         self.relinks: dict[str, DocRecord] = {}
+        self.bands: dict[str, Sequence[str]] = {}  # band keys of the written ids, from their evidence
         self.i, self.doc_id = 0, ""
         self.removed: set[str] = set()
         self._accepted: list[tuple[int, str, _Rec]] | None = None
@@ -695,6 +706,10 @@ class _EsBatch:
             d._pending[rec.id] = rec
             d._pending_digest.setdefault(rec.content_digest, []).append(rec)
             self.relinks.pop(rec.id, None)  # its own write carries the fields
+            if evidence is not None:
+                self.bands[rec.id] = evidence.band_keys
+            else:
+                self.bands.pop(rec.id, None)
         self.removed.discard(rec.id)
 
     def update_record(self, rec: DocRecord) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 from support.corpus import ZH_NEWS, iter_records
@@ -12,8 +12,9 @@ from support.differential import timeless
 from support.templates import EDITED_HEADLINES
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.elastic.es_ingest import EsDecider, EsDecision, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
+from fingerprint_indexer.engine.rules import Decision
 from fingerprint_indexer.es.codec import BANDS_FIELD, TIME_FIELDS
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
 from fingerprint_indexer.index import elasticsearch as elasticsearch_index
@@ -105,6 +106,13 @@ def test_decisions_match_the_oracle_and_rerun_is_idempotent(es_client, es_index,
 
     again, _ = _run(decider, fingerprinted, 50, overlap)
     assert [d.to_dict() | {"indexed": False} for d in decisions] == [d.to_dict() for d in again]
+
+
+def test_an_es_decision_is_the_engines_with_written() -> None:
+    """EsDecision.of passes the engine's fields by position: they must stay the same fields."""
+    assert [f.name for f in fields(EsDecision)] == [f.name for f in fields(Decision)] + ["written"]
+    d = Decision("a", "00ff", "near_duplicate", "b", 2, "b", "c", True, "p@1", ({"path": "x"},))
+    assert EsDecision.of(d, False) == EsDecision(**vars(d), written=False)
 
 
 def got_cluster(decisions, doc_id):
