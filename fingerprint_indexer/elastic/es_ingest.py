@@ -499,9 +499,10 @@ class EsDecider:
         return [(v.distance, c[1], c[2]) for c, v in zip(cands, verdicts, strict=True) if v.accepted]
 
     def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec],
-                       bands: Mapping[str, Sequence[str]]) -> None:  # fmt: skip
+                       keys_of: Mapping[str, Sequence[str]]) -> None:  # fmt: skip
         """Put the batch's written records into the pending block tables (last version of each id);
-        ``bands``: the band keys of written ids, as their evidence holds them (else read from the record)."""
+        ``keys_of``: the band keys of written ids, as their evidence holds them (else read from the
+        record)."""
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
             self._pending_near.remove(doc_id)
@@ -512,7 +513,7 @@ class EsDecider:
         bands = self._pending_bands
         for rec in final.values():
             if not rec.degenerate:
-                keys = bands.get(rec.id)
+                keys = keys_of.get(rec.id)
                 for key in rec.bands if keys is None else keys:
                     held = bands.get(key)
                     if held is None:  # most keys: held by no other pending document
