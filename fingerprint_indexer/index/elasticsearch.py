@@ -204,7 +204,7 @@ class ElasticsearchIndex(NearDupIndex):
     def _send(self, chunk: list[tuple[str | None, bytes]]) -> list[dict[str, Any]] | None:
         """The items of one bulk request, in the order sent; None when Elasticsearch refused the whole
         request with 429 (too many requests)."""
-        body = [lines for _, lines in chunk]  # NDJSON text: the serializer joins it once, as it is
+        body = b"".join([lines for _, lines in chunk])  # NDJSON text, which the serializer passes on as it is
         try:
             resp = self.client.bulk(operations=cast(Any, body), filter_path=BULK_FILTER)
         except ApiError as exc:
@@ -475,18 +475,20 @@ class ElasticsearchIndex(NearDupIndex):
                     errors = [str(exc)]
                     continue
                 pit = self._pit
-            searches: list[dict[str, Any] | bytes] = []
+            # the whole NDJSON body joined once here: the client's serializer passes bytes on as they are
+            parts: list[bytes | memoryview] = []
             if pit is None:
-                header = orjson.dumps({"index": self.index, **WHOLE})
-                searches = [x for body in bodies for x in (header, body)]
+                header = orjson.dumps({"index": self.index, **WHOLE}) + b"\n"
+                for body in bodies:
+                    parts += (header, body if isinstance(body, bytes) else orjson.dumps(body), b"\n")
             else:
-                header, snapshot = orjson.dumps(WHOLE), {"id": pit, "keep_alive": self._pit_keep_alive}
-                pinned = b',"pit":' + orjson.dumps(snapshot) + b"}"
-                for body in bodies:  # JSON text gets the snapshot appended as its last member
-                    searches += [header, body[:-1] + pinned if isinstance(body, bytes)
-                                 else {**body, "pit": snapshot}]  # fmt: skip
-            # JSON text goes through the client's NDJSON serializer as it is, a line of the request
-            resp = self.client.msearch(searches=cast(Any, searches), filter_path=MSEARCH_FILTER)
+                header = orjson.dumps(WHOLE) + b"\n"
+                snapshot = {"id": pit, "keep_alive": self._pit_keep_alive}
+                pinned = b',"pit":' + orjson.dumps(snapshot) + b"}\n"
+                for body in bodies:  # the snapshot appended to each search as its last member
+                    text = body if isinstance(body, bytes) else orjson.dumps(body)
+                    parts += (header, memoryview(text)[:-1], pinned)
+            resp = self.client.msearch(searches=cast(Any, b"".join(parts)), filter_path=MSEARCH_FILTER)
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
             if len(responses) != len(bodies):

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from elasticsearch import Elasticsearch
 from hypothesis import HealthCheck, given, settings
@@ -115,8 +116,11 @@ def test_bulk_writes_go_in_bounded_requests_and_each_answer_meets_its_action(es_
     sent: list[int] = []
     bulk = es_client.bulk
 
-    def counted(**kw):  # the real request, counted
-        sent.append(len(kw["operations"]))
+    BULK_OPS = {"index", "create", "update", "delete"}  # an action line; a source or doc line has other keys
+
+    def counted(**kw):  # the real request (one NDJSON text), its actions counted
+        lines = [orjson.loads(line) for line in kw["operations"].splitlines()]
+        sent.append(sum(1 for x in lines if x.keys() & BULK_OPS and "_id" in next(iter(x.values()))))
         return bulk(**kw)
 
     monkeypatch.setattr(es_client, "bulk", counted)
