@@ -57,6 +57,9 @@ Mode = Literal["index", "update"]
 RECORD_FIELDS = ["fingerprint", "fingerprints", "sketch", "facts", "frames", "content_digest", "fp_version",
                  "cluster_id", "duplicate_of", "decision", "distance", "degenerate", "keyword_digest",
                  "text_length", "published_at", "replaces"]  # fmt: skip
+#: What a read of records keeps of each answer: most ids of a batch are new, and their whole answers
+#: (index, version, sequence numbers) would be parsed for nothing.
+MGET_FILTER = ["docs._id", "docs.found", "docs._source", "docs.error"]
 #: Read too under ``keep=longest`` from documents written without ``text_length`` (before it existed).
 TEXT_FIELDS = ["content", "html"]
 
@@ -208,7 +211,8 @@ class EsDecider:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=self.record_fields)
+        resp = self.client.mget(index=self.index.index, ids=wanted, source_includes=self.record_fields,
+                                filter_path=MGET_FILTER)  # fmt: skip
         out = {}
         for d in resp["docs"]:
             if d.get("error"):  # a shard with no copy that answers: not the same as "not found"

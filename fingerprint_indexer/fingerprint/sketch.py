@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -160,11 +161,18 @@ def band_keys(data: bytes) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)  # a document's keys are asked for by its look-up, its write and its batch
 def _band_keys(data: bytes) -> tuple[str, ...]:
-    from fingerprint_indexer.fingerprint import native  # the compiled core's one place (it imports this)
-
+    native = _native()
     if native.enabled():
         return native.band_keys(data, BANDS, BAND_ROWS)
     return band_keys_reference(data)
+
+
+@functools.cache
+def _native() -> ModuleType:
+    """The compiled core's one place (which imports this module), imported on first use."""
+    from fingerprint_indexer.fingerprint import native
+
+    return native
 
 
 def band_keys_reference(data: bytes) -> tuple[str, ...]:
