@@ -14,7 +14,9 @@ Degenerate documents (too few features) are matched exactly only and get no bloc
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -463,11 +465,20 @@ class EsDecider:
             best_j = within[later]
             if d < best_j.get(earlier, limit):
                 best_j[earlier] = d
-        earlier_with: dict[str, list[int]] = {}
+        # the keys that can matter: held by two of the batch, or by a pending document (most are neither)
+        counts = Counter(itertools.chain.from_iterable(ev.band_keys for ev in evidence))
         pending_bands = self._pending_bands
+        shared = {key for key, n in counts.items() if n > 1}
+        if pending_bands:
+            shared |= counts.keys() & pending_bands.keys()
+        earlier_with: dict[str, list[int]] = {}
         for i, ev in zip(pos, evidence, strict=True):
+            if shared.isdisjoint(ev.band_keys):
+                continue
             first = [i]
             for key in ev.band_keys:
+                if key not in shared:
+                    continue
                 positions: list[int] | tuple[()] = earlier_with.setdefault(key, first)
                 if positions is first:  # most keys: the batch's first with it, so no earlier position
                     first, positions = [i], ()
