@@ -16,6 +16,7 @@ equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -721,22 +722,23 @@ class DocumentIndex(NearDupIndex):
         """Put each document with its fingerprints (an id given again, here or before: the last wins), in
         one call to the tables."""
         latest = dict(docs)  # an id given twice: the last wins (its first is never put)
-        for doc_id, fingerprints in latest.items():
-            if not fingerprints:
-                raise ValueError(f"document {doc_id!r} has no fingerprint")
-        nums: list[int] = []
-        fps: list[int] = []
-        for doc_id, fingerprints in latest.items():
+        if not all(latest.values()):
+            empty = next(doc_id for doc_id, fingerprints in latest.items() if not fingerprints)
+            raise ValueError(f"document {empty!r} has no fingerprint")
+        for doc_id in latest.keys() & self._rows.keys():  # put again: its old numbers die
             self.remove(doc_id)
-            rows = range(self._next, self._next + len(fingerprints))
-            self._next = rows.stop
-            self._rows[doc_id] = rows
-            self._fps[doc_id] = fingerprints[0] & MASK64
-            self._docs.update(dict.fromkeys(rows, doc_id))
-            nums.extend(rows)
-            fps.extend([fp & MASK64 for fp in fingerprints])
-        if nums:
-            self._tables.put_ints(nums, fps)
+        if not latest:
+            return
+        # every document's numbers in one run, the dicts filled at C speed (no Python step per document)
+        counts = list(map(len, latest.values()))
+        ends = list(itertools.accumulate(counts, initial=self._next))
+        nums = range(ends[0], ends[-1])
+        self._next = ends[-1]
+        self._rows.update(zip(latest, map(range, ends, ends[1:]), strict=True))
+        self._fps.update(zip(latest, (fps[0] & MASK64 for fps in latest.values()), strict=True))
+        owners = itertools.chain.from_iterable(map(itertools.repeat, latest, counts))
+        self._docs.update(zip(nums, owners, strict=True))
+        self._tables.put_ints(nums, [fp & MASK64 for fingerprints in latest.values() for fp in fingerprints])
 
     def remove(self, doc_id: str) -> bool:
         rows = self._rows.pop(doc_id, None)
