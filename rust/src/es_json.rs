@@ -58,6 +58,18 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// `items` as a JSON array of strings.
+fn string_array(out: &mut Vec<u8>, items: &[String]) {
+    out.push(b'[');
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        json_string(out, item);
+    }
+    out.push(b']');
+}
+
 /// Whether any of the eight bytes of `word` may need escaping in a JSON string (below 0x20, `"` or `\`):
 /// never false for one that does; true only where a byte does, or a byte before it does (a borrow).
 fn needs_escape(word: u64) -> bool {
@@ -177,14 +189,9 @@ impl EsKeyJson {
         if !bands.is_empty() {
             out.extend_from_slice(b",{\"terms\":{");
             json_string(&mut out, bands_field);
-            out.extend_from_slice(b":[");
-            for (n, band) in bands.iter().enumerate() {
-                if n > 0 {
-                    out.push(b',');
-                }
-                json_string(&mut out, band);
-            }
-            out.extend_from_slice(b"]}}");
+            out.push(b':');
+            string_array(&mut out, &bands);
+            out.extend_from_slice(b"}}");
         }
         out.extend_from_slice(b"],\"minimum_should_match\":1}}]}}");
         out.extend_from_slice(tail);
@@ -267,14 +274,7 @@ impl EsTailJson {
             out.push(b'"');
             if let Some(bands) = &bands {
                 self.name(&mut out, 1);
-                out.push(b'[');
-                for (n, band) in bands.iter().enumerate() {
-                    if n > 0 {
-                        out.push(b',');
-                    }
-                    json_string(&mut out, band);
-                }
-                out.push(b']');
+                string_array(&mut out, bands);
             }
         }
         self.name(&mut out, 2);
