@@ -109,17 +109,32 @@ def _plain_bulk(client: Elasticsearch, docs: list[Document], batch: int) -> floa
     return elapsed
 
 
+class _TimedWrites(EsDecider):
+    """The command's decider, adding up the CPU of its bulk writes on the writer thread."""
+
+    writing = 0.0
+
+    def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        c = time.thread_time()
+        try:
+            return super().write(actions)
+        finally:
+            self.writing += time.thread_time() - c
+
+
 def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: int, batch: int,
-          fpr: Fingerprinter, counts: dict[str, int], cpu: list[float]) -> float:  # fmt: skip
+          fpr: Fingerprinter, counts: dict[str, int], cpu: list[float],
+          threads_cpu: list[dict[str, float]] | None = None) -> float:  # fmt: skip
     """Wall time of the ``index`` command's pipeline (its collector settings too); appends the CPU seconds
     of this (main) process, deciding and writing, to ``cpu`` (fingerprinting workers are other processes;
-    fingerprinting threads, with one process, are counted in it)."""
+    fingerprinting threads, with one process, are counted in it), and to ``threads_cpu`` the CPU of the
+    deciding thread (this one), of the bulk writes and of the rest (fingerprinting)."""
     name = fresh(client, "bench-ours")
     client.options(ignore_status=404).indices.delete(index=f"{name}-000001")
     setup_index(client, name)
-    decider = EsDecider(ElasticsearchIndex(client, name), k=3)
+    decider = _TimedWrites(ElasticsearchIndex(client, name), k=3)
     counts.clear()
-    t, c = time.perf_counter(), time.process_time()
+    t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
     pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8, threads=threads)
     with long_run():  # the collector settings of the command
         for result in pipelined(decider, batched(pairs, batch), "index"):
@@ -127,6 +142,10 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: 
                 counts[d.decision] = counts.get(d.decision, 0) + 1
     elapsed = time.perf_counter() - t
     cpu.append(time.process_time() - c)
+    if threads_cpu is not None:
+        deciding = time.thread_time() - own
+        threads_cpu.append({"deciding": deciding, "writing": decider.writing,
+                            "rest": cpu[-1] - deciding - decider.writing})
     client.indices.delete(index=f"{name}-000001")
     return elapsed
 
@@ -151,6 +170,7 @@ def bench_ingest(
     runs: dict[str, list[float]] = {"fingerprint_only": [], "plain_bulk": [], "ours": []}
     cpu: dict[str, list[dict[str, float]]] = {k: [] for k in runs}
     ours_cpu: list[float] = []
+    ours_threads: list[dict[str, float]] = []
 
     def timed(name: str, run: Any) -> None:
         before = cpu_clocks(client)
@@ -160,7 +180,8 @@ def bench_ingest(
 
     for _ in range(repeat):
         timed("fingerprint_only", lambda: _fingerprint_only(docs, processes, threads, fpr))
-        timed("ours", lambda: _ours(client, docs, processes, threads, batch, fpr, counts, ours_cpu))
+        timed("ours", lambda: _ours(client, docs, processes, threads, batch, fpr, counts, ours_cpu,
+                                    ours_threads))
         timed("plain_bulk", lambda: _plain_bulk(client, docs, batch))
     n = len(docs)
     rate = {k: n / statistics.median(v) for k, v in runs.items()}
@@ -183,6 +204,11 @@ def bench_ingest(
         "ours_vs_fingerprint_only_by_cpu_per_round": [
             round(f["this_process"] / o["this_process"], 3)
             for f, o in zip(cpu["fingerprint_only"], cpu["ours"], strict=True)
+        ],
+        # CPU µs a document by thread in each round: the deciding thread, the bulk writes, and the rest of
+        # the process (the fingerprinting threads, when fingerprinting runs in it)
+        "ours_us_per_document_per_round": [
+            {part: round(v / len(docs) * 1e6) for part, v in row.items()} for row in ours_threads
         ],
         "ours_main_process_cpu_s": round(statistics.median(ours_cpu), 1),
         "cpu_s": {name: {part: round(statistics.median(r[part] for r in rows), 1) for part in rows[0]}

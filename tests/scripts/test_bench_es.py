@@ -25,3 +25,24 @@ def test_instruction_count_says_what_it_needs(tmp_path):
     cache.write_bytes(b"")  # present: nothing is fingerprinted before valgrind is looked for
     p = _run(tmp_path, "--es", "http://127.0.0.1:9", "--cache", str(cache), PATH=str(tmp_path))
     assert p.returncode == 1 and "--instructions needs valgrind" in p.stderr
+
+
+def test_ingest_round_splits_the_pipelines_cpu_by_thread(es_client):
+    """The ingest benchmark's rounds split the command's CPU into the deciding thread, the bulk writes and
+    the rest, which add up to the process's CPU of that run; every document is decided once."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_es  # beside the script's own imports
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    from fingerprint_indexer.documents import Document
+
+    docs = [Document(id=f"d{i}", title=f"第{i}号", content=f"本市今天第{i}次通报了降温与降雨的消息。" * 20)
+            for i in range(40)]  # fmt: skip
+    out = bench_es.bench_ingest(es_client, docs, processes=1, threads=2, batch=16, repeat=1)
+    (row,) = out["ours_us_per_document_per_round"]
+    assert set(row) == {"deciding", "writing", "rest"} and row["deciding"] > 0 and row["writing"] > 0
+    cpu = out["ours_main_process_cpu_s"]
+    assert abs(sum(row.values()) * len(docs) / 1e6 - cpu) <= 0.1 + 0.05 * cpu  # rounded to 0.1 s
+    assert sum(out["decisions"].values()) == len(docs)
+    assert len(out["ours_vs_fingerprint_only_by_cpu_per_round"]) == 1
