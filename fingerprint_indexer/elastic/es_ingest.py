@@ -475,22 +475,18 @@ class EsDecider:
         for i, ev in zip(pos, evidence, strict=True):
             if shared.isdisjoint(ev.band_keys):
                 continue
-            first = [i]
             for key in ev.band_keys:
                 if key not in shared:
                     continue
-                positions: list[int] | tuple[()] = earlier_with.setdefault(key, first)
-                if positions is first:  # most keys: the batch's first with it, so no earlier position
-                    first, positions = [i], ()
-                pending = pending_bands.get(key, ()) if pending_bands else ()
+                earlier = earlier_with.setdefault(key, [])
+                pending = pending_bands.get(key, ())
                 # a key held by more is a stock phrase, passed over as in the index
-                if (pending or positions) and len(pending) + len(positions) <= MAX_BAND_READ:
+                if len(pending) + len(earlier) <= MAX_BAND_READ:
                     for d in pending:
                         before[i].setdefault(d, limit)
-                    for j in positions:
+                    for j in earlier:
                         within[i].setdefault(j, limit)
-                if positions:
-                    positions.append(i)
+                earlier.append(i)
         return before, within
 
     def _pending_matches(
