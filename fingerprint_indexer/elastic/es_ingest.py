@@ -277,7 +277,7 @@ class EsDecider:
             decisions: list[EsDecision] = []
             for i, (doc, res) in enumerate(batch):
                 view.at(i)
-                d, rec = self.engine.decide(view, doc, res)
+                d, rec = self.engine.decide(view, doc, res, view.alone())
                 written = rec is not None and view.written_at[i] is rec
                 decisions.append(EsDecision.of(d, written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
@@ -660,6 +660,19 @@ class _EsBatch:
         """Indexed documents the rule accepts for the current one, nearest first, less superseded ones."""
         pending = self.decider._pending
         return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
+
+    def alone(self) -> bool:
+        """Whether the current document is alone, as :meth:`Engine.decide` takes it: not degenerate, its id
+        neither pending nor known in the index, its content digest held by no indexed or pending document,
+        and nothing near it in the index or among the pending documents (what the batch's look-ups found
+        for it at once)."""
+        i = self.i
+        doc, res = self.batch[i]
+        d = self.decider
+        return not (res.degenerate or self.near[i] or self.before[i] or self.within[i]) and \
+            doc.id in self.gone and doc.id not in d._pending and doc.id not in d._relinked and \
+            doc.id not in self.known and res.content_digest not in self.exact and \
+            res.content_digest not in d._pending_digest  # fmt: skip
 
     def _nothing_near(self) -> bool:
         """Whether the current document has no pending candidate the rule accepts and no indexed match

@@ -185,11 +185,18 @@ class Engine:
             raise ValueError(f"keep must be one of {KEEP_POLICIES}, got {self.keep!r}")
 
     def decide(
-        self, store: RecordStore, doc: Document, res: FingerprintResult
+        self, store: RecordStore, doc: Document, res: FingerprintResult, alone: bool = False
     ) -> tuple[Decision, DocRecord | None]:
         """Decide one document against ``store`` and write what follows into it: the decision, and the
-        record stored (None when the stored decision was repeated and nothing was written)."""
+        record stored (None when the stored decision was repeated and nothing was written).
+
+        ``alone``: the caller has found, for its whole batch at once, that nothing is stored under the
+        document's id, that no document has its content digest and that none is near (and that it is not
+        degenerate), so the store is not asked again: the document is ``new`` and founds its cluster, as
+        the questions below would conclude (most documents of a news stream)."""
         fp = res.fingerprint
+        if alone:
+            return self._keep(store, doc, res, "new", None, None, store.found_cluster(doc.id, fp).id, None)
         old = store.record(doc.id)
         if old is not None:
             if old.content_digest == res.content_digest and old.version == res.version:
@@ -237,6 +244,15 @@ class Engine:
                 cluster_id = a.cluster_id
                 _grow(store, cluster_id)
 
+        return self._keep(store, doc, res, kind, duplicate_of, distance, cluster_id, replaces)
+
+    @staticmethod
+    def _keep(
+        store: RecordStore, doc: Document, res: FingerprintResult, kind: str, duplicate_of: str | None,
+        distance: int | None, cluster_id: str, replaces: str | None,
+    ) -> tuple[Decision, DocRecord]:  # fmt: skip
+        """Store the decided document's record and return the decision with it."""
+        fp = res.fingerprint
         # made directly, not through record_now, which would pack the fields into a dict and unpack it again
         rec = DocRecord(
             id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
