@@ -25,7 +25,7 @@ from fingerprint_indexer.fingerprint.blocks import BlockLayout, Distinct
 from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, to_hex, to_signed, to_unsigned
 from fingerprint_indexer.fingerprint.image import ImageFingerprint, image_keys
-from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.fingerprint.sketch import BAND_ROWS, BANDS, band_keys
 from fingerprint_indexer.fingerprint.winnow import Marks
 from fingerprint_indexer.verification import DEFAULT_POLICY, Evidence
 
@@ -74,23 +74,13 @@ def key_fields(fps: list[int], layout: BlockLayout, with_blocks: bool = True) ->
 
 @functools.lru_cache(maxsize=16)
 def _key_json(layout: BlockLayout) -> Any:
-    """The compiled writer of ``layout``'s key fields and block clauses, made once; None without the
-    compiled core."""
+    """The compiled writer of ``layout``'s candidate searches, made once; None without the compiled core."""
     from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
 
     if not native.enabled():
         return None
     return native.es_key_json(layout.key_blocks, layout.key_digits, block_fields(layout),
                               (FP_FIELD, HEX_FIELD, FPS_FIELD))  # fmt: skip
-
-
-def key_fields_json(fps: list[int], layout: BlockLayout, with_blocks: bool = True) -> bytes:
-    """:func:`key_fields` as the members of a JSON object, without its braces (in compiled code when it is
-    built: no Python string per key)."""
-    compiled = _key_json(layout)
-    if compiled is None:
-        return orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
-    return bytes(compiled.fields(fps, with_blocks))
 
 
 def block_clauses(layout: BlockLayout, fps: Sequence[int]) -> list[dict[str, Any]]:
@@ -180,15 +170,6 @@ def terms_text(res: FingerprintResult, limit: int = MAX_TERMS) -> str:
     return " ".join(t for t, _ in res.top_terms[:limit])
 
 
-def terms_json(res: FingerprintResult, limit: int = MAX_TERMS) -> bytes:
-    """:func:`terms_text` as a JSON string (the compiled pass's terms write it themselves, without the
-    Python string orjson would encode again)."""
-    joined = getattr(res.top_terms, "joined_json", None)
-    if joined is not None:
-        return bytes(joined(limit, " "))
-    return orjson.dumps(terms_text(res, limit))
-
-
 #: When the decision was made, epoch milliseconds: the only field two writers of the same decision write
 #: differently, and what an incremental reconciliation selects recent decisions by.
 DECIDED_FIELD = "decided_at"
@@ -220,12 +201,11 @@ def decision_fields(
 
 
 def _after_keys(
-    res: FingerprintResult, terms: str | orjson.Fragment, *, cluster_id: str, duplicate_of: str | None,
+    res: FingerprintResult, terms: str, *, cluster_id: str, duplicate_of: str | None,
     distance: int | None, decision: str, text_length: int, replaces: str | None, decided_at: int | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The fields of :func:`decision_fields` after its :func:`key_fields`, in order (those of
-    :func:`result_fields`, then the decision's); ``terms`` is the
-    ``terms`` field's text, or its JSON string as an orjson fragment."""
+    :func:`result_fields`, then the decision's); ``terms`` is the ``terms`` field's text."""
     out = _evidence_and_marks(res)
     out.update(content_digest=res.content_digest, keyword_digest=res.keyword_digest, terms=terms,
                fp_version=res.version, verify_policy=DEFAULT_POLICY.tag, cluster_id=cluster_id,
@@ -243,32 +223,16 @@ TAIL_FIELDS = (SKETCH_FIELD, BANDS_FIELD, FACTS_FIELD, FRAMES_FIELD, "content_di
 _TAIL_NAMES = frozenset({*TAIL_FIELDS, COPY_FIELD})
 
 
-@functools.lru_cache(maxsize=1)
-def _tail_json() -> Any:
-    """The compiled writer of :func:`_after_keys`'s fields, made once; None without the compiled core."""
+@functools.lru_cache(maxsize=16)
+def _source_json(layout: BlockLayout) -> Any:
+    """The compiled writer of whole documents under ``layout`` (:func:`decision_source`), made once; None
+    without the compiled core."""
     from fingerprint_indexer.fingerprint import native  # the compiled core's one switch; loaded on use
 
-    return native.es_tail_json(TAIL_FIELDS) if native.enabled() else None
-
-
-def _after_keys_json(
-    res: FingerprintResult, *, cluster_id: str, duplicate_of: str | None, distance: int | None, decision: str,
-    text_length: int, replaces: str | None, decided_at: int | None,
-) -> bytes | memoryview:  # fmt: skip
-    """:func:`_after_keys` as the JSON members after the key fields, with the closing brace (compiled when
-    built, for a document without copy marks)."""
-    compiled = _tail_json()
-    at = now_millis() if decided_at is None else decided_at
-    if compiled is None or res.marks:
-        rest = _after_keys(res, orjson.Fragment(terms_json(res)), cluster_id=cluster_id,
-                           duplicate_of=duplicate_of, distance=distance, decision=decision,
-                           text_length=text_length, replaces=replaces, decided_at=at)  # fmt: skip
-        return memoryview(orjson.dumps(rest))[1:]
-    sketch = res.sketch
-    return compiled.tail(sketch, band_keys(sketch) if sketch and not res.degenerate else None,
-                         orjson.dumps(res.facts), res.frames, res.content_digest, res.keyword_digest,
-                         terms_json(res), res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of, distance,
-                         decision, res.degenerate, text_length, replaces, at)
+    if not native.enabled():
+        return None
+    return native.es_source_json(layout.key_blocks, layout.key_digits, block_fields(layout),
+                                 (FP_FIELD, HEX_FIELD, FPS_FIELD), TAIL_FIELDS, BANDS, BAND_ROWS)  # fmt: skip
 
 
 def decision_source(
@@ -277,35 +241,45 @@ def decision_source(
     replaces: str | None = None, decided_at: int | None = None, raw: bytes | None = None,
 ) -> bytes:  # fmt: skip
     """A whole document as the JSON text a bulk request carries: the fields of ``doc`` (its text, url,
-    date), then :func:`decision_fields`. The same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
-    with the key fields written by :func:`key_fields_json` and the terms by :func:`terms_json` (no Python
-    object per block key, no Python string of the terms). ``raw``, the JSON object ``doc`` was read
-    from, is kept as it was sent, the fields appended inside it (as a proxy must pass a caller's source
-    on). A value orjson cannot write (an integer beyond 64 bits) is written by the standard library."""
-    fps = _unsigned(res)
-    if not _written_by_keys(layout).isdisjoint(doc) or not _TAIL_NAMES.isdisjoint(doc):
-        # a field of ours given in doc too: ours wins, as in the dict form, and appears once
+    date), then :func:`decision_fields`; the same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
+    the reference. ``raw``, the JSON object ``doc`` was read from, is kept as it was sent, the fields
+    appended inside it (as a proxy must pass a caller's source on). Written by one compiled call when the
+    core is built, for a document without copy marks whose terms the compiled pass made (no Python object
+    per block key, band key or term). A field of ours given in ``doc`` too is written once, ours winning,
+    as in the dict merge; a value orjson cannot write (an integer beyond 64 bits) is written by the
+    standard library."""
+    compiled = _source_json(layout)
+    terms = res.top_terms
+    ours_given = not _written_by_keys(layout).isdisjoint(doc) or not _TAIL_NAMES.isdisjoint(doc)
+    at = now_millis() if decided_at is None else decided_at
+    if compiled is None or res.marks or ours_given or not hasattr(terms, "joined"):
         rest = _after_keys(res, terms_text(res), cluster_id=cluster_id, duplicate_of=duplicate_of,
                            distance=distance, decision=decision, text_length=text_length, replaces=replaces,
-                           decided_at=decided_at)  # fmt: skip
-        return json_bytes({**doc, **key_fields(fps, layout, not res.degenerate), **rest})
-    head = _object_head(doc, raw)
-    keys = key_fields_json(fps, layout, not res.degenerate)
-    tail = _after_keys_json(res, cluster_id=cluster_id, duplicate_of=duplicate_of, distance=distance,
-                            decision=decision, text_length=text_length, replaces=replaces,
-                            decided_at=decided_at)
-    return b"".join((*head, keys, b",", tail))
+                           decided_at=at)  # fmt: skip
+        fields = {**key_fields(_unsigned(res), layout, not res.degenerate), **rest}
+        if raw is None or ours_given:
+            return json_bytes({**doc, **fields})
+        text, end = _object_text(doc, raw)
+        return b"".join((memoryview(text)[:end], b"," if end > 1 else b"", json_bytes(fields)[1:]))
+    text, end = _object_text(doc, raw)
+    return bytes(compiled.source(
+        text, end, _unsigned(res), res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
+        res.keyword_digest, terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of,
+        distance, decision, res.degenerate, text_length, replaces, at))
 
 
-def _object_head(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes | memoryview, ...]:
-    """The JSON text of ``doc`` (or ``raw``, its text as sent) less its closing brace, ready for more
-    fields: slices joined without a copy."""
+def _object_text(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes, int]:
+    """The JSON text of ``doc`` (or ``raw``, its text as sent), and where its members end: before its
+    closing brace (``b"{"`` and 1 for an empty ``doc``)."""
+    if not doc:
+        return b"{", 1
     if raw is not None:
         text = raw.strip()
         text = text[3:] if text.startswith(b"\xef\xbb\xbf") else text  # no BOM inside a new source
         if text.startswith(b"{") and text.endswith(b"}"):
-            return (text[:-1], b",") if doc else (b"{",)
-    return (memoryview(json_bytes(doc))[:-1], b",") if doc else (b"{",)
+            return text, len(text) - 1
+    text = json_bytes(doc)
+    return text, len(text) - 1
 
 
 def json_bytes(value: Any) -> bytes:

@@ -76,19 +76,20 @@ def block_key_maker(keys: list[list[tuple[int, int]]], digits: Sequence[int]) ->
 
 def es_key_json(keys: list[list[tuple[int, int]]], digits: Sequence[int], blocks: Sequence[str],
                 names: tuple[str, str, str]) -> Any:
-    """A layout's fingerprint and block-key fields as JSON text, compiled (``_core.EsKeyJson``: its
-    ``fields`` and ``candidates`` equal ``es.codec.key_fields`` and ``es.codec.candidates_clause``
-    serialised); ``blocks`` names each key's field, ``names`` the fingerprint's, its hex form's and all
-    fingerprints'."""
+    """A layout's candidate searches as JSON text, compiled (``_core.EsKeyJson``: its ``candidates`` equals
+    ``es.codec.candidates_clause`` serialised); ``blocks`` names each key's field, ``names`` the
+    fingerprint's, its hex form's and all fingerprints'."""
     assert _core is not None
     return _core.EsKeyJson(keys, list(digits), list(blocks), list(names))
 
 
-def es_tail_json(names: Sequence[str]) -> Any:
-    """The fields a writer adds after a document's key fields as JSON text, compiled
-    (``_core.EsTailJson``: its ``tail`` equals ``es.codec._after_keys`` serialised), under ``names``."""
+def es_source_json(keys: list[list[tuple[int, int]]], digits: Sequence[int], blocks: Sequence[str],
+                   key_names: tuple[str, str, str], names: Sequence[str], bands: int, rows: int) -> Any:
+    """Whole documents as the JSON text a bulk request carries, compiled (``_core.EsSourceJson``: its
+    ``source`` equals ``es.codec.decision_source``'s reference): the key fields as :func:`es_key_json`
+    names them, ``names`` the fields after them, ``bands`` and ``rows`` the sketch's banding."""
     assert _core is not None
-    return _core.EsTailJson(list(names))
+    return _core.EsSourceJson(keys, list(digits), list(blocks), list(key_names), list(names), bands, rows)
 
 
 def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, hashed: bool) -> Any:

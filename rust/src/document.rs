@@ -185,7 +185,7 @@ impl Terms {
 
     /// The first `limit` terms joined by `sep`: what `sep.join(t for t, _ in terms[:limit])` gives, without
     /// a Python object made for each term (the `terms` field of an indexed document).
-    fn joined(&self, limit: usize, sep: &str) -> String {
+    pub fn joined(&self, limit: usize, sep: &str) -> String {
         let mut out = String::with_capacity(self.text.len() + sep.len() * self.items.len().min(limit));
         for (i, &(start, end, _)) in self.items.iter().take(limit).enumerate() {
             if i > 0 {
@@ -194,14 +194,6 @@ impl Terms {
             out.push_str(&self.text[start as usize..end as usize]);
         }
         out
-    }
-
-    /// [`Self::joined`] as a JSON string (quoted and escaped as orjson writes it): the `terms` field of a
-    /// document sent as JSON text, without the Python string orjson would encode again.
-    fn joined_json<'py>(&self, py: Python<'py>, limit: usize, sep: &str) -> Bound<'py, PyBytes> {
-        let mut out = Vec::new();
-        crate::es_json::json_string(&mut out, &self.joined(limit, sep));
-        PyBytes::new(py, &out)
     }
 
     /// Copied as the list of its pairs (what `dataclasses.asdict` and JSON writers take).

@@ -11,6 +11,7 @@ use pyo3::types::PyBytes;
 use rustc_hash::FxHashSet;
 
 use crate::blocks::{KeyBlocks, KeyPlan};
+use crate::document::Terms;
 use crate::hex::DIGITS;
 
 /// `text` as a JSON string, escaped as orjson escapes it: `"` and `\`, the control characters below
@@ -116,6 +117,32 @@ impl EsKeyJson {
             out.push(b']');
         }
     }
+
+    /// The members (no braces) `"fingerprint":<long>,"fingerprint_hex":"<hex>","fingerprints":[<long>...]`
+    /// of `fingerprints` (unsigned, the document's first), then with `with_blocks` each key's field: its
+    /// distinct keys in first-seen order, one as a string (`key_fields` of `es/codec.py`).
+    fn write_fields(&self, out: &mut Vec<u8>, fingerprints: &[u64], with_blocks: bool) -> PyResult<()> {
+        let Some(&first) = fingerprints.first() else {
+            return Err(PyValueError::new_err("a document has at least one fingerprint"));
+        };
+        out.reserve(96 + fingerprints.len() * (21 + 8 * self.plan.len()));
+        let [fp, hex, fps] = &self.names;
+        // writing to a Vec cannot fail
+        let _ = write!(out, "\"{fp}\":{},\"{hex}\":\"{first:016x}\",\"{fps}\":[", first as i64);
+        for (n, &f) in fingerprints.iter().enumerate() {
+            let _ = write!(out, "{}{}", if n > 0 { "," } else { "" }, f as i64);
+        }
+        out.push(b']');
+        if with_blocks {
+            let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
+            for j in 0..self.plan.len() {
+                self.plan.column(j, fingerprints, 1, &mut values, &mut seen);
+                out.push(b',');
+                self.keys(out, j, &values, false);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -132,32 +159,6 @@ impl EsKeyJson {
             return Err(PyValueError::new_err("field names of letters, digits and _ only"));
         }
         Ok(EsKeyJson { plan, blocks, names })
-    }
-
-    /// The members (no braces) `"fingerprint":<long>,"fingerprint_hex":"<hex>","fingerprints":[<long>...]`
-    /// of `fingerprints` (unsigned, the document's first), then with `with_blocks` each key's field: its
-    /// distinct keys in first-seen order, one as a string.
-    fn fields<'py>(&self, py: Python<'py>, fingerprints: Vec<u64>, with_blocks: bool) -> PyResult<Bound<'py, PyBytes>> {
-        let Some(&first) = fingerprints.first() else {
-            return Err(PyValueError::new_err("a document has at least one fingerprint"));
-        };
-        let mut out = Vec::with_capacity(96 + fingerprints.len() * (21 + 8 * self.plan.len()));
-        let [fp, hex, fps] = &self.names;
-        // writing to a Vec cannot fail
-        let _ = write!(out, "\"{fp}\":{},\"{hex}\":\"{first:016x}\",\"{fps}\":[", first as i64);
-        for (n, &f) in fingerprints.iter().enumerate() {
-            let _ = write!(out, "{}{}", if n > 0 { "," } else { "" }, f as i64);
-        }
-        out.push(b']');
-        if with_blocks {
-            let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
-            for j in 0..self.plan.len() {
-                self.plan.column(j, &fingerprints, 1, &mut values, &mut seen);
-                out.push(b',');
-                self.keys(&mut out, j, &values, false);
-            }
-        }
-        Ok(PyBytes::new(py, &out))
     }
 
     /// `head`, then a candidate search's query, then `tail`: one buffer for a whole search body. The
@@ -199,26 +200,29 @@ impl EsKeyJson {
     }
 }
 
-/// The fields a writer adds after a document's key fields (`_after_keys` of `es/codec.py`, serialised by
-/// orjson, is the reference this equals byte for byte), for a document without copy marks: its
-/// evidence (the sketch in base64 with its band keys, the facts, the frames), digests, terms, versions
-/// and decision. The field names are given once, in the reference's order.
+/// A whole document as the JSON text a bulk request carries (`decision_source` of `es/codec.py`, whose
+/// reference is the merged dict of the document's fields and `decision_fields` serialised by orjson,
+/// byte for byte), for a document without copy marks whose terms the compiled pass made: the document's
+/// own members as given, its key fields (`EsKeyJson`), then its evidence (the sketch in base64 with its
+/// band keys, the facts, the frames), digests, terms, versions and decision. The field names after the
+/// key fields are given once, in the reference's order.
 #[pyclass(frozen, module = "fingerprint_indexer.fingerprint._core")]
-pub struct EsTailJson {
+pub struct EsSourceJson {
+    keys: EsKeyJson,
     /// sketch, bands, facts, frames, content_digest, keyword_digest, terms, fp_version, verify_policy,
     /// cluster_id, duplicate_of, distance, decision, degenerate, text_length, replaces, decided_at
     names: Vec<String>,
+    /// the sketch's bands and the minima in each (`fingerprint.sketch.BANDS`, `BAND_ROWS`)
+    bands: usize,
+    rows: usize,
 }
 
 const TAIL_FIELDS: usize = 17;
 
-impl EsTailJson {
-    /// `"name":` of field `i`, after a comma unless it is the first written.
+impl EsSourceJson {
+    /// `,"name":` of field `i` of those after the key fields.
     fn name(&self, out: &mut Vec<u8>, i: usize) {
-        if !out.is_empty() {
-            out.push(b',');
-        }
-        out.push(b'"');
+        out.extend_from_slice(b",\"");
         out.extend_from_slice(self.names[i].as_bytes());
         out.extend_from_slice(b"\":");
     }
@@ -237,31 +241,47 @@ fn integer(out: &mut Vec<u8>, value: i64) {
 }
 
 #[pymethods]
-impl EsTailJson {
+impl EsSourceJson {
+    /// `keys`, `digits`, `blocks`, `key_names`: as `EsKeyJson` takes them; `names`: the 17 fields after
+    /// the key fields, in order; `bands`, `rows`: how the sketch is banded into its keys.
     #[new]
-    fn new(names: Vec<String>) -> PyResult<Self> {
+    fn new(
+        keys: Vec<KeyBlocks>, digits: Vec<usize>, blocks: Vec<String>, key_names: [String; 3], names: Vec<String>,
+        bands: usize, rows: usize,
+    ) -> PyResult<Self> {
         if names.len() != TAIL_FIELDS || !names.iter().all(|n| plain_name(n)) {
             return Err(PyValueError::new_err("17 field names of letters, digits and _ only"));
         }
-        Ok(EsTailJson { names })
+        Ok(EsSourceJson { keys: EsKeyJson::new(keys, digits, blocks, key_names)?, names, bands, rows })
     }
 
-    /// The members after the key fields and the closing brace: the sketch (when not empty) with `bands`
-    /// (when given), `facts` (a JSON array as it is: orjson writes text held by Python faster than the
-    /// text can be handed over), `frames` (unsigned, written signed), the digests, `terms` (a JSON string
-    /// as it is), the versions and the decision's fields (`None` written as null).
+    /// `text[..end]`, the document's JSON object less its closing brace (`{` alone for an empty one),
+    /// then the key fields of `fingerprints` (unsigned, the document's first; no block keys when
+    /// `degenerate`), the sketch (when not empty) with its band keys (unless `degenerate`), `facts` (a
+    /// JSON array as it is: orjson writes text held by Python faster than the text can be handed over),
+    /// `frames` (unsigned, written signed), the digests, the first `limit` of `terms` joined by `sep`,
+    /// the versions and the decision's fields (`None` written as null), and the closing brace.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (sketch, bands, facts, frames, content_digest, keyword_digest, terms, fp_version,
-                        verify_policy, cluster_id, duplicate_of, distance, decision, degenerate, text_length,
-                        replaces, decided_at))]
-    fn tail<'py>(
-        &self, py: Python<'py>, sketch: &[u8], bands: Option<Vec<String>>, facts: &[u8], frames: Vec<u64>,
-        content_digest: &str, keyword_digest: &str, terms: &[u8], fp_version: &str, verify_policy: &str,
-        cluster_id: &str, duplicate_of: Option<&str>, distance: Option<i64>, decision: &str, degenerate: bool,
-        text_length: i64, replaces: Option<&str>, decided_at: i64,
+    #[pyo3(signature = (text, end, fingerprints, sketch, facts, frames, content_digest, keyword_digest, terms,
+                        limit, sep, fp_version, verify_policy, cluster_id, duplicate_of, distance, decision,
+                        degenerate, text_length, replaces, decided_at))]
+    fn source<'py>(
+        &self, py: Python<'py>, text: &[u8], end: usize, fingerprints: Vec<u64>, sketch: &[u8], facts: &[u8],
+        frames: Vec<u64>, content_digest: &str, keyword_digest: &str, terms: PyRef<'py, Terms>, limit: usize,
+        sep: &str, fp_version: &str, verify_policy: &str, cluster_id: &str, duplicate_of: Option<&str>,
+        distance: Option<i64>, decision: &str, degenerate: bool, text_length: i64, replaces: Option<&str>,
+        decided_at: i64,
     ) -> PyResult<Bound<'py, PyBytes>> {
         use base64::Engine as _;
-        let mut out = Vec::with_capacity(512 + sketch.len() * 2 + terms.len());
+        let Some(head) = text.get(..end) else {
+            return Err(PyValueError::new_err("the document's members end beyond its text"));
+        };
+        let mut out = Vec::with_capacity(head.len() + 1024 + sketch.len() * 2 + facts.len());
+        out.extend_from_slice(head);
+        if end > 1 {
+            out.push(b',');
+        }
+        self.keys.write_fields(&mut out, &fingerprints, !degenerate)?;
         if !sketch.is_empty() {
             self.name(&mut out, 0);
             out.push(b'"');
@@ -272,9 +292,9 @@ impl EsTailJson {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             out.truncate(at + written);
             out.push(b'"');
-            if let Some(bands) = &bands {
+            if !degenerate {
                 self.name(&mut out, 1);
-                string_array(&mut out, bands);
+                string_array(&mut out, &crate::band_keys(sketch, self.bands, self.rows));
             }
         }
         self.name(&mut out, 2);
@@ -293,7 +313,7 @@ impl EsTailJson {
         self.name(&mut out, 5);
         json_string(&mut out, keyword_digest);
         self.name(&mut out, 6);
-        out.extend_from_slice(terms);
+        json_string(&mut out, &terms.joined(limit, sep));
         self.name(&mut out, 7);
         json_string(&mut out, fp_version);
         self.name(&mut out, 8);

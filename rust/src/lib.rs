@@ -354,7 +354,7 @@ fn strip_boilerplate(py: Python<'_>, text: &str, cased: &str) -> Option<String> 
 /// minima, its number in hex and the xxh3 of its bytes in 16 hex digits; none for a sketch too short to
 /// band or whose banded minima are all empty (0xFFFFFFFF).
 #[pyfunction]
-fn band_keys(data: &[u8], bands: usize, rows: usize) -> Vec<String> {
+pub fn band_keys(data: &[u8], bands: usize, rows: usize) -> Vec<String> {
     let width = 4 * rows;
     if data.len() < bands * width || data[..bands * width].iter().all(|&b| b == 0xFF) {
         return Vec::new();
@@ -383,7 +383,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
     m.add_class::<es_json::EsKeyJson>()?;
-    m.add_class::<es_json::EsTailJson>()?;
+    m.add_class::<es_json::EsSourceJson>()?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test, m)?)?;
     m.add_function(wrap_pyfunction!(bloom::bloom_test_many, m)?)?;
     m.add_function(wrap_pyfunction!(bloom::bloom_fill, m)?)?;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from typing import Any
 
 import orjson
 import pytest
@@ -12,16 +13,12 @@ from hypothesis import strategies as st
 
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.es.codec import (
-    _after_keys,
-    _after_keys_json,
+    _source_json,
     block_clauses,
     candidates_clause,
     candidates_json,
     decision_fields,
     decision_source,
-    key_fields,
-    key_fields_json,
-    terms_json,
     terms_text,
 )
 from fingerprint_indexer.es.mapping import ES_LAYOUT
@@ -54,11 +51,28 @@ def fingerprinted() -> FingerprintResult:
 TERM = st.text(st.characters(codec="utf-8"), min_size=1, max_size=6)  # control characters, quotes, any plane
 
 
+#: A decision's fields, as every writer passes them.
+DECIDED = {"cluster_id": "c1", "duplicate_of": None, "distance": None, "decision": "new", "text_length": 1,
+           "replaces": None, "decided_at": 1_700_000_000_000}  # fmt: skip
+
+
+def written_as_reference(body: dict[str, Any], res: FingerprintResult, layout: BlockLayout = ES_LAYOUT,
+                         **decided: Any) -> None:  # fmt: skip
+    """The document as the compiled writer gives it is the merged dict as orjson writes it (the
+    reference), byte for byte, and the compiled writer is the one that wrote it."""
+    decided = {**DECIDED, **decided}
+    assert hasattr(res.top_terms, "joined") and not res.marks  # what the compiled writer takes
+    assert _source_json(layout) is not None
+    want = orjson.dumps({**body, **decision_fields(res, layout, **decided)})
+    assert decision_source(body, res, layout, **decided) == want
+
+
 @settings(max_examples=200, deadline=None)
-@given(terms=st.lists(TERM, max_size=12), limit=st.integers(0, 14))
-def test_terms_as_json_text_are_the_terms_field_serialised(terms, limit):
-    """The compiled terms' JSON string is the ``terms`` field as orjson writes it: the same escapes (quotes,
-    backslashes, control characters by name or as ``\\u00xx``), every other character as it is."""
+@given(terms=st.lists(TERM, max_size=12))
+def test_terms_in_json_text_are_the_terms_field_serialised(terms):
+    """The compiled terms in a written document are the ``terms`` field as orjson writes it: the same
+    escapes (quotes, backslashes, control characters by name or as ``\\u00xx``), every other character as
+    it is."""
     compiled_core()
     from fingerprint_indexer.fingerprint import _core
 
@@ -69,8 +83,8 @@ def test_terms_as_json_text_are_the_terms_field_serialised(terms, limit):
         at = end
     packed = _core.terms_from_packed("".join(terms), spans, b"\0" * 8 * len(terms))
     res = replace(fingerprinted(), top_terms=packed)
-    want = orjson.dumps(" ".join(terms[:limit]))
-    assert terms_json(res, limit) == orjson.dumps(terms_text(res, limit)) == want
+    assert terms_text(res) == " ".join(terms)
+    written_as_reference({"title": "t"}, res)
 
 
 LAYOUTS = st.sampled_from([ES_LAYOUT, BlockLayout.even(4), BlockLayout((8, 24, 16, 16), per_key=2),
@@ -86,12 +100,13 @@ def compiled_core() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(fps=FPS, layout=LAYOUTS, with_blocks=st.booleans())
-def test_key_fields_as_json_text_equal_the_fields_serialised(fps, layout, with_blocks):
+def test_key_fields_in_json_text_equal_the_fields_serialised(fps, layout, with_blocks):
     """The compiled writer's key fields are the reference dict as orjson writes it, byte for byte: signed
-    longs, the hex form, one key as a string and more as an array in first-seen order."""
+    longs, the hex form, one key as a string and more as an array in first-seen order; none for a
+    degenerate document."""
     compiled_core()
-    want = orjson.dumps(key_fields(fps, layout, with_blocks))[1:-1]
-    assert key_fields_json(fps, layout, with_blocks) == want
+    res = replace(fingerprinted(), fingerprint=fps[0], chunks=tuple(fps[1:]), degenerate=not with_blocks)
+    written_as_reference({}, res, layout)
 
 
 BAND_KEYS = st.lists(st.text(max_size=20), max_size=8)
@@ -110,10 +125,16 @@ def test_candidates_as_json_text_equal_the_query_serialised(fps, layout, bands, 
             block_clauses(layout, fps)  # fmt: skip
 
 
-def test_compiled_writer_refuses_what_it_cannot_write() -> None:
+def test_compiled_writers_refuse_what_they_cannot_write() -> None:
     compiled_core()
+    res = fingerprinted()
+    source = _source_json(ES_LAYOUT)
+    args = (res.sketch, b"[]", [], "d", "k", res.top_terms, 8, " ", "v", "p", "c", None, None, "new", False,
+            1, None, 1)  # fmt: skip
     with pytest.raises(ValueError, match="at least one fingerprint"):
-        key_fields_json([], ES_LAYOUT)
+        source.source(b"{", 1, [], *args)
+    with pytest.raises(ValueError, match="end beyond its text"):
+        source.source(b"{}", 3, [1], *args)
     with pytest.raises(ValueError, match="at least one fingerprint"):
         candidates_json(ES_LAYOUT, [])
     with pytest.raises(ValueError, match="letters, digits and _"):
@@ -173,8 +194,7 @@ def test_the_fields_after_the_keys_as_json_text_are_them_serialised(
     decided = {"cluster_id": cluster_id, "duplicate_of": duplicate_of, "distance": distance,
                "decision": decision, "text_length": text_length, "replaces": replaces,
                "decided_at": decided_at}  # fmt: skip
-    want = orjson.dumps(_after_keys(res, terms_text(res), **decided))[1:]
-    assert bytes(_after_keys_json(res, **decided)) == want
+    written_as_reference({"title": DOCS[which].title}, res, **decided)
 
 
 #: Texts of a few characters, each of them plain, escaped or several bytes long in UTF-8.
@@ -192,5 +212,4 @@ def test_long_strings_with_escapes_anywhere_are_written_as_orjson_writes_them(cl
     res = _fingerprinted_doc(0)
     decided = {"cluster_id": cluster_id, "duplicate_of": duplicate_of, "distance": None, "decision": "new",
                "text_length": 1, "replaces": None, "decided_at": 1}  # fmt: skip
-    want = orjson.dumps(_after_keys(res, terms_text(res), **decided))[1:]
-    assert bytes(_after_keys_json(res, **decided)) == want
+    written_as_reference({"content": cluster_id + duplicate_of}, res, **decided)
