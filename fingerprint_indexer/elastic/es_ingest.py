@@ -181,7 +181,7 @@ class EsDecider:
         self.claims = claims
         if on_duplicate not in ("tag", "skip"):
             raise ValueError(f"on_duplicate must be 'tag' or 'skip', got {on_duplicate!r}")
-        self.engine = Engine(k, keep)
+        self.engine = Engine(k, keep, EsDecision)
         self.index, self.k, self.on_duplicate, self.keep = index, k, on_duplicate, keep
         index.read_your_writes = False  # visibility is handled by the pending set below
         self.client: Elasticsearch = index.client
@@ -279,7 +279,8 @@ class EsDecider:
                 view.at(i)
                 d, rec = self.engine.decide(view, doc, res, view.alone())
                 written = rec is not None and view.written_at[i] is rec
-                decisions.append(EsDecision.of(d, written))
+                # the engine's decisions are EsDecisions, written; a repeated one is not
+                decisions.append(d if written and isinstance(d, EsDecision) else EsDecision.of(d, written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
             if not lost or saved is None:
                 break

@@ -175,10 +175,13 @@ def _grow(store: RecordStore, cluster_id: str) -> None:
 
 @dataclass(frozen=True)
 class Engine:
-    """The rules under one setting: distance ``k`` and keep policy."""
+    """The rules under one setting: distance ``k`` and keep policy. ``report`` is the type of the
+    decisions of documents it stores: :class:`Decision`, or a store's subclass that reports more (its
+    own fields after these, with defaults), so that no second object is made for each document."""
 
     k: int = 3
     keep: Keep = "first"
+    report: type[Decision] = Decision
 
     def __post_init__(self) -> None:
         if self.keep not in KEEP_POLICIES:
@@ -246,9 +249,8 @@ class Engine:
 
         return self._keep(store, doc, res, kind, duplicate_of, distance, cluster_id, replaces)
 
-    @staticmethod
     def _keep(
-        store: RecordStore, doc: Document, res: FingerprintResult, kind: str, duplicate_of: str | None,
+        self, store: RecordStore, doc: Document, res: FingerprintResult, kind: str, duplicate_of: str | None,
         distance: int | None, cluster_id: str, replaces: str | None,
     ) -> tuple[Decision, DocRecord]:  # fmt: skip
         """Store the decided document's record and return the decision with it."""
@@ -262,6 +264,6 @@ class Engine:
             frames=list(res.frames), replaces=replaces,
         )
         store.put_record(rec, index=not res.degenerate, evidence=res.evidence)
-        decision = Decision(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
-                            res.degenerate)
+        decision = self.report(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
+                               res.degenerate)
         return decision, rec
