@@ -45,7 +45,7 @@ from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
-from fingerprint_indexer.index.memory import DocumentIndex
+from fingerprint_indexer.index.memory import DocumentIndex, KeyPostings
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
@@ -197,7 +197,7 @@ class EsDecider:
         # blocks, and the index's 6 blocks of 10-11 bits made buckets that grew with the set; k + 1 blocks
         # (16 bits at k = 3) find the same matches in buckets of one or two
         self._pending_near = DocumentIndex(BlockLayout.for_k(self.k))
-        self._pending_bands: dict[str, set[str]] = {}  # sketch band key -> pending ids
+        self._pending_bands = KeyPostings()  # sketch band key -> pending ids
 
     def refresh(self) -> None:
         """Make every write so far searchable and drop the pending set (call with no write in flight); a
@@ -385,8 +385,7 @@ class EsDecider:
                 del self._pending[rec.id]
                 if not rec.degenerate:
                     self._pending_near.remove(rec.id)
-                    for key in rec.bands:
-                        self._pending_bands.get(key, set()).discard(rec.id)
+                    self._pending_bands.remove(rec.id, rec.bands)
             same = self._pending_digest.get(rec.content_digest, [])
             if any(r is rec for r in same):
                 same[:] = [r for r in same if r is not rec]
@@ -480,7 +479,7 @@ class EsDecider:
                 if key not in shared:
                     continue
                 earlier = earlier_with.setdefault(key, [])
-                pending = pending_bands.get(key, ())
+                pending = pending_bands.holders(key)
                 # a key held by more is a stock phrase, passed over as in the index
                 if len(pending) + len(earlier) <= MAX_BAND_READ:
                     for d in pending:
@@ -518,20 +517,13 @@ class EsDecider:
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
             self._pending_near.remove(doc_id)
-            for key in start[doc_id].bands:
-                self._pending_bands.get(key, set()).discard(doc_id)
+            self._pending_bands.remove(doc_id, start[doc_id].bands)
         self._pending_near.put_many((rec.id, rec.fingerprints) for rec in final.values()
                                     if not rec.degenerate)  # fmt: skip
-        bands = self._pending_bands
         for rec in final.values():
             if not rec.degenerate:
                 keys = keys_of.get(rec.id)
-                for key in rec.bands if keys is None else keys:
-                    held = bands.get(key)
-                    if held is None:  # most keys: held by no other pending document
-                        bands[key] = {rec.id}
-                    else:
-                        held.add(rec.id)
+                self._pending_bands.add(rec.id, rec.bands if keys is None else keys)
 
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:

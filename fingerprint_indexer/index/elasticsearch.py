@@ -324,7 +324,7 @@ class ElasticsearchIndex(NearDupIndex):
         a ``terms`` aggregation first maps every distinct value of the field in the shard to a global
         ordinal, and rebuilds that map after each refresh: for the band field, nearly one value per band
         of every document, a cost that grows with the index while the answer only needs a few keys."""
-        keys = list(dict.fromkeys(bands))  # first-seen order: no sort of a batch's thousands of keys
+        keys = list(set(bands))  # in no order: the answer is a set, and a batch has thousands of keys
         if not keys:
             return set()
         parts = [keys[i : i + HOT_BANDS_PART] for i in range(0, len(keys), HOT_BANDS_PART)]

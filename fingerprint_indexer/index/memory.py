@@ -17,7 +17,7 @@ equivalent, :class:`CompiledNumberedTables`, of which it is the reference; :func
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, KeysView, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -780,3 +780,59 @@ class DocumentIndex(NearDupIndex):
 
     def __len__(self) -> int:
         return len(self._rows)
+
+
+class KeyPostings:
+    """The ids that hold each key, for exact keys such as a sketch's band keys. Nearly every key of a set
+    of documents is held by one of them: such a key keeps that id itself, not a set of one (a batch adds
+    thousands of keys), and a key no id holds any more is dropped."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, str | set[str]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def keys(self) -> KeysView[str]:
+        """Every key some id holds."""
+        return self._held.keys()
+
+    def add(self, doc_id: str, keys: Iterable[str]) -> None:
+        """``doc_id`` holds each of ``keys`` (again: no change)."""
+        held = self._held
+        for key in keys:
+            got = held.setdefault(key, doc_id)
+            if got is doc_id or got == doc_id:  # most keys: new, or this id's already
+                continue
+            if isinstance(got, str):
+                held[key] = {got, doc_id}
+            else:
+                got.add(doc_id)
+
+    def remove(self, doc_id: str, keys: Iterable[str]) -> None:
+        """``doc_id`` no longer holds ``keys`` (those it did not hold are passed over)."""
+        held = self._held
+        for key in keys:
+            got = held.get(key)
+            if got is None:
+                continue
+            if isinstance(got, str):
+                if got == doc_id:
+                    del held[key]
+                continue
+            got.discard(doc_id)
+            if len(got) < 2:
+                if got:
+                    held[key] = next(iter(got))
+                else:
+                    del held[key]
+
+    def holders(self, key: str) -> Collection[str]:
+        """The ids that hold ``key`` (none: empty)."""
+        got = self._held.get(key)
+        if got is None:
+            return ()
+        return (got,) if isinstance(got, str) else got

@@ -14,6 +14,7 @@ from fingerprint_indexer.index import memory
 from fingerprint_indexer.index.memory import (
     CompiledNumberedTables,
     DocumentIndex,
+    KeyPostings,
     MemoryIndex,
     NumberedTables,
 )
@@ -250,3 +251,24 @@ def test_document_index_keeps_the_last_version_of_a_document():
     assert index.query(far, 3) == [Match("b", 1)] and len(index) == 1
     with pytest.raises(ValueError, match="no fingerprint"):
         index.put_many([("c", [])])
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"), st.lists(st.sampled_from("wxyz"),
+                                                                                  max_size=4)),
+                    max_size=30))  # fmt: skip
+def test_key_postings_hold_what_a_dict_of_sets_holds(ops):
+    """Postings that keep a key's one holder without a set give every key the holders a plain dict of
+    sets gives, through adds (again too) and removes (of keys held and not), and drop emptied keys."""
+    postings, model = KeyPostings(), {}
+    for add, doc_id, keys in ops:
+        for key in keys:
+            if add:
+                model.setdefault(key, set()).add(doc_id)
+            else:
+                model.get(key, set()).discard(doc_id)
+        (postings.add if add else postings.remove)(doc_id, keys)
+        model = {key: ids for key, ids in model.items() if ids}
+        assert set(postings.keys()) == model.keys() and len(postings) == len(model)
+        assert all(sorted(postings.holders(key)) == sorted(ids) for key, ids in model.items())
+        assert postings.holders("absent") == ()
