@@ -32,8 +32,8 @@ from fingerprint_indexer.errors import FingerprintIndexerError
 from fingerprint_indexer.es.codec import (
     Picture,
     decision_fields,
-    decision_source,
     image_fields,
+    index_lines,
     source_evidence,
 )
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
@@ -44,7 +44,7 @@ from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
-from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
+from fingerprint_indexer.index.elasticsearch import BulkLines, ElasticsearchIndex
 from fingerprint_indexer.index.memory import DocumentIndex, KeyPostings
 from fingerprint_indexer.index.pairs import near_pairs
 from fingerprint_indexer.records.match import Match
@@ -125,7 +125,7 @@ def record_from_source(doc_id: str, src: Mapping[str, Any]) -> DocRecord | None:
 _Rec = DocRecord
 
 
-Prepared = tuple[list[EsDecision], list[dict[str, Any]]]
+Prepared = tuple[list[EsDecision], list[dict[str, Any] | BulkLines]]
 
 
 @dataclass
@@ -536,7 +536,7 @@ class EsDecider:
         return {"cluster_id": rec.cluster_id, "duplicate_of": rec.duplicate_of, "distance": rec.distance,
                 "decision": rec.decision, "text_length": rec.length, "replaces": rec.replaces}
 
-    def write(self, actions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    def write(self, actions: list[dict[str, Any] | BulkLines]) -> list[tuple[str, str]]:
         """Bulk-write; returns (id, reason) of every failed document instead of raising."""
         if not actions:
             return []
@@ -551,13 +551,12 @@ class EsDecider:
         added to documents already in the index (``update``, for reindex)."""
         decisions, writes = self.decide(batch)
         by_id = {doc.id: (doc, res) for doc, res in batch}
-        actions: list[dict[str, Any]] = []
+        actions: list[dict[str, Any] | BulkLines] = []
         for rec in writes:
             doc, res = by_id[rec.id]
-            if mode == "index":  # the whole document as JSON text (the bulk helper sends it as it is)
-                source = decision_source(document_fields(doc), res, self.index.layout, **self._decided(rec))
-                actions.append({"_op_type": "index", "_index": self.index.index, "_id": rec.id,
-                                "_source": source})  # fmt: skip
+            if mode == "index":  # the whole document as the request's lines
+                actions.append((rec.id, index_lines(self.index.index, rec.id, document_fields(doc), res,
+                                                    self.index.layout, **self._decided(rec))))  # fmt: skip
             else:
                 fields = self.fields(rec, res)
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,

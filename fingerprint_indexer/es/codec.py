@@ -239,11 +239,13 @@ def decision_source(
     doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout, *, cluster_id: str,
     duplicate_of: str | None, distance: int | None, decision: str, text_length: int,
     replaces: str | None = None, decided_at: int | None = None, raw: bytes | None = None,
+    prefix: bytes = b"", suffix: bytes = b"",
 ) -> bytes:  # fmt: skip
     """A whole document as the JSON text a bulk request carries: the fields of ``doc`` (its text, url,
     date), then :func:`decision_fields`; the same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
-    the reference. ``raw``, the JSON object ``doc`` was read from, is kept as it was sent, the fields
-    appended inside it (as a proxy must pass a caller's source on). Written by one compiled call when the
+    the reference, between ``prefix`` and ``suffix`` (:func:`index_lines`). ``raw``, the JSON object ``doc``
+    was read from, is kept as it was sent, the fields appended inside it (as a proxy must pass a caller's
+    source on). Written by one compiled call when the
     core is built, for a document without copy marks whose terms the compiled pass made (no Python object
     per block key, band key or term). A field of ours given in ``doc`` too is written once, ours winning,
     as in the dict merge; a value orjson cannot write (an integer beyond 64 bits) is written by the
@@ -258,14 +260,23 @@ def decision_source(
                            decided_at=at)  # fmt: skip
         fields = {**key_fields(_unsigned(res), layout, not res.degenerate), **rest}
         if raw is None or ours_given:
-            return json_bytes({**doc, **fields})
+            return b"".join((prefix, json_bytes({**doc, **fields}), suffix))
         text, end = _object_text(doc, raw)
-        return b"".join((memoryview(text)[:end], b"," if end > 1 else b"", json_bytes(fields)[1:]))
+        return b"".join((prefix, memoryview(text)[:end], b"," if end > 1 else b"", json_bytes(fields)[1:],
+                         suffix))  # fmt: skip
     text, end = _object_text(doc, raw)
     return bytes(compiled.source(
         text, end, _unsigned(res), res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
         res.keyword_digest, terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of,
-        distance, decision, res.degenerate, text_length, replaces, at))
+        distance, decision, res.degenerate, text_length, replaces, at, prefix, suffix))
+
+
+def index_lines(index: str, doc_id: str, doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout,
+                **decided: Any) -> bytes:  # fmt: skip
+    """The two lines of a bulk request that index ``doc`` with its decision fields under ``doc_id``, in
+    one buffer: the action line (as the bulk helper writes it) and :func:`decision_source`."""
+    action = orjson.dumps({"index": {"_id": doc_id, "_index": index}}) + b"\n"
+    return decision_source(doc, res, layout, prefix=action, suffix=b"\n", **decided)
 
 
 def _object_text(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes, int]:
@@ -379,7 +390,8 @@ def source_evidence(src: Mapping[str, Any]) -> Evidence:
 def bulk_lines(action: dict[str, Any] | bytes | str) -> bytes:
     """One action of a bulk request as the NDJSON lines Elasticsearch reads, in one piece: the action
     line and, but for a delete, the source (JSON text passes as it is), the partial document or the
-    script, as :func:`elasticsearch.helpers.expand_action` splits an action."""
+    script, as :func:`elasticsearch.helpers.expand_action` splits an action (:func:`index_lines` writes
+    an index action's lines at once)."""
     header, data = helpers.expand_action(action)
     head = orjson.dumps(header)
     if data is None:

@@ -66,6 +66,8 @@ MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "resp
 BULK_FILTER = ["errors", "items.*._id", "items.*.status", "items.*.error"]
 #: The largest bulk request body sent (as the bulk helper's ``max_chunk_bytes``).
 BULK_MAX_BYTES = 100 * 1024 * 1024
+#: A bulk action already written: its document's id and its NDJSON lines (newline-terminated).
+BulkLines = tuple[str, bytes]
 #: Bulk items refused with these statuses are sent again, up to ``WRITE_ATTEMPTS`` times in all: the
 #: cluster is overloaded or a shard's primary is moving to another node; any other item error is final.
 RETRY_ITEM_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -143,18 +145,20 @@ class ElasticsearchIndex(NearDupIndex):
         actions = (self._action(i, fp, meta) for i, fp, meta in items)
         self.write_actions(actions)
 
-    def write_actions(self, actions: Iterable[dict[str, Any]]) -> int:
+    def write_actions(self, actions: Iterable[dict[str, Any] | BulkLines]) -> int:
         """Send bulk actions (as :func:`elasticsearch.helpers.bulk` takes them; a ``_source`` may be JSON
-        text, sent as it is); returns how many succeeded. Items refused for a passing reason (429, or a
-        5xx while a node dies and its shards move), or a whole request refused with 429, are sent again
-        with backoff, each as the last action given for its id (a repeat replaces the document);
-        :class:`ElasticsearchWriteError` names the documents that still failed or were refused for good
-        (a bad document).
+        text, sent as it is; or an action already written, as its id and its NDJSON lines:
+        :func:`~fingerprint_indexer.es.codec.index_lines`); returns how many succeeded. Items refused for
+        a passing reason (429, or a 5xx while a node dies and its shards move), or a whole request refused
+        with 429, are sent again with backoff, each as the last action given for its id (a repeat replaces
+        the document); :class:`ElasticsearchWriteError` names the documents that still failed or were
+        refused for good (a bad document).
 
         The request bodies are joined here and the answers read through ``filter_path`` (each item's
         ``_id``, ``status`` and ``error``): the bulk helper's per-action bookkeeping and the whole
         answer it parses cost a writer about as much as deciding the documents."""
-        todo = [(str(a["_id"]) if "_id" in a else None, bulk_lines(a)) for a in actions]
+        todo = [a if isinstance(a, tuple) else (str(a["_id"]) if "_id" in a else None, bulk_lines(a))
+                for a in actions]  # fmt: skip
         failures: list[tuple[str, str]] = []
         ok = 0
         self._dirty = True

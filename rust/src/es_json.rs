@@ -255,28 +255,33 @@ impl EsSourceJson {
         Ok(EsSourceJson { keys: EsKeyJson::new(keys, digits, blocks, key_names)?, names, bands, rows })
     }
 
-    /// `text[..end]`, the document's JSON object less its closing brace (`{` alone for an empty one),
+    /// `prefix`, then `text[..end]`, the document's JSON object less its closing brace (`{` alone for an
+    /// empty one),
     /// then the key fields of `fingerprints` (unsigned, the document's first; no block keys when
     /// `degenerate`), the sketch (when not empty) with its band keys (unless `degenerate`), `facts` (a
     /// JSON array as it is: orjson writes text held by Python faster than the text can be handed over),
     /// `frames` (unsigned, written signed), the digests, the first `limit` of `terms` joined by `sep`,
-    /// the versions and the decision's fields (`None` written as null), and the closing brace.
+    /// the versions and the decision's fields (`None` written as null), the closing brace, and `suffix`
+    /// (a bulk request's action line and newline around the document, in one buffer).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (text, end, fingerprints, sketch, facts, frames, content_digest, keyword_digest, terms,
                         limit, sep, fp_version, verify_policy, cluster_id, duplicate_of, distance, decision,
-                        degenerate, text_length, replaces, decided_at))]
+                        degenerate, text_length, replaces, decided_at, prefix = b"".as_slice(),
+                        suffix = b"".as_slice()))]
     fn source<'py>(
         &self, py: Python<'py>, text: &[u8], end: usize, fingerprints: Vec<u64>, sketch: &[u8], facts: &[u8],
         frames: Vec<u64>, content_digest: &str, keyword_digest: &str, terms: PyRef<'py, Terms>, limit: usize,
         sep: &str, fp_version: &str, verify_policy: &str, cluster_id: &str, duplicate_of: Option<&str>,
         distance: Option<i64>, decision: &str, degenerate: bool, text_length: i64, replaces: Option<&str>,
-        decided_at: i64,
+        decided_at: i64, prefix: &[u8], suffix: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
         use base64::Engine as _;
         let Some(head) = text.get(..end) else {
             return Err(PyValueError::new_err("the document's members end beyond its text"));
         };
-        let mut out = Vec::with_capacity(head.len() + 1024 + sketch.len() * 2 + facts.len());
+        let mut out =
+            Vec::with_capacity(prefix.len() + head.len() + 1024 + sketch.len() * 2 + facts.len() + suffix.len());
+        out.extend_from_slice(prefix);
         out.extend_from_slice(head);
         if end > 1 {
             out.push(b',');
@@ -338,6 +343,7 @@ impl EsSourceJson {
         self.name(&mut out, 16);
         integer(&mut out, decided_at);
         out.push(b'}');
+        out.extend_from_slice(suffix);
         Ok(PyBytes::new(py, &out))
     }
 }

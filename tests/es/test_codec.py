@@ -15,10 +15,12 @@ from fingerprint_indexer.documents import Document
 from fingerprint_indexer.es.codec import (
     _source_json,
     block_clauses,
+    bulk_lines,
     candidates_clause,
     candidates_json,
     decision_fields,
     decision_source,
+    index_lines,
     terms_text,
 )
 from fingerprint_indexer.es.mapping import ES_LAYOUT
@@ -213,3 +215,15 @@ def test_long_strings_with_escapes_anywhere_are_written_as_orjson_writes_them(cl
     decided = {"cluster_id": cluster_id, "duplicate_of": duplicate_of, "distance": None, "decision": "new",
                "text_length": 1, "replaces": None, "decided_at": 1}  # fmt: skip
     written_as_reference({"content": cluster_id + duplicate_of}, res, **decided)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "reference"])
+def test_index_lines_are_the_bulk_helpers_lines_of_the_document(compiled: bool) -> None:
+    """An index action written at once is what the bulk helper's expansion of the same action gives: the
+    action line, the document, each on its line; by the compiled writer and by the reference (terms held
+    in a plain list)."""
+    res = fingerprinted() if compiled else replace(fingerprinted(), top_terms=list(fingerprinted().top_terms))
+    body = {"title": "t", "content": TEXT}
+    source = decision_source(body, res, ES_LAYOUT, **DECIDED)
+    want = bulk_lines({"_op_type": "index", "_index": "news", "_id": 'a"b', "_source": source})
+    assert index_lines("news", 'a"b', body, res, ES_LAYOUT, **DECIDED) == want
