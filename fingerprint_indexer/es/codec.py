@@ -13,7 +13,7 @@ import base64
 import functools
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +107,25 @@ def candidates_json(layout: BlockLayout, fps: Sequence[int], bands: Sequence[str
     if compiled is None:
         return b"".join((head, orjson.dumps(candidates_clause(layout, fps, bands)), tail))
     return bytes(compiled.candidates([f & MASK64 for f in fps], BANDS_FIELD, list(bands), head, tail))
+
+
+def searches_json(layout: BlockLayout, queries: Sequence[Evidence], hot: Collection[str], header: bytes,
+                  head: bytes, tail: bytes) -> bytes:  # fmt: skip
+    """A multi-search's NDJSON text of one candidate search a query: for each, ``header`` (its header
+    line), then :func:`candidates_json` of its fingerprints and of its sketch's band keys less the
+    ``hot`` ones, between ``head`` and ``tail``, and a newline. In one compiled call when the core is
+    built (the band keys made from the sketches there: no Python object per key or search)."""
+    compiled = _key_json(layout)
+    if compiled is not None:
+        try:
+            return bytes(compiled.searches(header, [ev.fingerprints for ev in queries],
+                                           [ev.sketch for ev in queries], BANDS_FIELD, set(hot), BANDS,
+                                           BAND_ROWS, head, tail))  # fmt: skip
+        except (TypeError, OverflowError):  # signed fingerprints, or a sketch not held as bytes: as below
+            pass
+    return b"".join(b"".join((header, candidates_json(layout, ev.fingerprints, [b for b in ev.band_keys
+                                                                                if b not in hot],
+                                                      head, tail), b"\n")) for ev in queries)  # fmt: skip
 
 
 def evidence_fields(sketch: bytes = b"", with_blocks: bool = True, facts: Sequence[str] = (),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -40,6 +40,7 @@ from fingerprint_indexer.es.codec import (
     candidates_json,
     fingerprint_fields,
     hit_evidence,
+    searches_json,
 )
 from fingerprint_indexer.es.connection import connect
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsError, EsUnavailable, es_errors
@@ -350,25 +351,14 @@ class ElasticsearchIndex(NearDupIndex):
                         ) -> bytes:  # fmt: skip
         """:meth:`candidates_query` as JSON text, the form a verified look-up sends
         (:func:`fingerprint_indexer.es.codec.candidates_json`: no Python object per key)."""
-        return self._candidates_json(fingerprints, band_keys(sketch), hot)
+        return candidates_json(self.layout, fingerprints, [b for b in band_keys(sketch) if b not in hot])
 
-    def _candidates_json(self, fingerprints: Sequence[int], bands: Sequence[str], hot: Collection[str],
-                         head: bytes = b"", tail: bytes = b"") -> bytes:  # fmt: skip
-        if hot:
-            bands = [b for b in bands if b not in hot]
-        return candidates_json(self.layout, fingerprints, bands, head, tail)
-
-    def _verified_tail(self) -> bytes:
-        """The members of a verified look-up's search after its query, the comma before them included: the
-        doc values that verify the candidates, one page of them (JSON text)."""
+    def _verified_members(self) -> bytes:
+        """The members of a verified look-up's search after its query, the comma before them included
+        and no closing brace: the doc values that verify the candidates, one page of them (JSON text)."""
         members = {"_source": False, "docvalue_fields": VERIFY_FIELDS, "size": self.page_size,
                    "track_total_hits": False}  # fmt: skip
-        return b"," + orjson.dumps(members)[1:]
-
-    def _verified_body(self, ev: Evidence, hot: Collection[str], tail: bytes) -> bytes:
-        """The search of a verified look-up, as JSON text: the candidates of ``ev``, then ``tail``
-        (:meth:`_verified_tail`, made once for many searches)."""
-        return self._candidates_json(ev.fingerprints, ev.band_keys, hot, b'{"query":', tail)
+        return b"," + orjson.dumps(members)[1:-1]
 
     @staticmethod
     def judge_hits(
@@ -451,20 +441,37 @@ class ElasticsearchIndex(NearDupIndex):
         out: list[list[tuple[str, Verdict]]] = []
         # the stock phrases among every query's bands, in one round trip before the searches
         hot = self.hot_bands(itertools.chain.from_iterable(ev.band_keys for ev in queries))
-        tail = self._verified_tail()
+        members = self._verified_members()
         for start in range(0, len(queries), self.msearch_batch):
             chunk = queries[start : start + self.msearch_batch]
-            bodies = [self._verified_body(ev, hot, tail) for ev in chunk]
-            responses = self._msearch(bodies)
+
+            def write(header: bytes, end: bytes, chunk: Sequence[Evidence] = chunk) -> bytes:
+                return searches_json(self.layout, chunk, hot, header, b'{"query":', members + end)
+
+            responses = self._msearch_written(len(chunk), write)
             for n, (ev, resp) in enumerate(zip(chunk, responses, strict=True)):
                 hits = (resp.get("hits") or {}).get("hits") or []  # filter_path drops empty parts
                 out.append(self._finish_judged(ev, hits, k, excl[start + n], hot, rejected))
         return out
 
     def _msearch(self, bodies: Sequence[dict[str, Any] | bytes]) -> list[dict[str, Any]]:
-        """Responses of one ``msearch`` (on the pinned snapshot when there is one). A search that misses a
-        shard is an error, never a partial answer (a node that died held part of the snapshot, or a shard
-        has no copy yet): it is sent again, after a fresh snapshot is taken, waiting a little longer each
+        """Responses of one ``msearch`` of these search bodies (:meth:`_msearch_written`)."""
+        texts = [body if isinstance(body, bytes) else orjson.dumps(body) for body in bodies]
+
+        def write(header: bytes, end: bytes) -> bytes:
+            parts: list[bytes | memoryview] = []
+            for text in texts:  # each body's closing brace replaced by ``end``
+                parts += (header, memoryview(text)[:-1], end, b"\n")
+            return b"".join(parts)
+
+        return self._msearch_written(len(texts), write)
+
+    def _msearch_written(self, count: int, write: Callable[[bytes, bytes], bytes]) -> list[dict[str, Any]]:
+        """Responses of one ``msearch`` of ``count`` searches (on the pinned snapshot when there is one),
+        whose NDJSON text ``write`` gives from each search's header line and the end of each body (its
+        closing brace, after the snapshot as its last member when pinned). A search that misses a shard
+        is an error, never a partial answer (a node that died held part of the snapshot, or a shard has
+        no copy yet): it is sent again, after a fresh snapshot is taken, waiting a little longer each
         time, up to ``READ_ATTEMPTS`` times."""
         errors: list[Any] = []
         for attempt in range(READ_ATTEMPTS):
@@ -479,25 +486,18 @@ class ElasticsearchIndex(NearDupIndex):
                     errors = [str(exc)]
                     continue
                 pit = self._pit
-            # the whole NDJSON body joined once here: the client's serializer passes bytes on as they are
-            parts: list[bytes | memoryview] = []
+            # the whole NDJSON body written once: the client's serializer passes bytes on as they are
             if pit is None:
-                header = orjson.dumps({"index": self.index, **WHOLE}) + b"\n"
-                for body in bodies:
-                    parts += (header, body if isinstance(body, bytes) else orjson.dumps(body), b"\n")
+                header, end = orjson.dumps({"index": self.index, **WHOLE}) + b"\n", b"}"
             else:
-                header = orjson.dumps(WHOLE) + b"\n"
                 snapshot = {"id": pit, "keep_alive": self._pit_keep_alive}
-                pinned = b',"pit":' + orjson.dumps(snapshot) + b"}\n"
-                for body in bodies:  # the snapshot appended to each search as its last member
-                    text = body if isinstance(body, bytes) else orjson.dumps(body)
-                    parts += (header, memoryview(text)[:-1], pinned)
-            resp = self.client.msearch(searches=cast(Any, b"".join(parts)), filter_path=MSEARCH_FILTER)
+                header, end = orjson.dumps(WHOLE) + b"\n", b',"pit":' + orjson.dumps(snapshot) + b"}"
+            resp = self.client.msearch(searches=cast(Any, write(header, end)), filter_path=MSEARCH_FILTER)
             responses: list[dict[str, Any]] = resp.get("responses") or []
             errors = [r["error"] for r in responses if "error" in r]
-            if len(responses) != len(bodies):
+            if len(responses) != count:
                 raise EsUnavailable(f"msearch on {self.index!r}: {len(responses)} responses to "
-                                               f"{len(bodies)} searches")  # fmt: skip
+                                               f"{count} searches")  # fmt: skip
             if not errors:
                 if pit is not None:
                     self._pit = next((r["pit_id"] for r in responses if r.get("pit_id")), pit)

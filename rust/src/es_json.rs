@@ -118,6 +118,39 @@ impl EsKeyJson {
         }
     }
 
+    /// [`EsKeyJson::candidates`] written at the end of `out`.
+    fn write_candidates(
+        &self, out: &mut Vec<u8>, fingerprints: &[u64], bands_field: &str, bands: &[String], head: &[u8],
+        tail: &[u8],
+    ) -> PyResult<()> {
+        if fingerprints.is_empty() {
+            return Err(PyValueError::new_err("a search needs at least one fingerprint"));
+        }
+        out.reserve(head.len() + tail.len() + 96 + self.plan.len() * (32 + 8 * fingerprints.len()) + bands.len() * 24);
+        out.extend_from_slice(head);
+        out.extend_from_slice(b"{\"bool\":{\"filter\":[{\"bool\":{\"should\":[");
+        let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
+        for j in 0..self.plan.len() {
+            self.plan.column(j, fingerprints, 2, &mut values, &mut seen);
+            if j > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"terms\":{");
+            self.keys(out, j, &values, true);
+            out.extend_from_slice(b"}}");
+        }
+        if !bands.is_empty() {
+            out.extend_from_slice(b",{\"terms\":{");
+            json_string(out, bands_field);
+            out.push(b':');
+            string_array(out, bands);
+            out.extend_from_slice(b"}}");
+        }
+        out.extend_from_slice(b"],\"minimum_should_match\":1}}]}}");
+        out.extend_from_slice(tail);
+        Ok(())
+    }
+
     /// The members (no braces) `"fingerprint":<long>,"fingerprint_hex":"<hex>","fingerprints":[<long>...]`
     /// of `fingerprints` (unsigned, the document's first), then with `with_blocks` each key's field: its
     /// distinct keys in first-seen order, one as a string (`key_fields` of `es/codec.py`).
@@ -169,33 +202,33 @@ impl EsKeyJson {
         &self, py: Python<'py>, fingerprints: Vec<u64>, bands_field: &str, bands: Vec<String>, head: &[u8],
         tail: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
-        if fingerprints.is_empty() {
-            return Err(PyValueError::new_err("a search needs at least one fingerprint"));
+        let mut out = Vec::new();
+        self.write_candidates(&mut out, &fingerprints, bands_field, &bands, head, tail)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// A multi-search's NDJSON text of one candidate search a query: for each, `header` (its header
+    /// line), then [`Self::candidates`] of its `fingerprints` and of the band keys of its sketch (as
+    /// `fingerprint.sketch.band_keys` makes them, of `bands` bands of `rows` minima) less those in
+    /// `hot`, between `head` and `tail`, and a newline.
+    #[allow(clippy::too_many_arguments)]
+    fn searches<'py>(
+        &self, py: Python<'py>, header: &[u8], fingerprints: Vec<Vec<u64>>, sketches: Vec<Bound<'py, PyBytes>>,
+        bands_field: &str, hot: FxHashSet<String>, bands: usize, rows: usize, head: &[u8], tail: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        if fingerprints.len() != sketches.len() {
+            return Err(PyValueError::new_err("one sketch a query"));
         }
-        let mut out = Vec::with_capacity(
-            head.len() + tail.len() + 96 + self.plan.len() * (32 + 8 * fingerprints.len()) + bands.len() * 24,
-        );
-        out.extend_from_slice(head);
-        out.extend_from_slice(b"{\"bool\":{\"filter\":[{\"bool\":{\"should\":[");
-        let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
-        for j in 0..self.plan.len() {
-            self.plan.column(j, &fingerprints, 2, &mut values, &mut seen);
-            if j > 0 {
-                out.push(b',');
+        let mut out = Vec::with_capacity(fingerprints.len() * (header.len() + head.len() + tail.len() + 1024));
+        for (fps, sketch) in fingerprints.iter().zip(&sketches) {
+            let mut keys = crate::band_keys(sketch.as_bytes(), bands, rows);
+            if !hot.is_empty() {
+                keys.retain(|key| !hot.contains(key));
             }
-            out.extend_from_slice(b"{\"terms\":{");
-            self.keys(&mut out, j, &values, true);
-            out.extend_from_slice(b"}}");
+            out.extend_from_slice(header);
+            self.write_candidates(&mut out, fps, bands_field, &keys, head, tail)?;
+            out.push(b'\n');
         }
-        if !bands.is_empty() {
-            out.extend_from_slice(b",{\"terms\":{");
-            json_string(&mut out, bands_field);
-            out.push(b':');
-            string_array(&mut out, &bands);
-            out.extend_from_slice(b"}}");
-        }
-        out.extend_from_slice(b"],\"minimum_should_match\":1}}]}}");
-        out.extend_from_slice(tail);
         Ok(PyBytes::new(py, &out))
     }
 }

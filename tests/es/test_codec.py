@@ -21,12 +21,15 @@ from fingerprint_indexer.es.codec import (
     decision_fields,
     decision_source,
     index_lines,
+    searches_json,
     terms_text,
 )
 from fingerprint_indexer.es.mapping import ES_LAYOUT
 from fingerprint_indexer.fingerprint import native
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult
+from fingerprint_indexer.fingerprint.sketch import band_keys
+from fingerprint_indexer.verification import Evidence
 
 TEXT = ("本报讯 市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。"
         "气象专家提醒市民注意防寒保暖，出行注意交通安全。"
@@ -227,3 +230,24 @@ def test_index_lines_are_the_bulk_helpers_lines_of_the_document(compiled: bool) 
     source = decision_source(body, res, ES_LAYOUT, **DECIDED)
     want = bulk_lines({"_op_type": "index", "_index": "news", "_id": 'a"b', "_source": source})
     assert index_lines("news", 'a"b', body, res, ES_LAYOUT, **DECIDED) == want
+
+
+SKETCHES = st.one_of(st.binary(min_size=128, max_size=160), st.just(b""), st.just(b"\xff" * 128))
+
+
+@settings(max_examples=150, deadline=None)
+@given(queries=st.lists(st.tuples(FPS, SKETCHES), min_size=1, max_size=5), layout=LAYOUTS,
+       hot_share=st.integers(0, 3), signed=st.booleans(), head=st.binary(max_size=8),
+       tail=st.binary(max_size=8))  # fmt: skip
+def test_a_multi_search_is_each_query_candidates_on_its_line(queries, layout, hot_share, signed, head, tail):
+    """Every query's candidate search, with the band keys of its sketch less the hot ones, after the
+    header line and between head and tail, each on its line: by the compiled writer, and by the
+    reference for fingerprints held signed (as a hit's doc values hold them)."""
+    evidence = [Evidence([f - 2**64 if signed and f >= 2**63 else f for f in fps], sketch)
+                for fps, sketch in queries]  # fmt: skip
+    keys = [key for ev in evidence for key in band_keys(ev.sketch)]
+    hot = set(keys[::hot_share + 1]) if hot_share else set()
+    want = b"".join(b"".join((b"H\n", candidates_json(layout, [f % 2**64 for f in ev.fingerprints],
+                                                      [b for b in band_keys(ev.sketch) if b not in hot],
+                                                      head, tail), b"\n")) for ev in evidence)  # fmt: skip
+    assert searches_json(layout, evidence, hot, b"H\n", head, tail) == want
