@@ -264,11 +264,10 @@ def decision_source(
     date), then :func:`decision_fields`; the same bytes as ``orjson.dumps({**doc, **decision_fields(...)})``,
     the reference, between ``prefix`` and ``suffix`` (:func:`index_lines`). ``raw``, the JSON object ``doc``
     was read from, is kept as it was sent, the fields appended inside it (as a proxy must pass a caller's
-    source on). Written by one compiled call when the
-    core is built, for a document without copy marks whose terms the compiled pass made (no Python object
-    per block key, band key or term). A field of ours given in ``doc`` too is written once, ours winning,
-    as in the dict merge; a value orjson cannot write (an integer beyond 64 bits) is written by the
-    standard library."""
+    source on). Written by one compiled call when the core is built, for a document without copy marks
+    whose terms the compiled pass made (no Python object per block key, band key or term). A field of
+    ours given in ``doc`` too is written once, ours winning, as in the dict merge; a value orjson cannot
+    write (an integer beyond 64 bits) is written by the standard library."""
     compiled = _source_json(layout)
     terms = res.top_terms
     ours_given = not _written_by_keys(layout).isdisjoint(doc) or not _TAIL_NAMES.isdisjoint(doc)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fingerprint_indexer.engine.rules import batch_canonical, duplicate_kind
+from fingerprint_indexer.documents import Document
+from fingerprint_indexer.engine.rules import Decision, Engine, batch_canonical, duplicate_kind
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
+from fingerprint_indexer.store.memory import MemoryStore
 
 members = st.lists(st.tuples(st.one_of(st.none(), st.floats(0, 1e12)), st.text(min_size=1, max_size=3)),
                    min_size=1, unique_by=lambda m: m[1])  # fmt: skip
@@ -26,3 +31,33 @@ def test_batch_canonical_is_the_first_published_then_the_smallest_id(group):
 def test_duplicate_kind_names_exact_copies_by_digest():
     assert duplicate_kind(True) == "exact_duplicate"
     assert duplicate_kind(False) == "near_duplicate"
+
+
+def test_a_document_decided_alone_is_decided_as_the_questions_would():
+    """A document the caller shows alone (nothing under its id, no copy of its text, nothing near) gets
+    the decision and the record that asking the store gives it: new, founding its cluster."""
+    texts = ["市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温，最低气温可能跌破零度。",
+             "The Met Office said on Friday that London may see snow this weekend, the first of the winter.",
+             "国务院常务会议今天在北京召开，部署进一步稳定就业的措施，会议要求各地抓好落实。"]  # fmt: skip
+    fpr = Fingerprinter()
+    asked, shown = MemoryStore(), MemoryStore()
+    for n, text in enumerate(texts):
+        doc = Document(id=f"d{n}", title="", content=text)
+        res = fpr.fingerprint_document(doc)
+        assert asked.record(doc.id) is None and asked.doc_with_digest(res.content_digest) is None
+        assert not asked.near_docs(res.evidence, 3) and not res.degenerate
+        d1, r1 = Engine().decide(asked, doc, res)
+        d2, r2 = Engine().decide(shown, doc, res, alone=True)
+        assert d1 == d2 and d1.decision == "new" and d1.cluster_id == doc.id
+        assert r1 is not None and r2 is not None and replace(r1, time=0) == replace(r2, time=0)
+        assert asked.n_clusters == shown.n_clusters == n + 1
+
+
+def test_the_engine_reports_decisions_of_the_type_it_is_given():
+    @dataclass(frozen=True)
+    class Reported(Decision):
+        extra: bool = True
+
+    doc = Document(id="a", title="", content="市气象台今天发布消息，受冷空气影响，本周末全市将出现明显降温。")
+    d, _ = Engine(report=Reported).decide(MemoryStore(), doc, Fingerprinter().fingerprint_document(doc))
+    assert type(d) is Reported and d.extra and d.decision == "new"
