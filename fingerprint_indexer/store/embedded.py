@@ -52,6 +52,7 @@ from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.native import record_decoder, record_encoder
 from fingerprint_indexer.fingerprint.sketch import BANDS, MAX_BAND_READ
 from fingerprint_indexer.fingerprint.winnow import Marks
+from fingerprint_indexer.index.memory import KeyPostings
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.neighbour import Neighbour, Neighbours, split_neighbours
 from fingerprint_indexer.records.record import (
@@ -514,7 +515,7 @@ class StoreBatch:
         self._read: dict[str, DocRecord | None] = {}  # committed records read by this batch
         self._no_cluster: set[str] = set()  # cluster ids never stored before this batch (look_ahead)
         self._masked: set[str] = set()
-        self._staged_bands: dict[str, set[str]] = {}
+        self._staged_bands = KeyPostings()  # band key -> documents staged here
         self._bloom_items: list[str] = []
         self._band_adds: list[tuple[bytes, int, int]] = []  # (a document's band keys, first number, count)
         self._band_removed: list[int] = []  # first numbers of documents removed here
@@ -606,8 +607,7 @@ class StoreBatch:
         out = []
         for band, done in zip(bands, self._bands_ahead(bands), strict=True):
             found = [i for i in done if i not in masked] if masked else list(done)
-            if band in staged:
-                found += sorted(staged[band])
+            found += sorted(staged.holders(band))
             out.append(found if len(found) <= MAX_BAND_READ else [])
         return out
 
@@ -662,13 +662,8 @@ class StoreBatch:
                 if was is not None:
                     self._band_removed.append(was[0])
             first = self.ix.add_doc(eid, rec.fingerprints, fresh=True)
-            bands, staged = rec.bands if evidence is None else evidence.band_keys, self._staged_bands
-            for band in bands:
-                held = staged.get(band)
-                if held is None:
-                    staged[band] = {rec.id}
-                else:
-                    held.add(rec.id)
+            bands = rec.bands if evidence is None else evidence.band_keys
+            self._staged_bands.add(rec.id, bands)
             self._band_adds.append((bands_bytes(bands), first, len(bands)))
 
     def put_marks(self, doc_id: str, marks: bytes, tag: str, cluster_id: str) -> None:
@@ -717,8 +712,7 @@ class StoreBatch:
         held = self.ix.remove(entry_id(doc_id, 0))
         if held is not None:
             self._band_removed.append(held[0])
-        for band in rec.bands:
-            self._staged_bands.get(band, set()).discard(doc_id)
+        self._staged_bands.remove(doc_id, rec.bands)
         self._masked.add(doc_id)
         self._records[doc_id] = None
         self._docs_delta -= 1

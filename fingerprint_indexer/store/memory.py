@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.evidence import Evidence
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
-from fingerprint_indexer.index.memory import MemoryIndex
+from fingerprint_indexer.index.memory import KeyPostings, MemoryIndex
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.store.errors import StoreDamagedError
@@ -34,7 +34,7 @@ class MemoryStore:
         self._records: dict[str, DocRecord] = {}
         self._digests: dict[str, str] = {}  # content digest -> the first stored document with it
         self._by_fp: dict[int, set[str]] = {}  # document fingerprint -> documents (degenerate ones too)
-        self._bands: dict[str, set[str]] = {}  # sketch band key -> indexed documents
+        self._bands = KeyPostings()  # sketch band key -> indexed documents
         self._clusters: dict[str, Cluster] = {}
         self.index = MemoryIndex(self.layout)
         self.centres = MemoryIndex(self.layout)
@@ -62,7 +62,7 @@ class MemoryStore:
         """:meth:`band_docs` of each key."""
         out = []
         for band in bands:
-            found = self._bands.get(band, set())
+            found = self._bands.holders(band)
             out.append(sorted(found) if len(found) <= MAX_BAND_READ else [])
         return out
 
@@ -89,8 +89,7 @@ class MemoryStore:
         if index:
             for n, fp in enumerate(rec.fingerprints):
                 self.index.add(entry_id(rec.id, n), fp)
-            for band in rec.bands if evidence is None else evidence.band_keys:
-                self._bands.setdefault(band, set()).add(rec.id)
+            self._bands.add(rec.id, rec.bands if evidence is None else evidence.band_keys)
 
     def update_record(self, rec: DocRecord) -> None:
         self._records[rec.id] = rec
@@ -108,8 +107,7 @@ class MemoryStore:
                 self._digests[rec.content_digest] = heir
         for n in range(len(rec.fingerprints)):
             self.index.remove(entry_id(doc_id, n))
-        for band in rec.bands:
-            self._bands.get(band, set()).discard(doc_id)
+        self._bands.remove(doc_id, rec.bands)
         return True
 
     def _other_with_digest(self, rec: DocRecord) -> str | None:
