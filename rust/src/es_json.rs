@@ -289,9 +289,8 @@ impl EsSourceJson {
     }
 
     /// `prefix`, then `text[..end]`, the document's JSON object less its closing brace (`{` alone for an
-    /// empty one),
-    /// then the key fields of `fingerprints` (unsigned, the document's first; no block keys when
-    /// `degenerate`), the sketch (when not empty) with its band keys (unless `degenerate`), `facts` (a
+    /// empty one), then the key fields of `fingerprints` (unsigned, the document's first; no block keys
+    /// when `degenerate`), the sketch (when not empty) with its band keys (unless `degenerate`), `facts` (a
     /// JSON array as it is: orjson writes text held by Python faster than the text can be handed over),
     /// `frames` (unsigned, written signed), the digests, the first `limit` of `terms` joined by `sep`,
     /// the versions and the decision's fields (`None` written as null), the closing brace, and `suffix`
