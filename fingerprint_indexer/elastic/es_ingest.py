@@ -66,7 +66,7 @@ MGET_FILTER = ["docs._id", "docs.found", "docs._source", "docs.error"]
 TEXT_FIELDS = ["content", "html"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EsDecision(Decision):
     """The engine's decision for one document, and whether ``index`` wrote it (one JSON line of the
     ``index`` command)."""

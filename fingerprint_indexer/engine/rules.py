@@ -51,9 +51,11 @@ DUPLICATES = frozenset({"exact_duplicate", "near_duplicate"})
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
-    """What was decided for one document (one JSONL line of ``dedupe``)."""
+    """What was decided for one document (one JSONL line of ``dedupe``). A value: nothing changes it once
+    made; not declared frozen, because a frozen dataclass sets its fields one call at a time, most of the
+    cost of making one, once a document on every path."""
 
     id: str
     fingerprint: str

@@ -54,7 +54,7 @@ def test_a_document_decided_alone_is_decided_as_the_questions_would():
 
 
 def test_the_engine_reports_decisions_of_the_type_it_is_given():
-    @dataclass(frozen=True)
+    @dataclass(slots=True)
     class Reported(Decision):
         extra: bool = True
 
