@@ -81,7 +81,8 @@ class EsDecision(Decision):
                    d.degenerate, d.policy, d.pictures, written)
 
     def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
+        # named, not super(): a slotted dataclass is a new class, which the method's super() cell is not
+        out = Decision.to_dict(self)
         if not self.written:
             out["indexed"] = False
         return out

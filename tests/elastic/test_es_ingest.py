@@ -112,7 +112,10 @@ def test_an_es_decision_is_the_engines_with_written() -> None:
     """EsDecision.of passes the engine's fields by position: they must stay the same fields."""
     assert [f.name for f in fields(EsDecision)] == [f.name for f in fields(Decision)] + ["written"]
     d = Decision("a", "00ff", "near_duplicate", "b", 2, "b", "c", True, "p@1", ({"path": "x"},))
-    assert EsDecision.of(d, False) == EsDecision(**vars(d), written=False)
+    engine_fields = {f.name: getattr(d, f.name) for f in fields(d)}  # a slotted dataclass has no vars()
+    assert EsDecision.of(d, False) == EsDecision(**engine_fields, written=False)
+    assert EsDecision.of(d, False).to_dict() == d.to_dict() | {"indexed": False}
+    assert EsDecision.of(d, True).to_dict() == d.to_dict()
 
 
 def got_cluster(decisions, doc_id):
