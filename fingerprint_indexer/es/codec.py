@@ -284,7 +284,7 @@ def decision_source(
                          suffix))  # fmt: skip
     text, end = _object_text(doc, raw)
     return bytes(compiled.source(
-        text, end, _unsigned(res), res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
+        text, end, res.fingerprints, res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
         res.keyword_digest, terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of,
         distance, decision, res.degenerate, text_length, replaces, at, prefix, suffix))
 

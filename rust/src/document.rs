@@ -119,6 +119,19 @@ impl Terms {
         Terms { text, items }
     }
 
+    /// [`Terms::joined`] appended to `out` as bytes, with no string made for it.
+    pub fn write_joined(&self, out: &mut Vec<u8>, limit: usize, sep: &str) {
+        let n = self.items.len().min(limit);
+        out.reserve(self.text.len() + sep.len() * n);
+        let text = self.text.as_bytes();
+        for (i, &(start, end, _)) in self.items[..n].iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(sep.as_bytes());
+            }
+            out.extend_from_slice(&text[start as usize..end as usize]);
+        }
+    }
+
     fn pair<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
         let (start, end, w) = self.items[i];
         let term = PyString::new(py, &self.text[start as usize..end as usize]);
@@ -181,6 +194,11 @@ impl Terms {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("Terms({})", self.list(py, 0, self.items.len(), 1)?.repr()?))
+    }
+
+    /// The bytes of all the terms' text (a bound on what [`Terms::joined`] writes less its separators).
+    pub fn text_len(&self) -> usize {
+        self.text.len()
     }
 
     /// The first `limit` terms joined by `sep`: what `sep.join(t for t, _ in terms[:limit])` gives, without

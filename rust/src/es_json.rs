@@ -3,8 +3,6 @@
 //! `candidates_query` of `index/elasticsearch.py`, serialised by orjson, are the reference these equal
 //! byte for byte.
 
-use std::io::Write;
-
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -59,6 +57,27 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// The first `limit` of `terms` joined by `sep`, as a JSON string: written as they are, then escaped
+/// only when something in them needs it (terms hardly ever hold a quote, a backslash or a control).
+fn terms_string(out: &mut Vec<u8>, terms: &Terms, limit: usize, sep: &str) {
+    let at = out.len();
+    out.push(b'"');
+    terms.write_joined(out, limit, sep);
+    let written = &out[at + 1..];
+    let clean = written.chunks(8).all(|c| {
+        let mut word = [b' '; 8];
+        word[..c.len()].copy_from_slice(c);
+        !needs_escape(u64::from_le_bytes(word))
+    });
+    if clean {
+        out.push(b'"');
+    } else {
+        let joined = String::from_utf8(written.to_vec()).expect("terms are text");
+        out.truncate(at);
+        json_string(out, &joined);
+    }
+}
+
 /// `items` as a JSON array of strings.
 fn string_array(out: &mut Vec<u8>, items: &[String]) {
     out.push(b'[');
@@ -84,6 +103,12 @@ fn needs_escape(word: u64) -> bool {
 /// A field name written as is between quotes: letters, digits and `_` only.
 fn plain_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// The band keys of a search: given as strings, or made from a sketch less the hot ones.
+enum Bands<'a> {
+    Given(&'a [String]),
+    Sketch { sketch: &'a [u8], bands: usize, rows: usize, hot: &'a FxHashSet<String> },
 }
 
 /// The block-key fields of one layout and the names of the fingerprint fields, made once per layout.
@@ -120,13 +145,13 @@ impl EsKeyJson {
 
     /// [`EsKeyJson::candidates`] written at the end of `out`.
     fn write_candidates(
-        &self, out: &mut Vec<u8>, fingerprints: &[u64], bands_field: &str, bands: &[String], head: &[u8],
+        &self, out: &mut Vec<u8>, fingerprints: &[u64], bands_field: &str, bands: Bands<'_>, head: &[u8],
         tail: &[u8],
     ) -> PyResult<()> {
         if fingerprints.is_empty() {
             return Err(PyValueError::new_err("a search needs at least one fingerprint"));
         }
-        out.reserve(head.len() + tail.len() + 96 + self.plan.len() * (32 + 8 * fingerprints.len()) + bands.len() * 24);
+        out.reserve(head.len() + tail.len() + 96 + self.plan.len() * (32 + 12 * fingerprints.len()) + 8 * 24);
         out.extend_from_slice(head);
         out.extend_from_slice(b"{\"bool\":{\"filter\":[{\"bool\":{\"should\":[");
         let (mut values, mut seen) = (Vec::with_capacity(fingerprints.len()), FxHashSet::default());
@@ -139,11 +164,19 @@ impl EsKeyJson {
             self.keys(out, j, &values, true);
             out.extend_from_slice(b"}}");
         }
-        if !bands.is_empty() {
-            out.extend_from_slice(b",{\"terms\":{");
-            json_string(out, bands_field);
-            out.push(b':');
-            string_array(out, bands);
+        // the band clause, taken back when it has no key
+        let clause = out.len();
+        out.extend_from_slice(b",{\"terms\":{");
+        json_string(out, bands_field);
+        out.push(b':');
+        let array = out.len();
+        match bands {
+            Bands::Given(keys) => string_array(out, keys),
+            Bands::Sketch { sketch, bands, rows, hot } => band_key_array(out, sketch, bands, rows, hot),
+        }
+        if out.len() == array + 2 {
+            out.truncate(clause);
+        } else {
             out.extend_from_slice(b"}}");
         }
         out.extend_from_slice(b"],\"minimum_should_match\":1}}]}}");
@@ -160,10 +193,25 @@ impl EsKeyJson {
         };
         out.reserve(96 + fingerprints.len() * (21 + 8 * self.plan.len()));
         let [fp, hex, fps] = &self.names;
-        // writing to a Vec cannot fail
-        let _ = write!(out, "\"{fp}\":{},\"{hex}\":\"{first:016x}\",\"{fps}\":[", first as i64);
+        let name = |out: &mut Vec<u8>, name: &str| {
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+        };
+        name(out, fp);
+        integer(out, first as i64);
+        out.push(b',');
+        name(out, hex);
+        out.push(b'"');
+        out.extend_from_slice(&crate::blocks::hex16(first));
+        out.extend_from_slice(b"\",");
+        name(out, fps);
+        out.push(b'[');
         for (n, &f) in fingerprints.iter().enumerate() {
-            let _ = write!(out, "{}{}", if n > 0 { "," } else { "" }, f as i64);
+            if n > 0 {
+                out.push(b',');
+            }
+            integer(out, f as i64);
         }
         out.push(b']');
         if with_blocks {
@@ -203,7 +251,7 @@ impl EsKeyJson {
         tail: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut out = Vec::new();
-        self.write_candidates(&mut out, &fingerprints, bands_field, &bands, head, tail)?;
+        self.write_candidates(&mut out, &fingerprints, bands_field, Bands::Given(&bands), head, tail)?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -221,12 +269,9 @@ impl EsKeyJson {
         }
         let mut out = Vec::with_capacity(fingerprints.len() * (header.len() + head.len() + tail.len() + 1024));
         for (fps, sketch) in fingerprints.iter().zip(&sketches) {
-            let mut keys = crate::band_keys(sketch.as_bytes(), bands, rows);
-            if !hot.is_empty() {
-                keys.retain(|key| !hot.contains(key));
-            }
             out.extend_from_slice(header);
-            self.write_candidates(&mut out, fps, bands_field, &keys, head, tail)?;
+            let keys = Bands::Sketch { sketch: sketch.as_bytes(), bands, rows, hot: &hot };
+            self.write_candidates(&mut out, fps, bands_field, keys, head, tail)?;
             out.push(b'\n');
         }
         Ok(PyBytes::new(py, &out))
@@ -261,6 +306,12 @@ impl EsSourceJson {
     }
 }
 
+/// A fingerprint as the key fields take it: unsigned, a signed one (a `long` as stored) read as its
+/// two's complement, as `value & MASK64` reads it.
+fn unsigned(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    value.extract::<u64>().or_else(|_| value.extract::<i64>().map(|v| v as u64))
+}
+
 fn optional_string(out: &mut Vec<u8>, value: Option<&str>) {
     match value {
         Some(text) => json_string(out, text),
@@ -269,8 +320,29 @@ fn optional_string(out: &mut Vec<u8>, value: Option<&str>) {
 }
 
 fn integer(out: &mut Vec<u8>, value: i64) {
-    // writing to a Vec cannot fail
-    let _ = write!(out, "{value}");
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Band keys of `sketch` (`crate::band_keys`) as a JSON array, less those in `hot`: hex text needs no
+/// escaping, and no string is made for each.
+fn band_key_array(out: &mut Vec<u8>, sketch: &[u8], bands: usize, rows: usize, hot: &FxHashSet<String>) {
+    let mut text = [0u8; crate::BAND_KEY_MAX];
+    out.push(b'[');
+    let mut first = true;
+    for (i, hash) in crate::band_hashes(sketch, bands, rows) {
+        let key = crate::band_key(i, hash, &mut text);
+        if hot.contains(key) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.push(b'"');
+    }
+    out.push(b']');
 }
 
 #[pymethods]
@@ -289,19 +361,20 @@ impl EsSourceJson {
     }
 
     /// `prefix`, then `text[..end]`, the document's JSON object less its closing brace (`{` alone for an
-    /// empty one), then the key fields of `fingerprints` (unsigned, the document's first; no block keys
-    /// when `degenerate`), the sketch (when not empty) with its band keys (unless `degenerate`), `facts` (a
-    /// JSON array as it is: orjson writes text held by Python faster than the text can be handed over),
-    /// `frames` (unsigned, written signed), the digests, the first `limit` of `terms` joined by `sep`,
-    /// the versions and the decision's fields (`None` written as null), the closing brace, and `suffix`
-    /// (a bulk request's action line and newline around the document, in one buffer).
+    /// empty one), then the key fields of `fingerprints` (the document's first; a signed one read as
+    /// unsigned; no block keys when `degenerate`), the sketch (when not empty) with its band keys (unless
+    /// `degenerate`), `facts` (a JSON array as it is: orjson writes text held by Python faster than the
+    /// text can be handed over), `frames` (unsigned, written signed), the digests, the first `limit` of
+    /// `terms` joined by `sep`, the versions and the decision's fields (`None` written as null), the
+    /// closing brace, and `suffix` (a bulk request's action line and newline around the document, in one
+    /// buffer).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (text, end, fingerprints, sketch, facts, frames, content_digest, keyword_digest, terms,
                         limit, sep, fp_version, verify_policy, cluster_id, duplicate_of, distance, decision,
                         degenerate, text_length, replaces, decided_at, prefix = b"".as_slice(),
                         suffix = b"".as_slice()))]
     fn source<'py>(
-        &self, py: Python<'py>, text: &[u8], end: usize, fingerprints: Vec<u64>, sketch: &[u8], facts: &[u8],
+        &self, py: Python<'py>, text: &[u8], end: usize, fingerprints: Vec<Bound<'py, PyAny>>, sketch: &[u8], facts: &[u8],
         frames: Vec<u64>, content_digest: &str, keyword_digest: &str, terms: PyRef<'py, Terms>, limit: usize,
         sep: &str, fp_version: &str, verify_policy: &str, cluster_id: &str, duplicate_of: Option<&str>,
         distance: Option<i64>, decision: &str, degenerate: bool, text_length: i64, replaces: Option<&str>,
@@ -311,8 +384,12 @@ impl EsSourceJson {
         let Some(head) = text.get(..end) else {
             return Err(PyValueError::new_err("the document's members end beyond its text"));
         };
-        let mut out =
-            Vec::with_capacity(prefix.len() + head.len() + 1024 + sketch.len() * 2 + facts.len() + suffix.len());
+        let fingerprints = fingerprints.iter().map(unsigned).collect::<PyResult<Vec<u64>>>()?;
+        // room for everything but a long document's terms: the buffer is not grown and copied on the way
+        let keys = fingerprints.len() * (21 + 12 * self.keys.plan.len()) + frames.len() * 21;
+        let mut out = Vec::with_capacity(
+            prefix.len() + head.len() + 1024 + keys + sketch.len() * 2 + facts.len() + terms.text_len() + suffix.len(),
+        );
         out.extend_from_slice(prefix);
         out.extend_from_slice(head);
         if end > 1 {
@@ -331,7 +408,7 @@ impl EsSourceJson {
             out.push(b'"');
             if !degenerate {
                 self.name(&mut out, 1);
-                string_array(&mut out, &crate::band_keys(sketch, self.bands, self.rows));
+                band_key_array(&mut out, sketch, self.bands, self.rows, &FxHashSet::default());
             }
         }
         self.name(&mut out, 2);
@@ -350,7 +427,7 @@ impl EsSourceJson {
         self.name(&mut out, 5);
         json_string(&mut out, keyword_digest);
         self.name(&mut out, 6);
-        json_string(&mut out, &terms.joined(limit, sep));
+        terms_string(&mut out, &terms, limit, sep);
         self.name(&mut out, 7);
         json_string(&mut out, fp_version);
         self.name(&mut out, 8);

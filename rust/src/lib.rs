@@ -355,13 +355,32 @@ fn strip_boilerplate(py: Python<'_>, text: &str, cased: &str) -> Option<String> 
 /// band or whose banded minima are all empty (0xFFFFFFFF).
 #[pyfunction]
 pub fn band_keys(data: &[u8], bands: usize, rows: usize) -> Vec<String> {
+    let mut text = [0u8; BAND_KEY_MAX];
+    band_hashes(data, bands, rows).map(|(i, hash)| band_key(i, hash, &mut text).to_owned()).collect()
+}
+
+/// [`band_keys`] before they are written: each band's number and the xxh3 of its bytes (none for a
+/// sketch too short to band or whose banded minima are all empty).
+pub fn band_hashes(data: &[u8], bands: usize, rows: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
     let width = 4 * rows;
-    if data.len() < bands * width || data[..bands * width].iter().all(|&b| b == 0xFF) {
-        return Vec::new();
-    }
-    (0..bands)
-        .map(|i| format!("{i:x}{:016x}", xxhash_rust::xxh3::xxh3_64(&data[i * width..(i + 1) * width])))
-        .collect()
+    let banded = data.len() >= bands * width && !data[..bands * width].iter().all(|&b| b == 0xFF);
+    (0..if banded { bands } else { 0 })
+        .map(move |i| (i, xxhash_rust::xxh3::xxh3_64(&data[i * width..(i + 1) * width])))
+}
+
+/// The longest band key: a band number of 16 hex digits, then the hash's 16.
+pub const BAND_KEY_MAX: usize = 32;
+
+/// Band `i`'s key of `hash` written in `text` (what `format!("{i:x}{hash:016x}")` gives): the band's
+/// number in hex without leading zeros, then the hash in 16 hex digits.
+pub fn band_key(i: usize, hash: u64, text: &mut [u8; BAND_KEY_MAX]) -> &str {
+    let number = blocks::hex16(i as u64);
+    let skip = number.iter().take(15).take_while(|&&c| c == b'0').count();
+    let n = 16 - skip;
+    text[..n].copy_from_slice(&number[skip..]);
+    text[n..n + 16].copy_from_slice(&blocks::hex16(hash));
+    // SAFETY: every byte written is an ASCII hex digit
+    unsafe { std::str::from_utf8_unchecked(&text[..n + 16]) }
 }
 
 /// The MinHash sketch of `text` (`fingerprint.sketch.sketch`, as bytes).
@@ -396,4 +415,20 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     title::register(m)?;
     verify::register(m)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn band_keys_are_the_formatted_number_and_hash() {
+        let mut text = [0u8; super::BAND_KEY_MAX];
+        let mut h = 0x0123_4567_89ab_cdefu64;
+        for i in [0usize, 1, 9, 10, 15, 16, 255, 4096, usize::MAX] {
+            for _ in 0..10 {
+                assert_eq!(super::band_key(i, h, &mut text), format!("{i:x}{h:016x}"));
+                h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            }
+            assert_eq!(super::band_key(i, 0, &mut text), format!("{i:x}{:016x}", 0));
+        }
+    }
 }

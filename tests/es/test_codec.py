@@ -178,18 +178,22 @@ def _fingerprinted_doc(which: int) -> FingerprintResult:
 @settings(max_examples=300, deadline=None)
 @given(which=st.sampled_from(range(len(DOCS))), facts=st.one_of(st.none(), st.lists(TERM, max_size=4)),
        frames=st.one_of(st.none(), st.lists(st.integers(0, 2**64 - 1), max_size=5)),
+       fingerprints=st.one_of(st.none(), st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=6)),
        sketch=st.sampled_from(["own", "none"]), cluster_id=TERM, duplicate_of=OPTIONAL_TEXT,
        distance=st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), decision=TERM,
        text_length=st.integers(0, 2**62), replaces=OPTIONAL_TEXT, decided_at=st.integers(0, 2**62))
 def test_the_fields_after_the_keys_as_json_text_are_them_serialised(
-    which, facts, frames, sketch, cluster_id, duplicate_of, distance, decision, text_length, replaces,
-    decided_at,
+    which, facts, frames, fingerprints, sketch, cluster_id, duplicate_of, distance, decision, text_length,
+    replaces, decided_at,
 ):
-    """The compiled writer of the evidence and decision fields gives what orjson writes of them: ids and
-    facts with quotes, control characters and any plane; frames with the top bit set (written signed);
-    degenerate documents (no bands) and documents without a sketch."""
+    """The compiled writer of the key, evidence and decision fields gives what orjson writes of them: ids
+    and facts with quotes, control characters and any plane; frames with the top bit set (written signed);
+    fingerprints given signed (read as unsigned, as the reference masks them); degenerate documents (no
+    bands) and documents without a sketch."""
     compiled_core()
     res = _fingerprinted_doc(which)
+    if fingerprints is not None:
+        res = replace(res, fingerprint=fingerprints[0], chunks=tuple(fingerprints[1:]))
     if facts is not None:
         res = replace(res, facts=tuple(facts))
     if frames is not None:
