@@ -44,12 +44,12 @@ from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.elastic.es_ingest import DECIDE_BATCH, EsDecider, fingerprinted_batches, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.es.connection import connect
 from fingerprint_indexer.es.mapping import force_merge, load_index_body
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many, fingerprint_stream
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_many
 from fingerprint_indexer.fingerprint.hamming import to_unsigned
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
@@ -135,9 +135,9 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: 
     decider = _TimedWrites(ElasticsearchIndex(client, name), k=3)
     counts.clear()
     t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
-    pairs = fingerprint_stream(iter(docs), fpr, processes, window=batch * 8, threads=threads)
+    batches = fingerprinted_batches(iter(docs), fpr, batch, processes, threads)  # as the command reads
     with long_run():  # the collector settings of the command
-        for result in pipelined(decider, batched(pairs, batch), "index"):
+        for result in pipelined(decider, batches, "index"):
             for d in result.decisions:
                 counts[d.decision] = counts.get(d.decision, 0) + 1
     elapsed = time.perf_counter() - t
@@ -353,7 +353,7 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--threads", type=int, default=1,
                     help="with --processes 1: fingerprinting threads, as `es index --threads` runs them")
-    ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--batch-size", type=int, default=DECIDE_BATCH, help="as the command's --batch-size")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of (a); medians are reported")
     ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
     ap.add_argument("--instructions", type=int, metavar="N",

@@ -6,7 +6,6 @@ private CA from ES_CA_CERTS."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import sys
 import time
@@ -41,7 +40,13 @@ from fingerprint_indexer.cli.common import (
 from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
 from fingerprint_indexer.elastic.es_batch_dedupe import batch_dedupe
-from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.elastic.es_ingest import (
+    DECIDE_BATCH,
+    BatchResult,
+    EsDecider,
+    fingerprinted_batches,
+    pipelined,
+)
 from fingerprint_indexer.elastic.es_setup import MappingConflict, index_config, setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.elastic.related import related
@@ -52,7 +57,7 @@ from fingerprint_indexer.es.codec import source_evidence
 from fingerprint_indexer.es.connection import connect
 from fingerprint_indexer.es.errors import EsError, EsRequestError, EsUnavailable, es_errors
 from fingerprint_indexer.es.mapping import force_merge
-from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, fingerprint_stream
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 from fingerprint_indexer.io.readers import InputError, read_documents, read_one
 
@@ -139,7 +144,7 @@ def setup_cmd(es_url: str | None, index_name: str, n_blocks: int | None, update_
 @keep_option()
 @processes_option()
 @threads_option
-@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=DECIDE_BATCH, show_default=True,
               help="Documents per decision round trip and bulk request.")
 @skip_errors_option
 @decisions_output_option
@@ -182,9 +187,7 @@ def index_cmd(inputs: tuple[str, ...], es_url: str | None, index_name: str, k: i
         bar = tqdm(unit="doc", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
         try:
             docs = read_documents(inputs, skip_errors=skip_errors, on_error=on_error)
-            pairs = fingerprint_stream(docs, Fingerprinter(config), processes, window=batch_size * 8,
-                                       threads=threads)
-            batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
+            batches = fingerprinted_batches(docs, Fingerprinter(config), batch_size, processes, threads)
             with long_run():
                 for result in pipelined(decider, batches, "index"):
                     _emit_batch(result, out, counts, failures)
@@ -237,7 +240,7 @@ def default_checkpoint(url: str | None, index: str) -> Path:
 @click.option("--title-field", default="title", show_default=True, help="Field holding the title.")
 @processes_option()
 @threads_option
-@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=DECIDE_BATCH, show_default=True,
               help="Documents per scan page and bulk request.")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
               help="Checkpoint file (default: in the user cache directory, per URL and index).")
@@ -424,7 +427,7 @@ def parse_time(text: str, now_ms: int) -> int:
 @click.option("--until", default=None, help="...and before then (default: now); same forms as --since.")
 @keep_option("Give the one the writers of the index use.")
 @processes_option()
-@click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 10_000), default=DECIDE_BATCH, show_default=True)
 def reconcile_cmd(es_url: str | None, index_name: str, k: int, since: str, until: str | None, keep: str,
                   processes: int, batch_size: int) -> None:
     """Decide the recently decided documents again, one after the other in the order they were decided,

@@ -40,7 +40,7 @@ from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.facts import publication_time
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_stream
 from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
@@ -53,6 +53,15 @@ from fingerprint_indexer.text.clean import clean
 from fingerprint_indexer.verification import Evidence, check_many
 
 OnDuplicate = Literal["tag", "skip"]
+#: Documents the Elasticsearch commands decide a batch (``--batch-size``). A batch asks the index four
+#: things (its ids, its texts' digests, the stock phrases among its bands, its candidates), and each
+#: request costs the client a fixed share (sending, reading, the client library's own steps) besides its
+#: documents: the variable it keys on is that share against a document's deciding, about halved from
+#: batches of 500. The pending set, the read-ahead and the bulk requests grow with it.
+DECIDE_BATCH = 1000
+#: Batches fingerprinted ahead of the one being decided: the workers keep busy while it is decided, and a
+#: slow index holds a bounded backlog.
+READ_AHEAD_BATCHES = 4
 #: Times a batch is decided again because another writer claimed one of its texts first.
 CLAIM_ROUNDS = 4
 Mode = Literal["index", "update"]
@@ -747,6 +756,17 @@ class _EsBatch:
 
     def put_cluster(self, c: Cluster) -> None:
         """Cluster sizes are not kept in Elasticsearch (a terms aggregation on ``cluster_id`` counts them)."""
+
+
+def fingerprinted_batches(
+    docs: Iterable[Document], fingerprinter: Fingerprinter, batch_size: int = DECIDE_BATCH,
+    processes: int = 1, threads: int = 1,
+) -> Iterator[list[tuple[Document, FingerprintResult]]]:
+    """The documents fingerprinted, in input order, as the batches :func:`pipelined` decides, fingerprinted
+    at most :data:`READ_AHEAD_BATCHES` batches ahead of the batch taken."""
+    pairs = fingerprint_stream(docs, fingerprinter, processes, window=batch_size * READ_AHEAD_BATCHES,
+                               threads=threads)  # fmt: skip
+    return iter(lambda: list(itertools.islice(pairs, batch_size)), [])
 
 
 def pipelined(

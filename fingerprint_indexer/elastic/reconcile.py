@@ -26,13 +26,13 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import TEXT_FIELDS, Document, source_document
-from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
+from fingerprint_indexer.elastic.es_ingest import DECIDE_BATCH, EsDecider, fingerprinted_batches, pipelined
 from fingerprint_indexer.elastic.es_setup import index_config
 from fingerprint_indexer.engine.rules import Keep
 from fingerprint_indexer.es.codec import DECIDED_FIELD, bulk_failures
 from fingerprint_indexer.es.errors import ElasticsearchWriteError
 from fingerprint_indexer.es.scan import pit_scan
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_stream
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 DECISION_FIELDS = ["decision", "duplicate_of", "cluster_id", "distance"]
@@ -119,7 +119,8 @@ def _documents(client: Elasticsearch, index: str, order: Sequence[str], missing:
 
 def reconcile(
     client: Elasticsearch, index: str, since_ms: int, until_ms: int | None = None, *, k: int = 3,
-    keep: Keep = "first", config: FingerprintConfig | None = None, processes: int = 1, batch_size: int = 500,
+    keep: Keep = "first", config: FingerprintConfig | None = None, processes: int = 1,
+    batch_size: int = DECIDE_BATCH,
 ) -> ReconcileReport:  # fmt: skip
     """Decide the documents of ``index`` decided in ``[since_ms, until_ms)`` again (see the module)."""
     t0 = time.perf_counter()
@@ -139,19 +140,7 @@ def reconcile(
     decider = EsDecider(es_index, k, keep=keep, hidden=hidden)
     missing: list[str] = []
     docs = _documents(client, index, [doc_id for doc_id, _ in recent], missing)
-    stream = fingerprint_stream(docs, fpr, processes=processes)
-
-    def batches() -> Iterator[list[Any]]:
-        batch: list[Any] = []
-        for pair in stream:
-            batch.append(pair)
-            if len(batch) == batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
-    for result in pipelined(decider, batches(), mode="update"):
+    for result in pipelined(decider, fingerprinted_batches(docs, fpr, batch_size, processes), mode="update"):
         report.failures += [list(f) for f in result.failures]
         for d in result.decisions:
             now = {"decision": d.decision, "duplicate_of": d.duplicate_of, "cluster_id": d.cluster_id,

@@ -15,7 +15,6 @@ source field and failed writes stay pending: each run lists them afresh (a later
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import time
@@ -28,10 +27,16 @@ from elasticsearch import Elasticsearch
 from tqdm import tqdm
 
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.elastic.es_ingest import BatchResult, EsDecider, pipelined
+from fingerprint_indexer.elastic.es_ingest import (
+    DECIDE_BATCH,
+    BatchResult,
+    EsDecider,
+    fingerprinted_batches,
+    pipelined,
+)
 from fingerprint_indexer.es.scan import pit_scan
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
-from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter, fingerprint_stream
+from fingerprint_indexer.fingerprint.fingerprinter import FingerprintConfig, Fingerprinter
 from fingerprint_indexer.index.elasticsearch import ElasticsearchIndex
 
 MAX_LISTED = 1000  # ids listed in the report per kind of problem (all are counted)
@@ -116,7 +121,7 @@ def reindex(
     config: FingerprintConfig | None = None,
     processes: int = 1,
     threads: int = 1,
-    batch_size: int = 500,
+    batch_size: int = DECIDE_BATCH,
     checkpoint: Path | None = None,
     progress: bool = True,
     layout: BlockLayout | None = None,
@@ -156,8 +161,7 @@ def reindex(
     bar = tqdm(total=total, unit="doc", desc=f"reindex {index}", disable=not progress, dynamic_ncols=True,
                smoothing=0.1)  # fmt: skip
     try:
-        pairs = fingerprint_stream(documents(), fpr, processes, window=batch_size * 8, threads=threads)
-        batches = iter(lambda: list(itertools.islice(pairs, batch_size)), [])
+        batches = fingerprinted_batches(documents(), fpr, batch_size, processes, threads)
         for result in pipelined(decider, batches, "update"):
             _count(result, report)
             report.elapsed_s = elapsed_before + time.perf_counter() - started
