@@ -44,7 +44,7 @@ from elasticsearch import Elasticsearch, helpers
 
 from fingerprint_indexer.collector import long_run
 from fingerprint_indexer.documents import Document
-from fingerprint_indexer.elastic.es_ingest import DECIDE_BATCH, EsDecider, fingerprinted_batches, pipelined
+from fingerprint_indexer.elastic.es_ingest import EsDecider, pipelined
 from fingerprint_indexer.elastic.es_setup import setup_index
 from fingerprint_indexer.elastic.reindex import reindex
 from fingerprint_indexer.es.connection import connect
@@ -134,8 +134,11 @@ def _ours(client: Elasticsearch, docs: list[Document], processes: int, threads: 
     setup_index(client, name)
     decider = _TimedWrites(ElasticsearchIndex(client, name), k=3)
     counts.clear()
+    # as the command reads (imported here: --baseline runs the counted part of this script on older code)
+    from fingerprint_indexer.elastic.es_ingest import fingerprinted_batches
+
     t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
-    batches = fingerprinted_batches(iter(docs), fpr, batch, processes, threads)  # as the command reads
+    batches = fingerprinted_batches(iter(docs), fpr, batch, processes, threads)
     with long_run():  # the collector settings of the command
         for result in pipelined(decider, batches, "index"):
             for d in result.decisions:
@@ -353,7 +356,7 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--threads", type=int, default=1,
                     help="with --processes 1: fingerprinting threads, as `es index --threads` runs them")
-    ap.add_argument("--batch-size", type=int, default=DECIDE_BATCH, help="as the command's --batch-size")
+    ap.add_argument("--batch-size", type=int, help="default: the command's --batch-size")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of (a); medians are reported")
     ap.add_argument("--only", choices=["ingest", "query", "reindex"], action="append")
     ap.add_argument("--instructions", type=int, metavar="N",
@@ -363,6 +366,10 @@ def main() -> int:
     ap.add_argument("--count-only", type=int, help=argparse.SUPPRESS)  # the counted child of --instructions
     ap.add_argument("--fingerprint-only", type=int, help=argparse.SUPPRESS)  # and its fingerprinting child
     args = ap.parse_args()
+    if args.batch_size is None:  # (the counted children are always given one: --baseline runs older code)
+        from fingerprint_indexer.elastic.es_ingest import DECIDE_BATCH
+
+        args.batch_size = DECIDE_BATCH
     if args.count_only is not None:
         decide_and_write(args.es, args.cache, args.count_only, args.batch_size)
         return 0
