@@ -105,23 +105,52 @@ pub fn content_digest(compact: &[u8]) -> String {
 pub struct Terms {
     text: String,
     items: Vec<(u32, u32, f64)>, // each term's start and end in `text`, and its weight
+    /// each term follows the one before after one space, the first at the start: the first terms joined
+    /// by a space are then a slice of `text`
+    spaced: bool,
 }
 
 impl Terms {
-    /// The pairs of `top_terms` packed into one string and their spans (made without the GIL).
+    /// The pairs of `top_terms` packed into one string, one space between them, and their spans (made
+    /// without the GIL).
     pub fn pack(top_terms: &[(&str, f64)]) -> Terms {
-        let mut text = String::with_capacity(top_terms.iter().map(|(t, _)| t.len()).sum());
+        let mut text = String::with_capacity(top_terms.iter().map(|(t, _)| t.len() + 1).sum());
         let items = top_terms.iter().map(|&(t, w)| {
+            if !text.is_empty() {
+                text.push(' ');
+            }
             let start = text.len() as u32;
             text.push_str(t);
             (start, text.len() as u32, w)
         }).collect();
-        Terms { text, items }
+        Terms::new(text, items)
+    }
+
+    fn new(text: String, items: Vec<(u32, u32, f64)>) -> Terms {
+        let bytes = text.as_bytes();
+        let spaced = items.first().is_none_or(|&(start, _, _)| start == 0)
+            && items.windows(2).all(|w| w[1].0 == w[0].1 + 1 && bytes[w[0].1 as usize] == b' ');
+        Terms { text, items, spaced }
+    }
+
+    /// The first `n` terms joined by a space, as a slice of the text, when they are laid out so.
+    fn spaced_run(&self, n: usize, sep: &str) -> Option<&str> {
+        if !self.spaced || sep != " " {
+            return None;
+        }
+        Some(match n {
+            0 => "",
+            _ => &self.text[..self.items[n - 1].1 as usize],
+        })
     }
 
     /// [`Terms::joined`] appended to `out` as bytes, with no string made for it.
     pub fn write_joined(&self, out: &mut Vec<u8>, limit: usize, sep: &str) {
         let n = self.items.len().min(limit);
+        if let Some(run) = self.spaced_run(n, sep) {
+            out.extend_from_slice(run.as_bytes());
+            return;
+        }
         out.reserve(self.text.len() + sep.len() * n);
         let text = self.text.as_bytes();
         for (i, &(start, end, _)) in self.items[..n].iter().enumerate() {
@@ -204,6 +233,9 @@ impl Terms {
     /// The first `limit` terms joined by `sep`: what `sep.join(t for t, _ in terms[:limit])` gives, without
     /// a Python object made for each term (the `terms` field of an indexed document).
     pub fn joined(&self, limit: usize, sep: &str) -> String {
+        if let Some(run) = self.spaced_run(self.items.len().min(limit), sep) {
+            return run.to_owned();
+        }
         let mut out = String::with_capacity(self.text.len() + sep.len() * self.items.len().min(limit));
         for (i, &(start, end, _)) in self.items.iter().take(limit).enumerate() {
             if i > 0 {
@@ -255,5 +287,5 @@ pub fn terms_from_packed(text: String, spans: &[u8], weights: &[u8]) -> PyResult
         }
         items.push((start, end, f64::from_le_bytes(weights[8 * i..8 * i + 8].try_into().expect("8 bytes"))));
     }
-    Ok(Terms { text, items })
+    Ok(Terms::new(text, items))
 }

@@ -82,3 +82,22 @@ def test_packed_terms_out_of_their_text_are_refused() -> None:
                 ("中" + text[1:], inside, weights)):
         with pytest.raises(ValueError, match="packed terms"):
             make(*bad)
+
+
+@pytest.mark.parametrize("sep", [" ", "", ", "])
+def test_terms_packed_any_way_join_as_the_list(sep: str) -> None:
+    """The pass packs its terms one space apart, so the first ones joined by a space are a slice of its
+    text; terms laid out otherwise (an older pickle: no space between them, or a gap) join one by one."""
+    make = _terms()[0].__reduce__()[0]  # type: ignore[attr-defined]
+
+    def packed(text: str, spans: list[tuple[int, int]]) -> object:
+        raw = b"".join(a.to_bytes(4, "little") + b.to_bytes(4, "little") for a, b in spans)
+        return make(text, raw, bytes(8 * len(spans)))  # weights 0.0
+
+    for text, spans, words in (("甲乙丙", [(0, 3), (3, 6), (6, 9)], ["甲", "乙", "丙"]),
+                               ("甲 乙  丙", [(0, 3), (4, 7), (9, 12)], ["甲", "乙", "丙"]),
+                               ("x甲 乙", [(1, 4), (5, 8)], ["甲", "乙"]),
+                               ("甲 乙", [(0, 3), (4, 7)], ["甲", "乙"])):  # fmt: skip
+        terms = packed(text, spans)
+        for limit in range(len(words) + 2):
+            assert terms.joined(limit, sep) == sep.join(words[:limit])  # type: ignore[attr-defined]
