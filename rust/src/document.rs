@@ -2,6 +2,8 @@
 //! document (`Core.document`): the block keys of `BlockLayout.keys` (`fingerprint/blocks.py`) and the
 //! digests of `fingerprint/digest.py`, from a plan made once per configuration.
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -133,32 +135,21 @@ impl Terms {
         Terms { text, items, spaced }
     }
 
-    /// The first `n` terms joined by a space, as a slice of the text, when they are laid out so.
-    fn spaced_run(&self, n: usize, sep: &str) -> Option<&str> {
-        if !self.spaced || sep != " " {
-            return None;
-        }
-        Some(match n {
-            0 => "",
-            _ => &self.text[..self.items[n - 1].1 as usize],
-        })
-    }
-
-    /// [`Terms::joined`] appended to `out` as bytes, with no string made for it.
-    pub fn write_joined(&self, out: &mut Vec<u8>, limit: usize, sep: &str) {
+    /// The first `limit` terms joined by `sep` ([`Terms::joined`]): a slice of the text when they are
+    /// laid out one space apart and `sep` is a space, else made term by term.
+    pub fn joined_text(&self, limit: usize, sep: &str) -> Cow<'_, str> {
         let n = self.items.len().min(limit);
-        if let Some(run) = self.spaced_run(n, sep) {
-            out.extend_from_slice(run.as_bytes());
-            return;
+        if self.spaced && sep == " " {
+            return Cow::Borrowed(if n == 0 { "" } else { &self.text[..self.items[n - 1].1 as usize] });
         }
-        out.reserve(self.text.len() + sep.len() * n);
-        let text = self.text.as_bytes();
+        let mut out = String::with_capacity(self.text.len() + sep.len() * n);
         for (i, &(start, end, _)) in self.items[..n].iter().enumerate() {
             if i > 0 {
-                out.extend_from_slice(sep.as_bytes());
+                out.push_str(sep);
             }
-            out.extend_from_slice(&text[start as usize..end as usize]);
+            out.push_str(&self.text[start as usize..end as usize]);
         }
+        Cow::Owned(out)
     }
 
     fn pair<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
@@ -233,17 +224,7 @@ impl Terms {
     /// The first `limit` terms joined by `sep`: what `sep.join(t for t, _ in terms[:limit])` gives, without
     /// a Python object made for each term (the `terms` field of an indexed document).
     pub fn joined(&self, limit: usize, sep: &str) -> String {
-        if let Some(run) = self.spaced_run(self.items.len().min(limit), sep) {
-            return run.to_owned();
-        }
-        let mut out = String::with_capacity(self.text.len() + sep.len() * self.items.len().min(limit));
-        for (i, &(start, end, _)) in self.items.iter().take(limit).enumerate() {
-            if i > 0 {
-                out.push_str(sep);
-            }
-            out.push_str(&self.text[start as usize..end as usize]);
-        }
-        out
+        self.joined_text(limit, sep).into_owned()
     }
 
     /// Copied as the list of its pairs (what `dataclasses.asdict` and JSON writers take).

@@ -57,27 +57,6 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// The first `limit` of `terms` joined by `sep`, as a JSON string: written as they are, then escaped
-/// only when something in them needs it (terms hardly ever hold a quote, a backslash or a control).
-fn terms_string(out: &mut Vec<u8>, terms: &Terms, limit: usize, sep: &str) {
-    let at = out.len();
-    out.push(b'"');
-    terms.write_joined(out, limit, sep);
-    let written = &out[at + 1..];
-    let clean = written.chunks(8).all(|c| {
-        let mut word = [b' '; 8];
-        word[..c.len()].copy_from_slice(c);
-        !needs_escape(u64::from_le_bytes(word))
-    });
-    if clean {
-        out.push(b'"');
-    } else {
-        let joined = String::from_utf8(written.to_vec()).expect("terms are text");
-        out.truncate(at);
-        json_string(out, &joined);
-    }
-}
-
 /// `items` as a JSON array of strings.
 fn string_array(out: &mut Vec<u8>, items: &[String]) {
     out.push(b'[');
@@ -427,7 +406,7 @@ impl EsSourceJson {
         self.name(&mut out, 5);
         json_string(&mut out, keyword_digest);
         self.name(&mut out, 6);
-        terms_string(&mut out, &terms, limit, sep);
+        json_string(&mut out, &terms.joined_text(limit, sep));
         self.name(&mut out, 7);
         json_string(&mut out, fp_version);
         self.name(&mut out, 8);
