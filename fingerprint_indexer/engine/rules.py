@@ -257,13 +257,12 @@ class Engine:
     ) -> tuple[Decision, DocRecord]:  # fmt: skip
         """Store the decided document's record and return the decision with it."""
         fp = res.fingerprint
-        # made directly, not through record_now, which would pack the fields into a dict and unpack it again
+        # made directly, not through record_now, which would pack the fields into a dict and unpack it again;
+        # by position, in the order of DocRecord's fields (a test holds it to the fields by name)
         rec = DocRecord(
-            id=doc.id, fingerprint=fp, content_digest=res.content_digest, keyword_digest=res.keyword_digest,
-            time=stamp(), cluster_id=cluster_id, decision=kind, duplicate_of=duplicate_of, distance=distance,
-            degenerate=res.degenerate, length=doc.length, published_at=doc.published_at, version=res.version,
-            chunks=list(res.chunks), sketch=res.sketch.hex(), facts=list(res.facts),
-            frames=list(res.frames), replaces=replaces,
+            doc.id, fp, res.content_digest, res.keyword_digest, cluster_id, kind, duplicate_of, distance,
+            res.degenerate, doc.length, doc.published_at, res.version, stamp(), list(res.chunks),
+            res.sketch.hex(), list(res.facts), list(res.frames), replaces,
         )
         store.put_record(rec, index=not res.degenerate, evidence=res.evidence)
         decision = self.report(doc.id, to_hex(fp), kind, duplicate_of, distance, cluster_id, replaces,
