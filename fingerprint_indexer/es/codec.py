@@ -351,6 +351,7 @@ class DecisionWrite:
 
 
 @functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=16)  # asked for by every document written
 def _written_by_keys(layout: BlockLayout) -> frozenset[str]:
     """The names :func:`key_fields` may write under ``layout``."""
     return frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, *block_fields(layout)})
