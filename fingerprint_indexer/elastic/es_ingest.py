@@ -285,11 +285,13 @@ class EsDecider:
             self._honour(honour, exact, known)
             view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
             decisions: list[EsDecision] = []
+            decide, alone = self.engine.decide, view.alone()
             for i, (doc, res) in enumerate(batch):
                 view.at(i)
-                d, rec = self.engine.decide(view, doc, res, view.alone())
-                written = rec is not None and view.written_at[i] is rec
-                # the engine's decisions are EsDecisions, written; a repeated one is not
+                d, rec = decide(view, doc, res, alone[i])
+                # the engine's decisions are EsDecisions, written (an alone one is new: always); a repeated
+                # one is not
+                written = alone[i] or (rec is not None and view.written_at[i] is rec)
                 decisions.append(d if written and isinstance(d, EsDecision) else EsDecision.of(d, written))
             lost = self._claim(view, honour, takeover) if self.claims else {}
             if not lost or saved is None:
@@ -663,18 +665,30 @@ class _EsBatch:
         pending = self.decider._pending
         return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
 
-    def alone(self) -> bool:
-        """Whether the current document is alone, as :meth:`Engine.decide` takes it: not degenerate, its id
-        neither pending nor known in the index, its content digest held by no indexed or pending document,
-        and nothing near it in the index or among the pending documents (what the batch's look-ups found
-        for it at once)."""
-        i = self.i
-        doc, res = self.batch[i]
+    def alone(self) -> list[bool]:
+        """Per position, whether the document is alone, as :meth:`Engine.decide` takes it, from what the
+        batch's look-ups found for all of it at once (made before the batch is decided): not degenerate,
+        its id neither pending nor known in the index, its content digest held by no indexed or pending
+        document, nothing near it in the index or among the pending documents, and neither its id nor its
+        digest an earlier document's of the batch. What the batch decides before a document only adds
+        those earlier ids and digests to the pending set (and no id the index lacked to the known ones),
+        so a document found alone here is alone when its turn comes."""
         d = self.decider
-        return not (res.degenerate or self.near[i] or self.before[i] or self.within[i]) and \
-            doc.id in self.gone and doc.id not in d._pending and doc.id not in d._relinked and \
-            doc.id not in self.known and res.content_digest not in self.exact and \
-            res.content_digest not in d._pending_digest  # fmt: skip
+        pending, relinked, pending_digest = d._pending, d._relinked, d._pending_digest
+        gone, known, exact, near, before, within = (self.gone, self.known, self.exact, self.near,
+                                                    self.before, self.within)  # fmt: skip
+        ids: set[str] = set()
+        digests: set[str] = set()
+        out = []
+        for i, (doc, res) in enumerate(self.batch):
+            doc_id, digest = doc.id, res.content_digest
+            out.append(not (res.degenerate or near[i] or before[i] or within[i]) and doc_id in gone and
+                       doc_id not in pending and doc_id not in relinked and doc_id not in known and
+                       digest not in exact and digest not in pending_digest and doc_id not in ids and
+                       digest not in digests)  # fmt: skip
+            ids.add(doc_id)
+            digests.add(digest)
+        return out
 
     def _nothing_near(self) -> bool:
         """Whether the current document has no pending candidate the rule accepts and no indexed match
