@@ -99,6 +99,13 @@ def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, ha
     return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
+def pending_set(k: int, widths: Sequence[int]) -> Any:
+    """``index.pending.PendingSet`` in compiled code (``_core.PendingSet``): matching within ``k`` through
+    block tables of ``widths``."""
+    assert _core is not None
+    return _core.PendingSet(k, list(widths))
+
+
 def core() -> ModuleType | None:
     """The compiled core when it is built and not switched off (``FPI_NATIVE=0``), else None: where the
     pieces beside the pass come from, such as the verification rule's comparisons (``compare_candidates``,

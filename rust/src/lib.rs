@@ -13,6 +13,7 @@ mod es_json;
 mod facts;
 mod hex;
 mod pass;
+mod pending;
 mod record;
 mod simhash;
 mod sketch;
@@ -397,6 +398,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::Terms>()?;
     m.add_function(wrap_pyfunction!(document::terms_from_packed, m)?)?;
     m.add_class::<tables::BlockTables>()?;
+    m.add_class::<pending::PendingSet>()?;
     m.add_function(wrap_pyfunction!(tables::near_pairs_py, m)?)?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
