@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 from elasticsearch import Elasticsearch
 
 from fingerprint_indexer.documents import Document
@@ -38,15 +36,12 @@ from fingerprint_indexer.es.codec import (
 )
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
 from fingerprint_indexer.es.scan import WHOLE
-from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.facts import publication_time
 from fingerprint_indexer.fingerprint.fingerprinter import Fingerprinter, FingerprintResult, fingerprint_stream
-from fingerprint_indexer.fingerprint.hamming import MASK64, hamming
+from fingerprint_indexer.fingerprint.hamming import hamming
 from fingerprint_indexer.fingerprint.image import ImageError, fingerprint_image, read_image, thumbnail
-from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.index.elasticsearch import BulkLines, ElasticsearchIndex
-from fingerprint_indexer.index.memory import DocumentIndex, KeyPostings
-from fingerprint_indexer.index.pairs import near_pairs
+from fingerprint_indexer.index.pending import pending_set
 from fingerprint_indexer.records.match import Match
 from fingerprint_indexer.records.record import Cluster, DocRecord, new_cluster_id
 from fingerprint_indexer.text.clean import clean
@@ -203,11 +198,7 @@ class EsDecider:
         self._relinked: dict[str, DocRecord] = {}  # re-pointed since the last refresh, not yet searchable
         self._pending: dict[str, _Rec] = {}
         self._pending_digest: dict[str, list[_Rec]] = {}  # in the order decided
-        # tables of their own, not the index's layout: the compiled tables split a fingerprint into plain
-        # blocks, and the index's 6 blocks of 10-11 bits made buckets that grew with the set; k + 1 blocks
-        # (16 bits at k = 3) find the same matches in buckets of one or two
-        self._pending_near = DocumentIndex(BlockLayout.for_k(self.k))
-        self._pending_bands = KeyPostings()  # sketch band key -> pending ids
+        self._pending_set = pending_set(self.k)  # their fingerprints and band keys (not degenerate ones)
 
     def refresh(self) -> None:
         """Make every write so far searchable and drop the pending set (call with no write in flight); a
@@ -395,9 +386,7 @@ class EsDecider:
         for rec in records:
             if self._pending.get(rec.id) is rec:
                 del self._pending[rec.id]
-                if not rec.degenerate:
-                    self._pending_near.remove(rec.id)
-                    self._pending_bands.remove(rec.id, rec.bands)
+                self._pending_set.remove(rec.id)
             same = self._pending_digest.get(rec.content_digest, [])
             if any(r is rec for r in same):
                 same[:] = [r for r in same if r is not rec]
@@ -448,58 +437,15 @@ class EsDecider:
     def _pending_pairs(
         self, batch: list[tuple[Document, FingerprintResult]]
     ) -> tuple[list[dict[str, int]], list[dict[int, int]]]:
-        """Per batch position, the smallest Hamming distance (when within k) to each document pending
-        before the batch, and to each earlier position of the batch: one block-table query for all the
-        batch's fingerprints and one all-pairs pass over them, instead of a query per fingerprint; and
-        those sharing a sketch band key (distance k + 1 here: the rule measures it). Only candidates:
-        :meth:`_pending_matches` keeps those still pending when the document is decided."""
-        before: list[dict[str, int]] = [{} for _ in batch]
-        within: list[dict[int, int]] = [{} for _ in batch]
-        pos = [i for i, (_, res) in enumerate(batch) if not res.degenerate]
-        if not pos:
-            return before, within
-        evidence = [batch[i][1].evidence for i in pos]  # made once per result: its band keys too
-        owner = [i for i, ev in zip(pos, evidence, strict=True) for _ in ev.fingerprints]
-        flat = np.array([f & MASK64 for ev in evidence for f in ev.fingerprints], dtype=np.uint64)
-        limit = self.k + 1
-        if len(self._pending_near):
-            qs, docs, dists = self._pending_near.near(flat, self.k)
-            for q, d, dist in zip(qs, docs, dists, strict=True):
-                best = before[owner[q]]
-                if dist < best.get(d, limit):
-                    best[d] = dist
-        ii, jj, dd = near_pairs(flat, self.k, self.index.layout)
-        own = np.array(owner, dtype=np.int64)
-        oi, oj = own[ii], own[jj]
-        other = oi != oj
-        for a, b, d in zip(oi[other].tolist(), oj[other].tolist(), dd[other].tolist(), strict=True):
-            later, earlier = (a, b) if a > b else (b, a)
-            best_j = within[later]
-            if d < best_j.get(earlier, limit):
-                best_j[earlier] = d
-        # the keys that can matter: held by two of the batch, or by a pending document (most are neither)
-        counts = Counter(itertools.chain.from_iterable(ev.band_keys for ev in evidence))
-        pending_bands = self._pending_bands
-        shared = {key for key, n in counts.items() if n > 1}
-        if pending_bands:
-            shared |= counts.keys() & pending_bands.keys()
-        earlier_with: dict[str, list[int]] = {}
-        for i, ev in zip(pos, evidence, strict=True):
-            if shared.isdisjoint(ev.band_keys):
-                continue
-            for key in ev.band_keys:
-                if key not in shared:
-                    continue
-                earlier = earlier_with.setdefault(key, [])
-                pending = pending_bands.holders(key)
-                # a key held by more is a stock phrase, passed over as in the index
-                if len(pending) + len(earlier) <= MAX_BAND_READ:
-                    for d in pending:
-                        before[i].setdefault(d, limit)
-                    for j in earlier:
-                        within[i].setdefault(j, limit)
-                earlier.append(i)
-        return before, within
+        """Per batch position, the documents pending before the batch and the earlier positions of the
+        batch within ``k`` of it or sharing a sketch band key with it (:meth:`PendingSet.candidates
+        <fingerprint_indexer.index.pending.PendingSet.candidates>`, one call for the batch; degenerate
+        documents have none). Only candidates: :meth:`_pending_matches` keeps those still pending when the
+        document is decided."""
+        none: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
+        evidence = [None if res.degenerate else res.evidence for _, res in batch]  # its band keys made once
+        return self._pending_set.candidates([none if ev is None else (ev.fingerprints, ev.band_keys)
+                                             for ev in evidence])  # fmt: skip
 
     def _pending_matches(
         self, doc_id: str, res: FingerprintResult, before: Mapping[str, int], within: Mapping[int, int],
@@ -523,19 +469,18 @@ class EsDecider:
 
     def _index_pending(self, start: Mapping[str, _Rec], writes: list[_Rec],
                        keys_of: Mapping[str, Sequence[str]]) -> None:  # fmt: skip
-        """Put the batch's written records into the pending block tables (last version of each id);
-        ``keys_of``: the band keys of written ids, as their evidence holds them (else read from the
-        record)."""
+        """Put the batch's written records into the pending set (last version of each id; a degenerate one
+        leaves it); ``keys_of``: the band keys of written ids, as their evidence holds them (else read from
+        the record)."""
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
-            self._pending_near.remove(doc_id)
-            self._pending_bands.remove(doc_id, start[doc_id].bands)
-        self._pending_near.put_many((rec.id, rec.fingerprints) for rec in final.values()
-                                    if not rec.degenerate)  # fmt: skip
+            self._pending_set.remove(doc_id)
+        put = []
         for rec in final.values():
             if not rec.degenerate:
                 keys = keys_of.get(rec.id)
-                self._pending_bands.add(rec.id, rec.bands if keys is None else keys)
+                put.append((rec.id, rec.fingerprints, rec.bands if keys is None else keys))
+        self._pending_set.put_many(put)
 
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
