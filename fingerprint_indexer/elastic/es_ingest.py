@@ -31,7 +31,7 @@ from fingerprint_indexer.es.codec import (
     Picture,
     decision_fields,
     image_fields,
-    index_lines,
+    index_lines_many,
     source_evidence,
 )
 from fingerprint_indexer.es.errors import ElasticsearchWriteError, EsUnavailable
@@ -509,13 +509,14 @@ class EsDecider:
         decisions, writes = self.decide(batch)
         by_id = {doc.id: (doc, res) for doc, res in batch}
         actions: list[dict[str, Any] | BulkLines] = []
-        for rec in writes:
-            doc, res = by_id[rec.id]
-            if mode == "index":  # the whole document as the request's lines
-                actions.append((rec.id, index_lines(self.index.index, rec.id, document_fields(doc), res,
-                                                    self.index.layout, **self._decided(rec))))  # fmt: skip
-            else:
-                fields = self.fields(rec, res)
+        if mode == "index":  # the whole documents as the request's lines
+            docs = [(rec, *by_id[rec.id]) for rec in writes]
+            actions += index_lines_many(self.index.index, self.index.layout, [
+                (rec.id, document_fields(doc), res, rec.cluster_id, rec.duplicate_of, rec.distance,
+                 rec.decision, rec.length, rec.replaces) for rec, doc, res in docs])  # fmt: skip
+        else:
+            for rec in writes:
+                fields = self.fields(rec, by_id[rec.id][1])
                 actions.append({"_op_type": "update", "_index": self.index.index, "_id": rec.id,
                                 "doc": fields})  # fmt: skip
         for rec in self.relinks:  # after the new canonical's write, as the sidecar sends it

@@ -297,6 +297,37 @@ def index_lines(index: str, doc_id: str, doc: Mapping[str, Any], res: Fingerprin
     return decision_source(doc, res, layout, prefix=action, suffix=b"\n", **decided)
 
 
+#: One document of :func:`index_lines_many`: its id, its fields (text, url, date), its result and its
+#: decision's ``cluster_id``, ``duplicate_of``, ``distance``, ``decision``, ``text_length`` and ``replaces``.
+Indexed = tuple[str, Mapping[str, Any], FingerprintResult, str, str | None, int | None, str, int, str | None]
+
+
+def index_lines_many(index: str, layout: BlockLayout, docs: Iterable[Indexed]) -> list[tuple[str, bytes]]:
+    """Each document's id and :func:`index_lines` (decided now), for a batch: the compiled writer and the
+    names it must not meet looked up once, not once a document; a document the writer does not take goes
+    through :func:`index_lines`, the reference."""
+    compiled = _source_json(layout)
+    ours = _written_by_keys(layout) | _TAIL_NAMES
+    action_head, action_tail = b'{"index":{"_id":', b',"_index":' + orjson.dumps(index) + b"}}\n"
+    policy, dumps, source = DEFAULT_POLICY.tag, orjson.dumps, None if compiled is None else compiled.source
+    out: list[tuple[str, bytes]] = []
+    for doc_id, doc, res, cluster_id, duplicate_of, distance, decision, text_length, replaces in docs:
+        terms = res.top_terms
+        if source is None or res.marks or not ours.isdisjoint(doc) or not hasattr(terms, "joined"):
+            out.append((doc_id, index_lines(index, doc_id, doc, res, layout, cluster_id=cluster_id,
+                                            duplicate_of=duplicate_of, distance=distance, decision=decision,
+                                            text_length=text_length, replaces=replaces)))  # fmt: skip
+            continue
+        text, end = _object_text(doc, None)
+        action = action_head + dumps(doc_id) + action_tail
+        out.append((doc_id, bytes(source(
+            text, end, res.fingerprints, res.sketch, dumps(res.facts), res.frames, res.content_digest,
+            res.keyword_digest, terms, MAX_TERMS, " ", res.version, policy, cluster_id, duplicate_of,
+            distance, decision, res.degenerate, text_length, replaces, now_millis(), action,
+            b"\n"))))  # fmt: skip
+    return out
+
+
 def _object_text(doc: Mapping[str, Any], raw: bytes | None) -> tuple[bytes, int]:
     """The JSON text of ``doc`` (or ``raw``, its text as sent), and where its members end: before its
     closing brace (``b"{"`` and 1 for an empty ``doc``)."""

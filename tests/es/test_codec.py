@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fingerprint_indexer.documents import Document
+from fingerprint_indexer.es import codec
 from fingerprint_indexer.es.codec import (
     _source_json,
     block_clauses,
@@ -21,6 +22,7 @@ from fingerprint_indexer.es.codec import (
     decision_fields,
     decision_source,
     index_lines,
+    index_lines_many,
     searches_json,
     terms_text,
 )
@@ -234,6 +236,26 @@ def test_index_lines_are_the_bulk_helpers_lines_of_the_document(compiled: bool) 
     source = decision_source(body, res, ES_LAYOUT, **DECIDED)
     want = bulk_lines({"_op_type": "index", "_index": "news", "_id": 'a"b', "_source": source})
     assert index_lines("news", 'a"b', body, res, ES_LAYOUT, **DECIDED) == want
+
+
+def test_a_batch_of_index_lines_is_each_documents_index_lines(monkeypatch) -> None:
+    """The batch writer gives each document's id and :func:`index_lines` (the reference), whichever path a
+    document takes: the compiled writer; terms in a plain list, a body holding a field of ours, copy
+    marks (the reference); an empty body; ids and values that need escapes."""
+    monkeypatch.setattr(codec, "now_millis", lambda: 1_700_000_000_123)  # decided now: the same now
+    results = [_fingerprinted_doc(n) for n in range(len(DOCS))]
+    results += [replace(results[0], top_terms=list(results[0].top_terms)),
+                replace(results[2], marks=bytes(range(21)) * 2)]  # two copy marks
+    bodies = [{"title": "降温", "content": TEXT, "url": "https://x/ä"}, {},
+              {"content": TEXT, "decision": "mine"}, {"title": 'q"\\'}, {"content": "x"}]
+    pairs = [(body, res) for body in bodies for res in results]
+    docs = [(f'id-{n}"\\é', body, res, f"c{n}", None if n % 2 else 'd"1', None if n % 3 else n, "new", n * 7,
+             None if n % 4 else "r") for n, (body, res) in enumerate(pairs)]
+    want = [(d[0], index_lines("news-1", d[0], d[1], d[2], ES_LAYOUT, cluster_id=d[3], duplicate_of=d[4],
+                               distance=d[5], decision=d[6], text_length=d[7], replaces=d[8]))
+            for d in docs]  # fmt: skip
+    assert index_lines_many("news-1", ES_LAYOUT, docs) == want
+    assert index_lines_many("news-1", ES_LAYOUT, []) == []
 
 
 SKETCHES = st.one_of(st.binary(min_size=128, max_size=160), st.just(b""), st.just(b"\xff" * 128))
