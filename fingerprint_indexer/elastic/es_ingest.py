@@ -442,10 +442,9 @@ class EsDecider:
         <fingerprint_indexer.index.pending.PendingSet.candidates>`, one call for the batch; degenerate
         documents have none). Only candidates: :meth:`_pending_matches` keeps those still pending when the
         document is decided."""
-        none: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
         evidence = [None if res.degenerate else res.evidence for _, res in batch]  # its band keys made once
-        return self._pending_set.candidates([none if ev is None else (ev.fingerprints, ev.band_keys)
-                                             for ev in evidence])  # fmt: skip
+        return self._pending_set.candidates([() if ev is None else ev.fingerprints for ev in evidence],
+                                            [() if ev is None else ev.band_keys for ev in evidence])
 
     def _pending_matches(
         self, doc_id: str, res: FingerprintResult, before: Mapping[str, int], within: Mapping[int, int],
@@ -475,12 +474,10 @@ class EsDecider:
         final = {rec.id: rec for rec in writes}
         for doc_id in final.keys() & start.keys():
             self._pending_set.remove(doc_id)
-        put = []
-        for rec in final.values():
-            if not rec.degenerate:
-                keys = keys_of.get(rec.id)
-                put.append((rec.id, rec.fingerprints, rec.bands if keys is None else keys))
-        self._pending_set.put_many(put)
+        put = [rec for rec in final.values() if not rec.degenerate]
+        keys = [keys_of.get(rec.id) for rec in put]
+        self._pending_set.put_many([rec.id for rec in put], [rec.fingerprints for rec in put],
+                                   [rec.bands if k is None else k for rec, k in zip(put, keys, strict=True)])
 
     # ------------------------------------------------------------------------------------ writing
     def fields(self, rec: _Rec, res: FingerprintResult) -> dict[str, Any]:
@@ -569,7 +566,8 @@ class _EsBatch:
 
     def at(self, i: int) -> None:
         self.i, self.doc_id = i, self.batch[i][0].id
-        self.removed = set()
+        if self.removed:  # what the last document removed (most remove nothing)
+            self.removed = set()
         self._accepted = None
 
     # ------------------------------------------------------------------ reads
@@ -692,12 +690,14 @@ class _EsBatch:
             self.written_at[self.i] = rec
             d._pending[rec.id] = rec
             d._pending_digest.setdefault(rec.content_digest, []).append(rec)
-            self.relinks.pop(rec.id, None)  # its own write carries the fields
+            if self.relinks:
+                self.relinks.pop(rec.id, None)  # its own write carries the fields
             if evidence is not None:
                 self.bands[rec.id] = evidence.band_keys
             else:
                 self.bands.pop(rec.id, None)
-        self.removed.discard(rec.id)
+        if self.removed:
+            self.removed.discard(rec.id)
 
     def update_record(self, rec: DocRecord) -> None:
         """A canonical re-pointed at the copy that replaced it: written with the batch unless this batch
@@ -711,8 +711,10 @@ class _EsBatch:
         return True
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
-        cid = new_cluster_id(founder, lambda taken: self.cluster(taken) is not None)
-        return Cluster(cid, centre, founder, 1)
+        return Cluster(new_cluster_id(founder, self._taken), centre, founder, 1)
+
+    def _taken(self, cluster_id: str) -> bool:
+        return self.cluster(cluster_id) is not None
 
     def put_cluster(self, c: Cluster) -> None:
         """Cluster sizes are not kept in Elasticsearch (a terms aggregation on ``cluster_id`` counts them)."""

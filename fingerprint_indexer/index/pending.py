@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,10 +25,6 @@ from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
 from fingerprint_indexer.index.memory import DocumentIndex, KeyPostings
 from fingerprint_indexer.index.pairs import near_pairs
 
-#: A document put: its id, its fingerprints (document, lead, chunks) and its sketch band keys.
-Held = tuple[str, Sequence[int], Sequence[str]]
-#: What a batch position brings: its fingerprints and band keys (both empty for a degenerate document).
-Query = tuple[Sequence[int], Sequence[str]]
 #: Per position, the held documents (id -> distance) and the earlier positions (position -> distance)
 #: found for it; a band key in common alone counts as ``k + 1``.
 Candidates = tuple[list[dict[str, int]], list[dict[int, int]]]
@@ -48,15 +44,17 @@ class PendingSet:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def put_many(self, docs: Iterable[Held]) -> None:
-        """Put each document; an id held already, or given twice, holds what it was given last."""
-        latest = {doc_id: (fps, keys) for doc_id, fps, keys in docs}
+    def put_many(self, ids: Sequence[str], fingerprints: Sequence[Sequence[int]],
+                 keys: Sequence[Sequence[str]]) -> None:  # fmt: skip
+        """Put each document ``ids[i]`` with its fingerprints (document, lead, chunks) and its sketch band
+        keys; an id held already, or given twice, holds what it was given last."""
+        latest = {doc_id: (fps, held) for doc_id, fps, held in zip(ids, fingerprints, keys, strict=True)}
         for doc_id in latest.keys() & self._keys.keys():
             self.remove(doc_id)
         self._near.put_many((doc_id, fps) for doc_id, (fps, _) in latest.items())
-        for doc_id, (_, keys) in latest.items():
-            self._bands.add(doc_id, keys)
-            self._keys[doc_id] = keys
+        for doc_id, (_, doc_keys) in latest.items():
+            self._bands.add(doc_id, doc_keys)
+            self._keys[doc_id] = doc_keys
 
     def remove(self, doc_id: str) -> bool:
         """Forget a document; whether it was held."""
@@ -67,11 +65,13 @@ class PendingSet:
         self._bands.remove(doc_id, keys)
         return True
 
-    def candidates(self, batch: Sequence[Query]) -> Candidates:
-        """Per position of ``batch``, the smallest Hamming distance (when within ``k``) to each held document
-        and to each earlier position, and those sharing a band key (``k + 1``: the rule measures it); a key
-        held by more than :data:`MAX_BAND_READ` of them is a stock phrase, passed over as in the index. One
+    def candidates(self, fingerprints: Sequence[Sequence[int]], keys: Sequence[Sequence[str]]) -> Candidates:
+        """Per position of a batch whose documents have these fingerprints and band keys (none for a
+        degenerate one), the smallest Hamming distance (when within ``k``) to each held document and to
+        each earlier position, and those sharing a band key (``k + 1``: the rule measures it); a key held by
+        more than :data:`MAX_BAND_READ` of them is a stock phrase, passed over as in the index. One
         block-table query for all the batch's fingerprints and one all-pairs pass over them."""
+        batch = list(zip(fingerprints, keys, strict=True))
         before: list[dict[str, int]] = [{} for _ in batch]
         within: list[dict[int, int]] = [{} for _ in batch]
         owner = [i for i, (fps, _) in enumerate(batch) for _ in fps]
@@ -128,27 +128,20 @@ class CompiledPendingSet:
     def __len__(self) -> int:
         return len(self._set)
 
-    def put_many(self, docs: Iterable[Held]) -> None:
-        """:meth:`PendingSet.put_many`, in one call."""
-        ids: list[str] = []
-        fps: list[Sequence[int]] = []
-        keys: list[Sequence[str]] = []
-        for doc_id, doc_fps, doc_keys in docs:
-            ids.append(doc_id)
-            fps.append(doc_fps)
-            keys.append(doc_keys)
-        self._set.put_many(ids, fps, keys)  # a document without a fingerprint: ValueError, as the reference
+    def put_many(self, ids: Sequence[str], fingerprints: Sequence[Sequence[int]],
+                 keys: Sequence[Sequence[str]]) -> None:  # fmt: skip
+        """:meth:`PendingSet.put_many`, in one call (a document without a fingerprint: ValueError)."""
+        self._set.put_many(list(ids), list(fingerprints), list(keys))
 
     def remove(self, doc_id: str) -> bool:
         """:meth:`PendingSet.remove`."""
         return bool(self._set.remove(doc_id))
 
-    def candidates(self, batch: Sequence[Query]) -> Candidates:
+    def candidates(self, fingerprints: Sequence[Sequence[int]], keys: Sequence[Sequence[str]]) -> Candidates:
         """:meth:`PendingSet.candidates`, found in one call: dicts are made only for what it found."""
-        (bi, bd, bdist), (wi, wj, wdist) = self._set.candidates(
-            [fps for fps, _ in batch], [keys for _, keys in batch], MAX_BAND_READ)
-        before: list[dict[str, int]] = [{} for _ in batch]
-        within: list[dict[int, int]] = [{} for _ in batch]
+        (bi, bd, bdist), (wi, wj, wdist) = self._set.candidates(list(fingerprints), list(keys), MAX_BAND_READ)
+        before: list[dict[str, int]] = [{} for _ in fingerprints]
+        within: list[dict[int, int]] = [{} for _ in fingerprints]
         for i, d, dist in zip(bi, bd, bdist, strict=True):
             before[i][d] = dist
         for i, j, dist in zip(wi, wj, wdist, strict=True):
