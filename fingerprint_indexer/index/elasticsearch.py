@@ -63,6 +63,11 @@ HOT_BANDS_PART = 8192
 #: What a verified lookup reads of an ``msearch`` response (less JSON to send and parse than whole hits).
 MSEARCH_FILTER = ["responses.hits.hits._id", "responses.hits.hits.fields", "responses.error",
                   "responses.pit_id", "responses.status", "responses.aggregations"]  # fmt: skip
+#: Searches one multi-search request carries at most (``msearch_batch``). Each request costs the client a
+#: fixed share besides its searches (sending, reading the answer, the client library's steps): the variable
+#: it keys on is that share against a search's own, about a fifth of ``es index``'s look-ups at 250 a
+#: request; at this size a batch of the Elasticsearch commands (``es_ingest.DECIDE_BATCH``) asks in one.
+MSEARCH_BATCH = 1000
 #: What a bulk answer is read for: whether any item failed, and each item's id, status and error.
 BULK_FILTER = ["errors", "items.*._id", "items.*.status", "items.*.error"]
 #: The largest bulk request body sent (as the bulk helper's ``max_chunk_bytes``).
@@ -95,7 +100,7 @@ class ElasticsearchIndex(NearDupIndex):
         copy_marks: str | None = None,
         read_your_writes: bool = True,
         page_size: int = 10_000,
-        msearch_batch: int = 250,
+        msearch_batch: int = MSEARCH_BATCH,
         chunk_size: int = 1000,
         own_client: bool = False,
     ) -> None:
