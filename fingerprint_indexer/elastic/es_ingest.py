@@ -561,6 +561,7 @@ class _EsBatch:
         self.i, self.doc_id = 0, ""
         self.removed: set[str] = set()
         self._accepted: list[tuple[int, str, _Rec]] | None = None
+        self._alone: list[bool] = [False] * len(batch)  # what alone() found
         # ids known not to be in the index: the batch's own that were not found there
         self.gone = {doc.id for doc, _ in batch} - start.keys() - existing.keys()
 
@@ -632,6 +633,7 @@ class _EsBatch:
                        digest not in digests)  # fmt: skip
             ids.add(doc_id)
             digests.add(digest)
+        self._alone = out
         return out
 
     def _nothing_near(self) -> bool:
@@ -711,7 +713,10 @@ class _EsBatch:
         return True
 
     def found_cluster(self, founder: str, centre: int) -> Cluster:
-        return Cluster(new_cluster_id(founder, self._taken), centre, founder, 1)
+        # an alone document's id names no cluster: no document of the index or the pending set, nor an
+        # earlier one of the batch, has it
+        alone = founder == self.doc_id and self._alone[self.i]
+        return Cluster(founder if alone else new_cluster_id(founder, self._taken), centre, founder, 1)
 
     def _taken(self, cluster_id: str) -> bool:
         return self.cluster(cluster_id) is not None
