@@ -18,6 +18,15 @@ load of a shared machine does not move. ``--baseline DIR`` counts another checko
 
     ES_URL=$(scripts/es-local url) python scripts/bench_es.py --instructions 2000 --cache zh_news.pkl
 
+``--commands R`` runs instead, R rounds one after the other, the two commands as a user runs them, start-up
+counted (as ``bench_dedupe.py`` runs ``dedupe``): ``fingerprint-indexer fingerprint CORPUS --no-terms`` and
+``fingerprint-indexer es index CORPUS`` into a fresh index (deleted after), each with its default
+fingerprinting threads and its output discarded; it reports each command's CPU seconds (user + system of
+the process; the node's own CPU is apart) and their ratio per round and the median. Run the node on its
+own cores and this script on the others (``taskset``), as the target means.
+
+    ES_URL=$(scripts/es-local url) taskset -c 0 python scripts/bench_es.py --commands 5
+
 Reads ../shared/data/zh_news.jsonl.gz in place. Creates and deletes indices named bench-*.
 Prints one JSON object with every figure.
 """
@@ -38,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_dedupe import DEFAULT_CORPUS, fingerprinted  # beside this script
+from bench_dedupe import DEFAULT_CORPUS, fingerprinted, run  # beside this script
 from callgrind import per_document, report, require_valgrind
 from elasticsearch import Elasticsearch, helpers
 
@@ -340,6 +349,32 @@ def instructions_main(args: argparse.Namespace) -> None:
           "instructions time)")
 
 
+def commands_main(es: str, rounds: int, corpus: Path) -> None:
+    """``--commands``: fingerprinting alone and ``es index`` as commands, start-up counted, per round."""
+    client = connect(es, request_timeout=600)
+    print(f"# {corpus.name}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'round':<6} {'command':<12} {'wall s':>8} {'CPU s':>8} {'node CPU s':>11}")
+    ratios: list[float] = []
+    for r in range(rounds):
+        name = fresh(client, f"bench-command-{os.getpid()}")
+        got = {}
+        for command, args in (("fingerprint", ["fingerprint", str(corpus), "--no-terms"]),
+                              ("es index", ["es", "index", str(corpus), "--es", es, "--index", name,
+                                            "--output", os.devnull])):  # fmt: skip
+            node = cpu_clocks(client)["elasticsearch"]
+            got[command] = run(args)
+            node = cpu_clocks(client)["elasticsearch"] - node
+            print(f"{r:<6} {command:<12} {got[command][0]:>8.1f} {got[command][1]:>8.1f} {node:>11.1f}")
+        for index in client.indices.get(index=f"{name}*", expand_wildcards="all"):
+            client.indices.delete(index=index)
+        ratios.append(got["fingerprint"][1] / got["es index"][1])
+        print(f"round {r}: es index vs fingerprinting alone by CPU time: {ratios[-1]:.3f}x")
+    if len(ratios) > 2:
+        print(f"median of {len(ratios)} rounds: {statistics.median(ratios):.3f}x by CPU time")
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def fingerprint_first(cache: Path, n: int) -> None:
     """Fingerprint the first ``n`` cached documents anew (``Fingerprinter.fingerprint_documents``): the run
     ``--instructions`` counts beside the client's."""
@@ -363,6 +398,9 @@ def main() -> int:
                     help="count the client's instructions of indexing the first N documents (needs --cache)")
     ap.add_argument("--cache", type=Path, help="with --instructions: the fingerprinted corpus (a pickle)")
     ap.add_argument("--baseline", type=Path, help="with --instructions: a checkout to count beside this one")
+    ap.add_argument("--commands", type=int, metavar="R",
+                    help="R rounds of fingerprinting alone and es index as commands, start-up counted")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="with --commands")
     ap.add_argument("--count-only", type=int, help=argparse.SUPPRESS)  # the counted child of --instructions
     ap.add_argument("--fingerprint-only", type=int, help=argparse.SUPPRESS)  # and its fingerprinting child
     args = ap.parse_args()
@@ -378,6 +416,9 @@ def main() -> int:
         return 0
     if args.instructions:
         instructions_main(args)
+        return 0
+    if args.commands:
+        commands_main(args.es, args.commands, args.corpus)
         return 0
     client = connect(args.es, request_timeout=600)
     nodes = client.nodes.info(node_id="_local")["nodes"]
