@@ -153,9 +153,13 @@ def chosen_layout(n_blocks: int | None) -> BlockLayout | None:
     return BlockLayout.even(n_blocks) if n_blocks else None
 
 
+#: What :func:`emit` writes with: ``json.dumps(obj, ensure_ascii=False)`` makes an encoder each call.
+_LINE = json.JSONEncoder(ensure_ascii=False)
+
+
 def emit(obj: dict[str, Any], out: Any = None) -> None:
-    """One JSON line, UTF-8 text kept readable."""
-    (out or sys.stdout).write(json.dumps(obj, ensure_ascii=False) + "\n")
+    """One JSON line, UTF-8 text kept readable (what ``json.dumps(obj, ensure_ascii=False)`` gives)."""
+    (out or sys.stdout).write(_LINE.encode(obj) + "\n")
 
 
 def neighbour_rows(found: Neighbours, explain: bool) -> Iterator[tuple[Neighbour, dict[str, Any]]]:
