@@ -269,10 +269,9 @@ def decision_source(
     ours given in ``doc`` too is written once, ours winning, as in the dict merge; a value orjson cannot
     write (an integer beyond 64 bits) is written by the standard library."""
     compiled = _source_json(layout)
-    terms = res.top_terms
-    ours_given = not _written_by_keys(layout).isdisjoint(doc) or not _TAIL_NAMES.isdisjoint(doc)
+    ours_given = not _names_of_ours(layout).isdisjoint(doc)
     at = now_millis() if decided_at is None else decided_at
-    if compiled is None or res.marks or ours_given or not hasattr(terms, "joined"):
+    if compiled is None or not _compiled_writes(res, ours_given):
         rest = _after_keys(res, terms_text(res), cluster_id=cluster_id, duplicate_of=duplicate_of,
                            distance=distance, decision=decision, text_length=text_length, replaces=replaces,
                            decided_at=at)  # fmt: skip
@@ -285,8 +284,8 @@ def decision_source(
     text, end = _object_text(doc, raw)
     return bytes(compiled.source(
         text, end, res.fingerprints, res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
-        res.keyword_digest, terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id, duplicate_of,
-        distance, decision, res.degenerate, text_length, replaces, at, prefix, suffix))
+        res.keyword_digest, res.top_terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id,
+        duplicate_of, distance, decision, res.degenerate, text_length, replaces, at, prefix, suffix))
 
 
 def index_lines(index: str, doc_id: str, doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout,
@@ -307,13 +306,12 @@ def index_lines_many(index: str, layout: BlockLayout, docs: Iterable[Indexed]) -
     names it must not meet looked up once, not once a document; a document the writer does not take goes
     through :func:`index_lines`, the reference."""
     compiled = _source_json(layout)
-    ours = _written_by_keys(layout) | _TAIL_NAMES
+    ours = _names_of_ours(layout)
     action_head, action_tail = b'{"index":{"_id":', b',"_index":' + orjson.dumps(index) + b"}}\n"
     policy, dumps, source = DEFAULT_POLICY.tag, orjson.dumps, None if compiled is None else compiled.source
     out: list[tuple[str, bytes]] = []
     for doc_id, doc, res, cluster_id, duplicate_of, distance, decision, text_length, replaces in docs:
-        terms = res.top_terms
-        if source is None or res.marks or not ours.isdisjoint(doc) or not hasattr(terms, "joined"):
+        if source is None or not _compiled_writes(res, not ours.isdisjoint(doc)):
             out.append((doc_id, index_lines(index, doc_id, doc, res, layout, cluster_id=cluster_id,
                                             duplicate_of=duplicate_of, distance=distance, decision=decision,
                                             text_length=text_length, replaces=replaces)))  # fmt: skip
@@ -322,7 +320,7 @@ def index_lines_many(index: str, layout: BlockLayout, docs: Iterable[Indexed]) -
         action = action_head + dumps(doc_id) + action_tail
         out.append((doc_id, bytes(source(
             text, end, res.fingerprints, res.sketch, dumps(res.facts), res.frames, res.content_digest,
-            res.keyword_digest, terms, MAX_TERMS, " ", res.version, policy, cluster_id, duplicate_of,
+            res.keyword_digest, res.top_terms, MAX_TERMS, " ", res.version, policy, cluster_id, duplicate_of,
             distance, decision, res.degenerate, text_length, replaces, now_millis(), action,
             b"\n"))))  # fmt: skip
     return out
@@ -381,11 +379,17 @@ class DecisionWrite:
         return decision_source(doc, self.res, self.layout, raw=raw, **self._decided())
 
 
-@functools.lru_cache(maxsize=16)
 @functools.lru_cache(maxsize=16)  # asked for by every document written
-def _written_by_keys(layout: BlockLayout) -> frozenset[str]:
-    """The names :func:`key_fields` may write under ``layout``."""
-    return frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, *block_fields(layout)})
+def _names_of_ours(layout: BlockLayout) -> frozenset[str]:
+    """Every name a writer adds to a document under ``layout``: those :func:`key_fields` may write, then
+    the rest of :func:`decision_fields` (copy marks included)."""
+    return frozenset({FP_FIELD, HEX_FIELD, FPS_FIELD, *block_fields(layout), *_TAIL_NAMES})
+
+
+def _compiled_writes(res: FingerprintResult, ours_given: bool) -> bool:
+    """Whether the compiled writer writes a document (a body holding none of our fields, no copy marks,
+    terms the compiled pass made); the reference writes the others."""
+    return not (res.marks or ours_given or not hasattr(res.top_terms, "joined"))
 
 
 def copy_fields(res: FingerprintResult) -> dict[str, Any]:
