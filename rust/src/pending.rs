@@ -9,7 +9,7 @@ use pyo3::types::{PyList, PyString};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::tables::{near_pairs, Tables};
+use crate::tables::{low64, near_pairs, Tables};
 
 /// Entries put before the main tables take them in (the reference's `MERGE_THRESHOLD`).
 const MERGE_MIN: usize = 4096;
@@ -65,18 +65,6 @@ fn written_key(text: &str) -> Option<Key> {
         n = n << 4 | Key::from(d);
     }
     Some(n) // below 2^124: the band's number has at most 15 digits here
-}
-
-/// A fingerprint given as an int, unsigned or signed: its low 64 bits (no error made for either form).
-fn low64(item: &Bound<'_, PyAny>) -> PyResult<u64> {
-    // SAFETY: a valid object pointer while `item` is borrowed; the call only reads it
-    let v = unsafe { pyo3::ffi::PyLong_AsUnsignedLongLongMask(item.as_ptr()) };
-    if v == u64::MAX {
-        if let Some(err) = PyErr::take(item.py()) {
-            return Err(err);
-        }
-    }
-    Ok(v)
 }
 
 /// Each item's fingerprints one after another in `flat`, and where each item's end there.

@@ -481,25 +481,29 @@ impl Tables {
     }
 }
 
-/// A NumPy array (or other buffer) of `T` as a vector.
-/// The low 64 bits of each int of a Python sequence (`fp & MASK64` of the Python side, without a list).
+/// The low 64 bits of an int, unsigned or signed or wider (`fp & MASK64` of the Python side), read at
+/// once: no failed conversion (an error object made and dropped) for a signed one.
+pub(crate) fn low64(item: &Bound<'_, PyAny>) -> PyResult<u64> {
+    // SAFETY: a valid object pointer while `item` is borrowed; the call only reads it
+    let v = unsafe { pyo3::ffi::PyLong_AsUnsignedLongLongMask(item.as_ptr()) };
+    if v == u64::MAX {
+        if let Some(err) = PyErr::take(item.py()) {
+            return Err(err);
+        }
+    }
+    Ok(v)
+}
+
+/// The low 64 bits of each int of a Python sequence ([`low64`] of each, without a list).
 fn low_bits(seq: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-    let mask = u64::MAX;
     let mut out = Vec::with_capacity(seq.len().unwrap_or(0));
     for item in seq.try_iter()? {
-        let item = item?;
-        let value = match item.extract::<u64>() {
-            Ok(v) => v,
-            Err(_) => match item.extract::<i64>() {
-                Ok(v) => v as u64,
-                Err(_) => item.call_method1("__and__", (mask,))?.extract::<u64>()?,
-            },
-        };
-        out.push(value);
+        out.push(low64(&item?)?);
     }
     Ok(out)
 }
 
+/// A NumPy array (or other buffer) of `T` as a vector.
 fn read<T: pyo3::buffer::Element + Copy>(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
     PyBuffer::<T>::get(obj)?.to_vec(py)
 }
