@@ -276,7 +276,7 @@ class EsDecider:
             self._honour(honour, exact, known)
             view = _EsBatch(self, batch, start, existing, exact, near, known, before, within)
             decisions: list[EsDecision] = []
-            decide, alone = self.engine.decide, view.alone()
+            decide, alone = self.engine.decide, view.alone
             for i, (doc, res) in enumerate(batch):
                 view.at(i)
                 d, rec = decide(view, doc, res, alone[i])
@@ -561,9 +561,9 @@ class _EsBatch:
         self.i, self.doc_id = 0, ""
         self.removed: set[str] = set()
         self._accepted: list[tuple[int, str, _Rec]] | None = None
-        self._alone: list[bool] = [False] * len(batch)  # what alone() found
         # ids known not to be in the index: the batch's own that were not found there
         self.gone = {doc.id for doc, _ in batch} - start.keys() - existing.keys()
+        self.alone = self._alone()  # per position, whether the document is alone
 
     def at(self, i: int) -> None:
         self.i, self.doc_id = i, self.batch[i][0].id
@@ -610,7 +610,7 @@ class _EsBatch:
         pending = self.decider._pending
         return [m for m in self.near[self.i] if m.doc_id != self.doc_id and m.doc_id not in pending]
 
-    def alone(self) -> list[bool]:
+    def _alone(self) -> list[bool]:
         """Per position, whether the document is alone, as :meth:`Engine.decide` takes it, from what the
         batch's look-ups found for all of it at once (made before the batch is decided): not degenerate,
         its id neither pending nor known in the index, its content digest held by no indexed or pending
@@ -633,7 +633,6 @@ class _EsBatch:
                        digest not in digests)  # fmt: skip
             ids.add(doc_id)
             digests.add(digest)
-        self._alone = out
         return out
 
     def _nothing_near(self) -> bool:
@@ -715,7 +714,7 @@ class _EsBatch:
     def found_cluster(self, founder: str, centre: int) -> Cluster:
         # an alone document's id names no cluster: no document of the index or the pending set, nor an
         # earlier one of the batch, has it
-        alone = founder == self.doc_id and self._alone[self.i]
+        alone = founder == self.doc_id and self.alone[self.i]
         return Cluster(founder if alone else new_cluster_id(founder, self._taken), centre, founder, 1)
 
     def _taken(self, cluster_id: str) -> bool:
