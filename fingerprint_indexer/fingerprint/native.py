@@ -99,11 +99,11 @@ def block_tables(widths: Sequence[int], fps: Any, alive: Any, merge_min: int, ha
     return _core.BlockTables(list(widths), fps, alive, merge_min, hashed)
 
 
-def pending_set(k: int, widths: Sequence[int]) -> Any:
+def pending_set(k: int, widths: Sequence[int], merge_min: int) -> Any:
     """``index.pending.PendingSet`` in compiled code (``_core.PendingSet``): matching within ``k`` through
-    block tables of ``widths``."""
+    block tables of ``widths``, merged as ``numbered_tables`` merges (``merge_min``)."""
     assert _core is not None
-    return _core.PendingSet(k, list(widths))
+    return _core.PendingSet(k, list(widths), merge_min)
 
 
 def core() -> ModuleType | None:

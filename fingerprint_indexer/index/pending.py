@@ -22,7 +22,7 @@ import numpy as np
 from fingerprint_indexer.fingerprint.blocks import BlockLayout
 from fingerprint_indexer.fingerprint.hamming import MASK64
 from fingerprint_indexer.fingerprint.sketch import MAX_BAND_READ
-from fingerprint_indexer.index.memory import DocumentIndex, KeyPostings
+from fingerprint_indexer.index.memory import MERGE_THRESHOLD, DocumentIndex, KeyPostings
 from fingerprint_indexer.index.pairs import near_pairs
 
 #: Per position, the held documents (id -> distance) and the earlier positions (position -> distance)
@@ -123,7 +123,7 @@ class CompiledPendingSet:
         from fingerprint_indexer.fingerprint import native  # the compiled core's one place; loaded on use
 
         self.k = k
-        self._set = native.pending_set(k, BlockLayout.for_k(k).widths)
+        self._set = native.pending_set(k, BlockLayout.for_k(k).widths, MERGE_THRESHOLD)
 
     def __len__(self) -> int:
         return len(self._set)

@@ -11,9 +11,6 @@ use smallvec::SmallVec;
 
 use crate::tables::{low64, near_pairs, Tables};
 
-/// Entries put before the main tables take them in (the reference's `MERGE_THRESHOLD`).
-const MERGE_MIN: usize = 4096;
-
 /// One document held: its id, its entries' numbers (`first`, `count`) and its band keys.
 struct Held {
     id: Py<PyString>,
@@ -79,12 +76,12 @@ fn flatten(items: &Bound<'_, PyList>, flat: &mut Vec<u64>, ends: &mut Vec<usize>
 }
 
 impl PendingSet {
-    fn empty(k: i64, widths: Vec<u32>) -> Result<Self, String> {
+    fn empty(k: i64, widths: Vec<u32>, merge_min: usize) -> Result<Self, String> {
         if k < 0 || widths.len() as i64 <= k {
             return Err(format!("{} blocks cannot find every match within {k}", widths.len()));
         }
         // direct buckets: a set lives for a few batches, and a hashed bucket costs more to reach
-        let tables = Tables::new(&widths, Vec::new(), Vec::new(), MERGE_MIN, false)?;
+        let tables = Tables::new(&widths, Vec::new(), Vec::new(), merge_min, false)?;
         Ok(PendingSet {
             k, widths, tables, owner: Vec::new(), slots: Vec::new(), slot_of: FxHashMap::default(),
             bands: FxHashMap::default(), other_keys: FxHashMap::default(),
@@ -111,8 +108,8 @@ impl PendingSet {
         }
     }
 
-    /// The number of `text` as a key, numbering a key not written by `band_keys` when `new` (else None for
-    /// one not seen: no document holds it).
+    /// The number of `text` as a key: a key not written as `band_keys` writes them is numbered the first
+    /// time it is seen (put or asked for), and keeps that number.
     fn key_of(&mut self, text: &str) -> Key {
         if let Some(key) = written_key(text) {
             return key;
@@ -198,10 +195,11 @@ impl PendingSet {
 
 #[pymethods]
 impl PendingSet {
-    /// An empty set matching within `k` through block tables of `widths` (at least `k + 1` blocks).
+    /// An empty set matching within `k` through block tables of `widths` (at least `k + 1` blocks), whose
+    /// entries put since the last merge are merged into the main tables once `merge_min` of them are.
     #[new]
-    fn new(k: i64, widths: Vec<u32>) -> PyResult<Self> {
-        PendingSet::empty(k, widths).map_err(PyValueError::new_err)
+    fn new(k: i64, widths: Vec<u32>, merge_min: usize) -> PyResult<Self> {
+        PendingSet::empty(k, widths, merge_min).map_err(PyValueError::new_err)
     }
 
     fn __len__(&self) -> usize {
@@ -311,7 +309,7 @@ mod tests {
     use super::*;
 
     fn set(k: i64) -> PendingSet {
-        PendingSet::empty(k, vec![16, 16, 16, 16]).expect("a set")
+        PendingSet::empty(k, vec![16, 16, 16, 16], 4096).expect("a set")
     }
 
     #[test]
