@@ -118,7 +118,8 @@ class Pipeline:
         """Decide one document into ``tx`` (the engine's rules), then stage its copy marks beside the record
         the engine wrote (when the store keeps marks); nothing is written for a repeated decision. The
         document's pictures are decided and kept beside it (:meth:`pictures`)."""
-        decision, rec = self.engine.decide(tx, doc, res)
+        alone = tx.alone(doc.id, res.content_digest, None if res.degenerate else res.evidence, self.k)
+        decision, rec = self.engine.decide(tx, doc, res, alone)
         if rec is not None and res.marks and self.marks_tag is not None:
             tx.put_marks(rec.id, res.marks, self.marks_tag, rec.cluster_id)
         pictures = self.pictures(doc)

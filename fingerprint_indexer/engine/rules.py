@@ -195,10 +195,11 @@ class Engine:
         """Decide one document against ``store`` and write what follows into it: the decision, and the
         record stored (None when the stored decision was repeated and nothing was written).
 
-        ``alone``: the caller has found, for its whole batch at once, that nothing is stored under the
-        document's id, that no document has its content digest and that none is near (and that it is not
-        degenerate), so the store is not asked again: the document is ``new`` and founds its cluster, as
-        the questions below would conclude (most documents of a news stream)."""
+        ``alone``: the caller has found (for its whole batch at once, or from the answers the store has
+        looked up ahead) that nothing is stored under the document's id, that no document has its content
+        digest, that none is near and no cluster centre either (and that it is not degenerate), so the
+        store is not asked again: the document is ``new`` and founds its cluster, as the questions below
+        would conclude (most documents of a news stream)."""
         fp = res.fingerprint
         if alone:
             return self._keep(store, doc, res, "new", None, None, store.found_cluster(doc.id, fp).id, None)

@@ -626,9 +626,23 @@ class StoreBatch:
             return False
         return self._staged_bands.keys().isdisjoint(bands) and not self.ix.any_near(ev.fingerprints, k)
 
+    def alone(self, doc_id: str, digest: str, ev: Evidence | None, k: int) -> bool:
+        """Whether a document is alone, as :meth:`Engine.decide <fingerprint_indexer.engine.rules.Engine.
+        decide>` takes it: not degenerate (``ev`` None), no record under its id and no document with its
+        content ``digest`` (this batch's or committed), no candidate near it (:meth:`_nothing_near`) and
+        no cluster centre within ``k``. Read from the answers the rules would read, asked once here
+        instead of through each of their steps (most documents of a batch are alone)."""
+        return (ev is not None and self.record(doc_id) is None and self.doc_with_digest(digest) is None
+                and self._nothing_near(ev, k) and self._no_centre_near(ev.fingerprints[0], k))  # fmt: skip
+
+    def _no_centre_near(self, fp: int, k: int) -> bool:
+        """Whether no cluster centre is within ``k`` of ``fp``: none committed (asked ahead) and none
+        staged."""
+        return self._committed_centres(k).none_found((fp,)) and not self.cx.any_near((fp,), k)
+
     def centres_near(self, fp: int, k: int) -> list[Match]:
         committed = self._committed_centres(k)
-        if committed.none_found((fp,)) and not self.cx.any_near((fp,), k):
+        if self._no_centre_near(fp, k):
             return []  # most documents: nothing within k, asked ahead, and nothing staged
         hits = committed([fp])[0] + self.cx.query_many((fp,), k)[0]
         return sorted(hits, key=lambda m: (m.distance, m.doc_id))

@@ -368,6 +368,99 @@ def test_documents_with_nothing_near_skip_the_look_up_and_decide_the_same(tmp_pa
     assert {"new", "exact_duplicate", "near_duplicate"} <= kinds
 
 
+@pytest.mark.parametrize(("seed", "batch_size"), [(4, 7), (5, 32), (6, 500)])
+def test_documents_the_batch_shows_alone_are_decided_as_the_questions_would(tmp_path, monkeypatch, seed,
+                                                                             batch_size):
+    """A document the batch shows alone (:meth:`StoreBatch.alone`) skips the engine's questions: shuffled
+    originals, exact and edited copies, some sent twice and some under an id already used, decide and
+    store as when no document is shown alone; most originals are, no copy is."""
+    import random
+
+    from support.synthetic_news import documents
+
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.store.embedded import StoreBatch
+
+    docs = documents(seed=seed)
+    rng = random.Random(seed)
+    rng.shuffle(docs)
+    docs += rng.sample(docs, len(docs) // 10)  # sent again: stored under their id already
+    docs += [{**d, "id": docs[0]["id"]} for d in rng.sample(docs, 3)]  # another text under a used id
+    alone = StoreBatch.alone
+    shown: dict[str, list[bool]] = {}
+
+    def watched(self, doc_id, digest, ev, k):  # type: ignore[no-untyped-def]
+        got = alone(self, doc_id, digest, ev, k)
+        shown.setdefault(doc_id, []).append(got)
+        return got
+
+    outcomes = []
+    for flags in (True, False):
+        monkeypatch.setattr(StoreBatch, "alone", watched if flags else lambda *_: False)
+        with Pipeline(tmp_path / f"s{flags}", batch_size=batch_size) as pipe:
+            got = list(pipe.process_many(Document(id=d["id"], content=d["content"], title=d["title"])
+                                         for d in docs))
+            decisions = [(d.id, d.decision, d.duplicate_of, d.distance, d.cluster_id) for d in got]
+            records = [pipe.store.record(d["id"]) for d in docs]
+            counts = (pipe.store.n_docs, pipe.store.n_clusters)
+        outcomes.append((decisions, counts, [(r.decision, r.duplicate_of, r.cluster_id) for r in records
+                                             if r]))  # fmt: skip
+    assert outcomes[0] == outcomes[1]
+    firsts = {d[0]: d for d in reversed(outcomes[0][0])}  # each id's first decision
+    for doc_id, decision in firsts.items():
+        if decision[1] != "new":
+            assert not shown[doc_id][0], f"{doc_id} was shown alone but decided {decision[1]}"
+    assert sum(flags[0] for flags in shown.values()) > len(firsts) // 3
+    assert {d[1] for d in outcomes[0][0]} >= {"new", "exact_duplicate", "near_duplicate"}
+
+
+def test_each_question_the_alone_flag_answers_keeps_a_document_from_it(tmp_path, monkeypatch):
+    """Chosen fingerprints, one clause of :meth:`StoreBatch.alone` each: a text stored under another
+    fingerprint (its digest), a cluster centre left by a document since replaced (no index entry holds
+    it), the id itself, a degenerate text and a staged neighbour; each is decided as with no document
+    shown alone, and only the documents with none of these are shown alone."""
+    from fingerprint_indexer.documents import Document
+    from fingerprint_indexer.fingerprint.fingerprinter import FingerprintResult
+    from fingerprint_indexer.pipeline import Pipeline
+    from fingerprint_indexer.store.embedded import StoreBatch
+
+    def item(doc_id: str, fp: int, digest: str, degenerate: bool = False):  # type: ignore[no-untyped-def]
+        return (Document(id=doc_id, content="x" * 10), FingerprintResult(
+            id=doc_id, fingerprint=fp, blocks=[], content_digest=digest, keyword_digest="k", top_terms=[],
+            degenerate=degenerate, n_tokens=10, version=version))
+
+    batches = lambda: [  # noqa: E731
+        [item("a", 0, "ha"), item("z", 0xFFFF_0000_0000, "hz")],
+        [item("a", 0xFFFF, "ha2")],  # a replaced: its centre 0 stays, its index entry goes
+        [item("b", 0xF0F0_F0F0_0000_0000, "hz"),  # z's text under a far fingerprint: an exact copy
+         item("c", 0b11, "hc"),  # near a's old centre only (its founder's text now far): not alone
+         item("a", 0xFFFF, "ha2"),  # a again, unchanged
+         item("d", 0x0F0F_0000_0000_0000, "hd", degenerate=True),
+         item("e", 0xAAAA_0000_0000_0000, "he"), item("f", 0xAAAA_0000_0000_0001, "hf"),  # f near e
+         item("g", 0x5555_0000_0000_0000, "hg")],  # alone
+    ]
+    alone = StoreBatch.alone
+    shown: list[tuple[str, bool]] = []
+
+    def watched(self, doc_id, digest, ev, k):  # type: ignore[no-untyped-def]
+        shown.append((doc_id, alone(self, doc_id, digest, ev, k)))
+        return shown[-1][1]
+
+    outcomes = []
+    for flags in (True, False):
+        monkeypatch.setattr(StoreBatch, "alone", watched if flags else lambda *_: False)
+        with Pipeline(tmp_path / f"s{flags}", k=3) as pipe:
+            version = pipe.fingerprinter.version
+            outcomes.append([d.to_dict() for batch in batches() for d in pipe.decide_batch(batch)])
+    assert outcomes[0] == outcomes[1]
+    got = {d["id"]: d for d in outcomes[0][3:]}
+    assert (got["b"]["decision"], got["b"]["duplicate_of"]) == ("exact_duplicate", "z")
+    assert (got["c"]["decision"], got["c"]["cluster_id"]) == ("new", "c")
+    assert (got["f"]["decision"], got["f"]["duplicate_of"]) == ("near_duplicate", "e")
+    assert [d for d, flag in shown if flag] == ["a", "z", "e", "g"]
+
+
 def test_a_batch_is_freed_by_reference_counting(tmp_path):
     """A batch, its records and its look-up answers are freed when the batch is dropped: the cycle
     collector never has to traverse them (a batch referring to itself would leave all it holds to it)."""
