@@ -23,9 +23,15 @@ counted (as ``bench_dedupe.py`` runs ``dedupe``): ``fingerprint-indexer fingerpr
 ``fingerprint-indexer es index CORPUS`` into a fresh index (deleted after), each with its default
 fingerprinting threads and its output discarded; it reports each command's CPU seconds (user + system of
 the process; the node's own CPU is apart) and their ratio per round and the median. Run the node on its
-own cores and this script on the others (``taskset``), as the target means.
+own cores and this script on the others (``taskset``), as the target means. ``es index`` starts slower
+than ``fingerprint`` by the import of the Elasticsearch client, whose transport imports every HTTP
+library it finds installed (aiohttp, requests and httpx, besides urllib3): the run names those present.
+Run it with the interpreter of an environment that holds the package's own dependencies only to measure
+what a user's install starts with:
 
     ES_URL=$(scripts/es-local url) taskset -c 0 python scripts/bench_es.py --commands 5
+    python3 -m venv V && V/bin/pip install .
+    ES_URL=$(scripts/es-local url) taskset -c 0 V/bin/python scripts/bench_es.py --commands 5
 
 Reads ../shared/data/zh_news.jsonl.gz in place. Creates and deletes indices named bench-*.
 Prints one JSON object with every figure.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import os
 import resource
@@ -349,11 +356,19 @@ def instructions_main(args: argparse.Namespace) -> None:
           "instructions time)")
 
 
+def http_libraries() -> list[str]:
+    """The HTTP libraries installed beside the Elasticsearch client that its transport imports when it is
+    imported (part of ``es index``'s start-up), each named as present or absent."""
+    return [f"{name}{'' if importlib.util.find_spec(name) is not None else ' (absent)'}"
+            for name in ("urllib3", "httpx", "aiohttp", "requests")]
+
+
 def commands_main(es: str, rounds: int, corpus: Path) -> None:
     """``--commands``: fingerprinting alone and ``es index`` as commands, start-up counted, per round."""
     client = connect(es, request_timeout=600)
     print(f"# {corpus.name}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{os.cpu_count()} CPUs")
+    print(f"# HTTP libraries the client's transport imports here: {', '.join(http_libraries())}")
     print(f"{'round':<6} {'command':<12} {'wall s':>8} {'CPU s':>8} {'node CPU s':>11}")
     ratios: list[float] = []
     for r in range(rounds):

@@ -46,3 +46,20 @@ def test_ingest_round_splits_the_pipelines_cpu_by_thread(es_client):
     assert abs(sum(row.values()) * len(docs) / 1e6 - cpu) <= 0.1 + 0.05 * cpu  # rounded to 0.1 s
     assert sum(out["decisions"].values()) == len(docs)
     assert len(out["ours_vs_fingerprint_only_by_cpu_per_round"]) == 1
+
+
+def test_the_commands_run_names_the_http_libraries_the_client_imports():
+    """``--commands`` says which HTTP libraries the client's transport finds (they are part of ``es
+    index``'s start-up): urllib3, a dependency of the client, always; the others as present or absent."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_es
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    import importlib.util
+
+    named = bench_es.http_libraries()
+    assert [n.split()[0] for n in named] == ["urllib3", "httpx", "aiohttp", "requests"]
+    assert named[0] == "urllib3"
+    for name, line in zip(["urllib3", "httpx", "aiohttp", "requests"], named, strict=True):
+        assert line.endswith("(absent)") == (importlib.util.find_spec(name) is None)
