@@ -17,7 +17,9 @@ from contextlib import contextmanager
 #: Net allocations between collections of the youngest generation during a long ingest (Python: 700).
 #: It keys on how many objects an ingest keeps alive between the points it lets go of them: ``es index``
 #: holds every decision since its last refresh (20 batches, some ten objects a document), and at
-#: 50,000 the collector traversed that window whole a few times a refresh, for nothing.
+#: 50,000 the collector traversed that window whole a few times a refresh, for nothing; the service
+#: holds a bulk request's operations, sources, results and decisions (thousands of documents) while it
+#: decides and writes them.
 INGEST_GC_YOUNG = 500_000
 
 
@@ -31,8 +33,9 @@ def freeze_start_up() -> None:
 def long_run(young: int | None = INGEST_GC_YOUNG) -> Iterator[None]:
     """Objects alive now (modules, the fingerprinter's tables: load them first) frozen out of the
     collections while the block runs, and with ``young`` the youngest generation collected every
-    ``young`` net allocations (None: Python's threshold kept, for a process that hosts other code, such as
-    a crawler or a web service, whose own objects should stay collected as they were)."""
+    ``young`` net allocations (None: Python's threshold kept, for code that is a guest in another's
+    process, such as a crawler's item pipeline, whose host's objects should stay collected as they
+    were)."""
     old = gc.get_threshold()
     freeze_start_up()
     if young is not None:

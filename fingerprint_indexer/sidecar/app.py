@@ -39,8 +39,10 @@ def create_app(settings: ServiceSettings, state: ServiceState | None = None) -> 
         app.state.svc = svc
         try:
             await svc.start()
-            # what start-up loaded (modules, the fingerprinter's tables) kept out of the collector's passes
-            with long_run(young=None):
+            # what start-up loaded (modules, the fingerprinter's tables) kept out of the collector's passes,
+            # and the youngest generation collected as an ingest's is: the service is the process, not a
+            # guest in another's
+            with long_run():
                 yield
         finally:
             await svc.stop()
