@@ -282,18 +282,36 @@ def decision_source(
         return b"".join((prefix, memoryview(text)[:end], b"," if end > 1 else b"", json_bytes(fields)[1:],
                          suffix))  # fmt: skip
     text, end = _object_text(doc, raw)
-    return bytes(compiled.source(
+    return _compiled_source(compiled.source, text, end, res, cluster_id, duplicate_of, distance, decision,
+                            text_length, replaces, at, prefix, suffix)  # fmt: skip
+
+
+def _compiled_source(
+    source: Any, text: bytes, end: int, res: FingerprintResult, cluster_id: str, duplicate_of: str | None,
+    distance: int | None, decision: str, text_length: int, replaces: str | None, decided_at: int,
+    prefix: bytes, suffix: bytes,
+) -> bytes:  # fmt: skip
+    """One call of the compiled writer (``EsSourceJson.source``): ``text`` up to ``end``, then the
+    decision fields, between ``prefix`` and ``suffix``; the one place its arguments are spelled out."""
+    return bytes(source(
         text, end, res.fingerprints, res.sketch, orjson.dumps(res.facts), res.frames, res.content_digest,
         res.keyword_digest, res.top_terms, MAX_TERMS, " ", res.version, DEFAULT_POLICY.tag, cluster_id,
-        duplicate_of, distance, decision, res.degenerate, text_length, replaces, at, prefix, suffix))
+        duplicate_of, distance, decision, res.degenerate, text_length, replaces, decided_at, prefix, suffix))
+
+
+def _action_parts(index: str) -> tuple[bytes, bytes]:
+    """The action line that indexes a document into ``index`` (as the bulk helper writes it), before and
+    after the document's id as JSON."""
+    return b'{"index":{"_id":', b',"_index":' + orjson.dumps(index) + b"}}\n"
 
 
 def index_lines(index: str, doc_id: str, doc: Mapping[str, Any], res: FingerprintResult, layout: BlockLayout,
                 **decided: Any) -> bytes:  # fmt: skip
     """The two lines of a bulk request that index ``doc`` with its decision fields under ``doc_id``, in
     one buffer: the action line (as the bulk helper writes it) and :func:`decision_source`."""
-    action = orjson.dumps({"index": {"_id": doc_id, "_index": index}}) + b"\n"
-    return decision_source(doc, res, layout, prefix=action, suffix=b"\n", **decided)
+    head, tail = _action_parts(index)
+    return decision_source(doc, res, layout, prefix=head + orjson.dumps(doc_id) + tail, suffix=b"\n",
+                           **decided)  # fmt: skip
 
 
 #: One document of :func:`index_lines_many`: its id, its fields (text, url, date), its result and its
@@ -307,8 +325,8 @@ def index_lines_many(index: str, layout: BlockLayout, docs: Iterable[Indexed]) -
     through :func:`index_lines`, the reference."""
     compiled = _source_json(layout)
     ours = _names_of_ours(layout)
-    action_head, action_tail = b'{"index":{"_id":', b',"_index":' + orjson.dumps(index) + b"}}\n"
-    policy, dumps, source = DEFAULT_POLICY.tag, orjson.dumps, None if compiled is None else compiled.source
+    head, tail = _action_parts(index)
+    source = None if compiled is None else compiled.source
     out: list[tuple[str, bytes]] = []
     for doc_id, doc, res, cluster_id, duplicate_of, distance, decision, text_length, replaces in docs:
         if source is None or not _compiled_writes(res, not ours.isdisjoint(doc)):
@@ -317,12 +335,9 @@ def index_lines_many(index: str, layout: BlockLayout, docs: Iterable[Indexed]) -
                                             text_length=text_length, replaces=replaces)))  # fmt: skip
             continue
         text, end = _object_text(doc, None)
-        action = action_head + dumps(doc_id) + action_tail
-        out.append((doc_id, bytes(source(
-            text, end, res.fingerprints, res.sketch, dumps(res.facts), res.frames, res.content_digest,
-            res.keyword_digest, res.top_terms, MAX_TERMS, " ", res.version, policy, cluster_id, duplicate_of,
-            distance, decision, res.degenerate, text_length, replaces, now_millis(), action,
-            b"\n"))))  # fmt: skip
+        out.append((doc_id, _compiled_source(source, text, end, res, cluster_id, duplicate_of, distance,
+                                             decision, text_length, replaces, now_millis(),
+                                             head + orjson.dumps(doc_id) + tail, b"\n")))  # fmt: skip
     return out
 
 
