@@ -81,13 +81,16 @@ def tree_cpu_s(pid: int) -> float:
     return total
 
 
-def service_roles_cpu_s(url: str) -> dict[str, float]:
-    """CPU seconds of the service's threads by role so far (its ``fpi_thread_cpu_seconds_total``)."""
-    out: dict[str, float] = {}
+def service_cpu_s(url: str) -> dict[str, dict[str, float]]:
+    """CPU seconds of the service so far: its threads by role (``fpi_thread_cpu_seconds_total``) and its
+    event loop by step of the write requests (``fpi_write_cpu_seconds_total``)."""
+    out: dict[str, dict[str, float]] = {"role": {}, "step": {}}
     for line in httpx.get(f"{url}/metrics", timeout=60).text.splitlines():
-        if line.startswith("fpi_thread_cpu_seconds_total{"):
-            role = line.split('role="', 1)[1].split('"', 1)[0]
-            out[role] = float(line.rsplit(" ", 1)[1])
+        for name, label in (("fpi_thread_cpu_seconds_total{", "role"),
+                            ("fpi_write_cpu_seconds_total{", "step")):
+            if line.startswith(name):
+                key = line.split(f'{label}="', 1)[1].split('"', 1)[0]
+                out[label][key] = float(line.rsplit(" ", 1)[1])
     return out
 
 
@@ -135,16 +138,19 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, tmp / "service.log")
-        before = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s(), service_roles_cpu_s(url))
+        before = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s(), service_cpu_s(url))
         out["proxy"] = node_bulk(url, index, docs_file)
-        after = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s(), service_roles_cpu_s(url))
+        after = (tree_cpu_s(proc.pid), es_cpu_s(es), children_cpu_s(), service_cpu_s(url))
         out["proxy"]["cpu_s"] = {  # where the time goes: the cores are shared by all three
             "service_and_workers": round(after[0] - before[0], 2),
             "elasticsearch": round(after[1] - before[1], 2),
             "node_client": round(after[2] - before[2], 2),
             # the service's threads by role (worker processes, with --processes > 1, not among them)
-            "service_by_role": {role: round(after[3][role] - before[3].get(role, 0.0), 2)
-                                for role in sorted(after[3])},
+            "service_by_role": {role: round(after[3]["role"][role] - before[3]["role"].get(role, 0.0), 2)
+                                for role in sorted(after[3]["role"])},
+            # the event loop's share by step of the write requests (the rest: HTTP, asyncio, the kernel)
+            "event_loop_by_step": {step: round(after[3]["step"][step] - before[3]["step"].get(step, 0.0), 3)
+                                   for step in sorted(after[3]["step"])},
         }
         httpx.post(f"{es}/{index}/_refresh", timeout=60)
         count = httpx.get(f"{es}/{index}/_count", timeout=60).json()["count"]

@@ -41,6 +41,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -209,12 +210,15 @@ def log_relinks(relinks: Sequence[tuple[bool, dict[str, Any]]]) -> list[int]:
 class Delivery:
     """Direct writes while healthy, the spool otherwise; see the module docstring."""
 
-    def __init__(self, es: EsClient, spool: Spool, on_spooled: Callable[[int], None] | None = None) -> None:
+    def __init__(self, es: EsClient, spool: Spool, on_spooled: Callable[[int], None] | None = None,
+                 timed: Callable[[str], AbstractContextManager[object]] = nullcontext) -> None:
         self.es, self.spool = es, spool
         self.es_down = False
         self.wake = asyncio.Event()
         self._spool_thread = ThreadPoolExecutor(1, thread_name_prefix="spool")
         self._on_spooled = on_spooled
+        #: counts the CPU time of a step of a request (:meth:`Metrics.write_step`)
+        self._timed = timed
 
     async def in_spool_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._spool_thread, fn, *args)
@@ -243,7 +247,9 @@ class Delivery:
         try:
             for index in ensure_indices(ops):
                 await self.es.ensure_index(index)
-            data = await self.es.bulk(encode_ops(ops), params)
+            with self._timed("encode"):
+                body = encode_ops(ops)
+            data = await self.es.bulk(body, params)
         except EsUnavailable as exc:
             log.warning("Elasticsearch unavailable (%s): spooling %d operation(s)", exc, len(ops))
             self.es_down = True

@@ -78,7 +78,8 @@ async def _bulk(request: Request, index: str | None) -> Response:
     started = time.perf_counter()
     body = await request.body()
     try:
-        ops = parse_bulk(body, index)
+        with state.metrics.write_step("read"):
+            ops = parse_bulk(body, index)
     except BulkParseError as exc:
         return await passthrough(request, f"bulk request not fingerprinted ({exc})")
     if len(ops) > state.settings.max_bulk_actions:
@@ -91,10 +92,11 @@ async def _bulk(request: Request, index: str | None) -> Response:
         items = await process_ops(state, ops, params, extra)
     except BulkRejected as exc:
         return es_json(exc.body, request, exc.status)
-    out = {"errors": any(has_error(it) for it in items),
-           "took": round((time.perf_counter() - started) * 1000), **extra, "items": items}
-    queued = sum(1 for it in items if is_queued(it))
-    return es_json(out, request, headers={QUEUED_HEADER: str(queued)} if queued else None)
+    with state.metrics.write_step("answer"):
+        out = {"errors": any(has_error(it) for it in items),
+               "took": round((time.perf_counter() - started) * 1000), **extra, "items": items}
+        queued = sum(1 for it in items if is_queued(it))
+        return es_json(out, request, headers={QUEUED_HEADER: str(queued)} if queued else None)
 
 
 @router.post("/_bulk", tags=["proxy"], summary="Bulk write with fingerprints (Elasticsearch _bulk)")

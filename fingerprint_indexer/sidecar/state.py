@@ -93,7 +93,7 @@ class ServiceState:
             return
         self.es = EsClient(s.es)
         self.es.copy_marks = s.fingerprint.winnow.tag if s.fingerprint.winnow is not None else None
-        self.delivery = Delivery(self.es, self.spool, on_spooled=m.spooled.inc)
+        self.delivery = Delivery(self.es, self.spool, on_spooled=m.spooled.inc, timed=m.write_step)
         self.replayer = Replayer(self.delivery, s.replay_backoff_max_s, on_replayed=m.replayed.inc,
                                  on_rejected=m.rejected.inc, on_parked=m.parked.inc,
                                  max_tries=s.replay_max_tries)

@@ -58,12 +58,14 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     out: list[dict[str, Any] | None] = [None] * len(ops)
     todo: list[tuple[int, str, Document]] = []
     named: list[tuple[str, str]] = []  # creates with the caller's own id (an assigned one is new)
-    for op in ops:
-        if op.action in ("index", "create") and valid_index_name(op.index) and op.meta.get("_id") is None \
-                and op.source is not None:
-            op.meta["_id"] = uuid.uuid4().hex
-        elif op.action == "create" and valid_index_name(op.index):
-            named.append((op.index, str(op.id)))
+    timed = state.metrics.write_step
+    with timed("prepare"):
+        for op in ops:
+            if op.action in ("index", "create") and valid_index_name(op.index) \
+                    and op.meta.get("_id") is None and op.source is not None:
+                op.meta["_id"] = uuid.uuid4().hex
+            elif op.action == "create" and valid_index_name(op.index):
+                named.append((op.index, str(op.id)))
     # A create of an id the embedded store holds would replace that entry before Elasticsearch answers,
     # and Elasticsearch refuses a create of an existing id (409): so whether those ids exist is asked in
     # the same _mget as the updates' sources, and a create of an existing id is passed on unchanged.
@@ -73,18 +75,19 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     # Were the document in fact gone, it is created without fingerprint fields; index it again.
     stored = await state.stores.call(_stored_ids, state.stores, named) if named else set()
     current, why = await current_sources(state, ops, frozenset(stored))
-    plans, outcomes, held = plan_updates(ops, current)
-    for pos, op in enumerate(ops):
-        if op.action in ("index", "create") and valid_index_name(op.index):
-            doc = source_document(str(op.meta["_id"]), op.source)
-        elif pos in plans:
-            doc = plans[pos].document
-        else:
-            continue
-        if isinstance(doc, str):
-            out[pos] = bulk_item(op, 400, error={"type": "illegal_argument_exception", "reason": doc})
-        elif doc is not None and pos not in held:
-            todo.append((pos, op.index, doc))
+    with timed("prepare"):
+        plans, outcomes, held = plan_updates(ops, current)
+        for pos, op in enumerate(ops):
+            if op.action in ("index", "create") and valid_index_name(op.index):
+                doc = source_document(str(op.meta["_id"]), op.source)
+            elif pos in plans:
+                doc = plans[pos].document
+            else:
+                continue
+            if isinstance(doc, str):
+                out[pos] = bulk_item(op, 400, error={"type": "illegal_argument_exception", "reason": doc})
+            elif doc is not None and pos not in held:
+                todo.append((pos, op.index, doc))
     for outcome in outcomes.values():
         state.metrics.updates.labels(outcome).inc()
     stale = [pos for pos, outcome in outcomes.items() if outcome == "unknown_source"]
@@ -104,28 +107,32 @@ async def process_ops(state: ServiceState, ops: list[BulkOp], params: dict[str, 
     # once per index and request: an index that does not exist yet has no layout to remember, and asking
     # per document would send one GET per document of the request that creates it
     layouts = {ix: await state.es_layout(ix) for ix in dict.fromkeys(ops[pos].index for pos, _, _ in todo)}
-    for (pos, _, _), d in zip(todo, decided, strict=True):
-        op = ops[pos]
-        state.metrics.documents.labels(d.decision.decision).inc()
-        summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
-        layout = layouts[op.index]
-        write = decision_write(d.result, d.decision, layout, d.doc.length)
-        plan = plans.get(pos)
-        if plan is not None:  # an update: the fields go into the part of the body that gets applied
-            extra = _fingerprint_nulls(layout) if plan.target == "doc" else {}
-            op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **write.fields()}}
-            op.raw = None  # re-encoded with the fields inside doc/upsert
-        elif policy == "skip" and d.is_duplicate:
-            state.metrics.skipped.inc()
-            out[pos] = bulk_item(op, 200, result="noop", fingerprint_indexer=summary)
-            await state.stores.call(state.stores.discard, op.index, [(d.doc.id, d.result.content_digest)])
-            continue
-        else:
-            op.added = write
-        op.fingerprinted = True
-        op.extra = summary
-        if (relink := relink_op(op.index, d.decision)) is not None:
-            relinks[pos] = relink
+    skipped: dict[str, list[tuple[str, str]]] = {}  # by index: duplicates not sent, which leave the store
+    with timed("apply"):
+        for (pos, _, _), d in zip(todo, decided, strict=True):
+            op = ops[pos]
+            state.metrics.documents.labels(d.decision.decision).inc()
+            summary = {k: v for k, v in d.decision.to_dict().items() if k != "id"}
+            layout = layouts[op.index]
+            write = decision_write(d.result, d.decision, layout, d.doc.length)
+            plan = plans.get(pos)
+            if plan is not None:  # an update: the fields go into the part of the body that gets applied
+                extra = _fingerprint_nulls(layout) if plan.target == "doc" else {}
+                op.source = {**op.source, plan.target: {**op.source[plan.target], **extra, **write.fields()}}
+                op.raw = None  # re-encoded with the fields inside doc/upsert
+            elif policy == "skip" and d.is_duplicate:
+                state.metrics.skipped.inc()
+                out[pos] = bulk_item(op, 200, result="noop", fingerprint_indexer=summary)
+                skipped.setdefault(op.index, []).append((d.doc.id, d.result.content_digest))
+                continue
+            else:
+                op.added = write
+            op.fingerprinted = True
+            op.extra = summary
+            if (relink := relink_op(op.index, d.decision)) is not None:
+                relinks[pos] = relink
+    for name, unsent in skipped.items():
+        await state.stores.call(state.stores.discard, name, unsent)
     # the last operation of the request decided into the store, per id: an entry it wrote is not
     # forgotten because of an earlier operation on the same id (delete X, then create X again)
     last_decided = {(idx, doc.id): pos for pos, idx, doc in todo}

@@ -38,3 +38,23 @@ def test_a_busy_thread_counts_under_its_role() -> None:
     finally:
         stop.set()
         t.join()
+
+
+def test_a_write_step_counts_the_cpu_of_its_block_not_its_waits() -> None:
+    m = Metrics()
+
+    def counted(step: str) -> float:
+        return m.write_cpu.labels(step)._value.get()  # type: ignore[attr-defined, no-any-return]
+
+    with m.write_step("read"):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.05:
+            sum(range(1_000))
+    with m.write_step("encode"):
+        time.sleep(0.2)  # waiting is no CPU
+    assert counted("read") >= 0.05
+    assert counted("encode") < 0.05
+    assert counted("prepare") == 0.0
+    text = Metrics().render()[0].decode()  # every step is shown from the start, at zero
+    assert all(f'fpi_write_cpu_seconds_total{{step="{s}"}} 0.0' in text
+               for s in ("read", "prepare", "apply", "encode", "answer"))

@@ -239,8 +239,11 @@ def test_skip_policy_through_the_proxy(
                {"index": {"_index": svc_index, "_id": "k2"}}, {"content": a}]
         resp = client.bulk(operations=ops)
         client.close()
+        steps = _write_steps(svc)
     items = [it["index"] for it in resp["items"]]
     assert items[0]["status"] == 201 and items[1]["result"] == "noop"
+    # the request's event-loop steps are counted, each in its own place
+    assert set(steps) == {"read", "prepare", "apply", "encode", "answer"} and all(steps.values())
     assert items[1]["fingerprint_indexer"]["duplicate_of"] == "k1"
     es_client.indices.refresh(index=svc_index)
     assert es_client.count(index=svc_index)["count"] == 1
@@ -281,6 +284,13 @@ def _expected(title: str, content: str) -> dict[str, Any]:
     fields = result_fields(res, ES_LAYOUT)
     return {k: fields.get(k) for k in ("fingerprint", "fingerprint_hex", "fingerprints", SKETCH_FIELD,
                                        *block_fields(ES_LAYOUT))}
+
+
+def _write_steps(service: ServiceProcess) -> dict[str, float]:
+    """The service's ``fpi_write_cpu_seconds_total`` by step."""
+    return {line.split('step="', 1)[1].split('"', 1)[0]: float(line.split()[-1])
+            for line in httpx.get(f"{service.url}/metrics").text.splitlines()
+            if line.startswith("fpi_write_cpu_seconds_total{")}
 
 
 def _metric(service: ServiceProcess, outcome: str) -> float:
