@@ -71,7 +71,7 @@ fn string_array(out: &mut Vec<u8>, items: &[String]) {
 
 /// Whether any of the eight bytes of `word` may need escaping in a JSON string (below 0x20, `"` or `\`):
 /// never false for one that does; true only where a byte does, or a byte before it does (a borrow).
-fn needs_escape(word: u64) -> bool {
+pub(crate) fn needs_escape(word: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;

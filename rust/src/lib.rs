@@ -12,6 +12,7 @@ mod document;
 mod es_json;
 mod facts;
 mod hex;
+mod json_plain;
 mod pass;
 mod pending;
 mod record;
@@ -384,6 +385,13 @@ pub fn band_key(i: usize, hash: u64, text: &mut [u8; BAND_KEY_MAX]) -> &str {
     unsafe { std::str::from_utf8_unchecked(&text[..n + 16]) }
 }
 
+/// Whether orjson reads the JSON text `raw` as the standard library does (`json_plain.rs`; the proxy's
+/// `read_json` reads the others the reference's way).
+#[pyfunction]
+fn plain_json(raw: &[u8]) -> bool {
+    json_plain::plain(raw)
+}
+
 /// The MinHash sketch of `text` (`fingerprint.sketch.sketch`, as bytes).
 #[pyfunction]
 fn sketch_bytes<'py>(py: Python<'py>, text: &str, size: usize) -> Bound<'py, PyBytes> {
@@ -401,6 +409,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingSet>()?;
     m.add_function(wrap_pyfunction!(tables::near_pairs_py, m)?)?;
     m.add_function(wrap_pyfunction!(sketch_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_json, m)?)?;
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_class::<blocks::BlockKeys>()?;
     m.add_class::<es_json::EsKeyJson>()?;

@@ -20,6 +20,7 @@ from fingerprint_indexer.sidecar.bulk_codec import (
     META_KEYS,
     OP_PARAMS,
     BulkParseError,
+    _plain_json,
     answer_type,
     bulk_item,
     doc_location,
@@ -30,6 +31,7 @@ from fingerprint_indexer.sidecar.bulk_codec import (
     parse_bulk,
     path_segments,
     read_json,
+    read_json_reference,
     readable,
     single_error,
 )
@@ -285,3 +287,59 @@ def test_a_single_document_error_puts_its_root_cause_first() -> None:
 def test_location_of_a_created_document_is_encoded_as_elasticsearch_encodes_it(doc_id: str, location: str
                                                                                  ) -> None:
     assert doc_location("news", doc_id) == location
+
+
+# ------------------------------------------------------------------ reading JSON: orjson where plain
+_ODD = ["null", "true", "false", "NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e-400", "-0", "-0.0",
+        "01", "1.", ".5", "1e", '"\\ud800"', '"\\udfff"', '"\\ud83d\\ude00"', '"\\u0061"', '"\\x"',
+        '"\x01"', '"\\/"', "18446744073709551615", "18446744073709551616", "-9223372036854775809"]
+_numbers = st.from_regex(r"-?[0-9]{1,25}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,4})?", fullmatch=True)
+_scalar_texts = st.one_of(st.sampled_from(_ODD), _numbers, st.integers().map(str),
+                          st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                          st.text(max_size=30).map(json.dumps),
+                          st.text(max_size=30).map(lambda t: json.dumps(t, ensure_ascii=False)))
+_keys = st.one_of(st.sampled_from(['"a"', '"b"', '"\\u0061"', '""', '"content"']),
+                  st.text(max_size=6).map(lambda t: json.dumps(t, ensure_ascii=False)))
+_json_texts = st.recursive(
+    _scalar_texts,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda xs: "[" + ",".join(xs) + "]"),
+        st.lists(st.tuples(_keys, inner), max_size=5).map(
+            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}")),
+    max_leaves=24)
+#: a text, with some white space around it, sometimes a byte that is not UTF-8 or a trailing token
+_raw_lines = st.tuples(st.sampled_from(["", " ", "\t\n", "\ufeff"]), _json_texts,
+                       st.sampled_from(["", " ", "\r", " x", ",", "\xff"])).map(
+    lambda t: (t[0] + t[1] + t[2]).encode("utf-8").replace(b"\xc3\xbf", b"\xff"))
+
+
+def _read(read: Any, raw: bytes) -> tuple[str, str]:
+    try:
+        return "value", repr(read(raw))  # repr tells 1 from 1.0 and -0.0 from 0.0, and keeps key order
+    except ValueError:
+        return "refused", ""
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_raw_lines)
+def test_a_json_line_reads_as_the_reference_reads_it(raw: bytes) -> None:
+    assert _read(read_json, raw) == _read(read_json_reference, raw)
+
+
+@pytest.mark.parametrize("text", [*_ODD, '{"a": 1, "a": 2}', '{"a": 1, "\\u0061": 2}', "[" * 300 + "]" * 300,
+                                  '{"t": "\xed\xa0\x80"}', '"\xe9"', "12345678901234567.5"])
+def test_the_texts_orjson_reads_otherwise_read_as_the_reference_reads_them(text: str) -> None:
+    raw = text.encode("utf-8", "surrogatepass") if "\xed" not in text else text.encode("latin-1")
+    assert _read(read_json, raw) == _read(read_json_reference, raw)
+
+
+def test_a_news_source_line_is_read_by_orjson() -> None:
+    """The fast path is taken for what the proxy is sent most (else the tests above could not fail)."""
+    plain = _plain_json()
+    if plain is None:
+        pytest.skip("no compiled core (not built, or FPI_NATIVE=0): every line is read the reference's way")
+    line = json.dumps({"id": 7, "title": "标题 \"引\"", "content": "正文\n第二段。" * 300, "url": None,
+                       "tags": ["a", "b"], "score": 0.25, "n": -12}, ensure_ascii=False).encode()
+    assert plain(line) and plain(b'{"index":{"_index":"news","_id":"x1"}}')
+    assert not plain(b'{"index":{"_index":"news","_index":"other"}}')
+    assert read_json(line) == json.loads(line)
