@@ -412,8 +412,11 @@ class NumberedTables:
 
     def __init__(self, layout: BlockLayout, fps: U64 | None = None,
                  alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
-                 buffer_max: int = BUFFER_MAX) -> None:  # fmt: skip
+                 buffer_max: int = BUFFER_MAX, small: bool = False) -> None:  # fmt: skip
         self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
+        #: ``small``: a batch's own few entries, whose :attr:`largest_put` nobody asks (here it would cost
+        #: a look-up of every put's buckets)
+        self.small = small
         n = 0 if fps is None else len(fps)
         self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
         self._alive = np.zeros(max(n, 1024), dtype=bool)
@@ -421,6 +424,7 @@ class NumberedTables:
             self._fps[:n] = fps
             self._alive[:n] = True if alive is None else alive
         self._n = n
+        self._largest_put = 0
         self._rebuild()  # sets the tables and their counts: rows sorted, rows put (live when merged), dead
 
     @property
@@ -450,6 +454,17 @@ class NumberedTables:
             self._merge()
         elif self._n - self._n_recent >= self.buffer_max:
             self._sort_buffer()
+        if not self.small:
+            put = self._fps[np.unique(nums)].tolist()  # a number given twice: its last fingerprint
+            self._largest_put = max(self._largest_put, self.largest_bucket(put))
+
+    @property
+    def largest_put(self) -> int:
+        """The most entries a block bucket held right after a put into it, over every put so far (0 for
+        none): what a service reports of the buckets it wrote to, with no look-up of its own."""
+        if self.small:
+            raise TypeError("small tables do not keep the largest bucket a put made")
+        return self._largest_put
 
     def kill(self, num: int) -> None:
         """Tombstone entry ``num`` (the tables are rebuilt once a quarter of their rows are dead)."""
@@ -634,6 +649,11 @@ class CompiledNumberedTables:
         """:meth:`NumberedTables.put_run`, in one call."""
         self._tables.put_run(first, fps)
 
+    @property
+    def largest_put(self) -> int:
+        """:attr:`NumberedTables.largest_put`, kept by the tables as they put each entry."""
+        return int(self._tables.largest_put)
+
     def query_ints(self, fps: Sequence[int], k: int, budget: int | None = None
                    ) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
         """:meth:`NumberedTables.query_ints`, answered as lists of ints (no arrays made)."""
@@ -685,12 +705,13 @@ def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDAr
                     merge_min: int = MERGE_THRESHOLD, small: bool = False
                     ) -> NumberedTables | CompiledNumberedTables:  # fmt: skip
     """Block tables over numbered fingerprints: the compiled ones when the compiled core is built and not
-    switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables`)."""
+    switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables` and
+    :class:`NumberedTables`)."""
     from fingerprint_indexer.fingerprint.native import enabled  # the switch's one place; loaded on use
 
     if enabled():
         return CompiledNumberedTables(layout, fps, alive, merge_min, small=small)
-    return NumberedTables(layout, fps, alive, merge_min)
+    return NumberedTables(layout, fps, alive, merge_min, small=small)
 
 
 

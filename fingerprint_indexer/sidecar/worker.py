@@ -244,14 +244,11 @@ class StoreOwner(OneThread):
         pipe = self.pipeline(index)
         assert pipe is not None
         out = pipe.decide_batch(pairs)
-        self._track_buckets(pipe.store, [f for _, r in pairs if not r.degenerate for f in r.fingerprints])
+        # the largest block bucket written to (a giant bucket slows every query), counted up to the
+        # index's query budget (a query reads no more of a bucket than that), as the tables kept it
+        tables = pipe.store.index
+        self.largest_bucket = max(self.largest_bucket, tables.largest_put(limit=tables.bucket_budget))
         return out
-
-    def _track_buckets(self, store: EmbeddedStore, fps: list[int]) -> None:
-        """Largest block bucket seen among the buckets just written to (a giant bucket slows every query),
-        counted up to the index's query budget: a query reads no more of a bucket than that."""
-        largest = store.index.largest_bucket(fps, limit=store.index.bucket_budget)
-        self.largest_bucket = max(self.largest_bucket, largest)
 
     def store(self, index: str) -> EmbeddedStore | None:
         """The store of ``index`` for reading (None when there is none)."""

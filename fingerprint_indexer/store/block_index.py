@@ -516,6 +516,13 @@ class LevelDBIndex(NearDupIndex):
         sizes = self._tables.bucket_sizes(fingerprint & MASK64)
         return sizes if limit is None else [min(s, limit) for s in sizes]
 
+    def largest_put(self, limit: int | None = None) -> int:
+        """The most entries a block bucket held right after a document's entry was put into it since the
+        index was opened (0 for none), counted up to ``limit``: the service's gauge of hot buckets, kept
+        by the tables as they put each entry."""
+        size = self._tables.largest_put
+        return size if limit is None else min(size, limit)
+
     def largest_bucket(self, fingerprints: Sequence[int], limit: int | None = None) -> int:
         """The most entries under any block bucket of ``fingerprints`` (0 for none), counted up to
         ``limit``: :meth:`bucket_sizes`' largest, in one call."""

@@ -98,8 +98,8 @@ impl Block {
         }
     }
 
-    /// Append `num` (above every number held) under `fp`'s value.
-    fn push(&mut self, fp: u64, num: u32) {
+    /// Append `num` (above every number held) under `fp`'s value; the bucket's size then.
+    fn push(&mut self, fp: u64, num: u32) -> usize {
         let key = self.key(fp);
         let bucket = match &mut self.buckets {
             Buckets::Direct(b) => &mut b[key as usize],
@@ -111,6 +111,7 @@ impl Block {
             bucket.reserve_exact((bucket.len() / GROWTH_DIVISOR).max(MIN_GROWTH));
         }
         bucket.push(num);
+        bucket.len()
     }
 
     /// Take `num` out of `fp`'s bucket (it is among the last ones, those put since the merge).
@@ -192,6 +193,8 @@ pub struct Tables {
     /// live entries numbered `n_sorted` or above
     live_newer: usize,
     merge_min: usize,
+    /// the most entries a bucket held right after an entry was put into it (puts only, ever)
+    largest_put: usize,
 }
 
 /// The blocks of the layout of `widths` (most significant block first), with no entries; an error for
@@ -225,6 +228,7 @@ impl Tables {
         }
         let mut tables = Tables {
             blocks, fps, alive, n_sorted: 0, in_tables: 0, dead_in_tables: 0, live_newer: 0, merge_min,
+            largest_put: 0,
         };
         tables.rebuild();
         Ok(tables)
@@ -285,7 +289,7 @@ impl Tables {
         self.fps[num as usize] = fp;
         self.alive[num as usize] = true;
         for block in &mut self.blocks {
-            block.push(fp, num);
+            self.largest_put = self.largest_put.max(block.push(fp, num));
         }
         self.live_newer += 1;
     }
@@ -451,6 +455,11 @@ impl Tables {
                 })
             })
         })
+    }
+
+    /// The most entries a bucket held right after a put into it, over every put so far (0 for none).
+    pub fn largest_put(&self) -> usize {
+        self.largest_put
     }
 
     /// The most entries under any block value of any of `fps` (0 for none): `bucket_sizes`' largest.
@@ -626,6 +635,12 @@ impl BlockTables {
     /// Entries under each of `fp`'s block values (tombstoned main rows included until a rebuild).
     fn bucket_sizes(&self, fp: u64) -> Vec<usize> {
         self.read().bucket_sizes(fp)
+    }
+
+    /// The most entries a bucket held right after an entry was put into it, over every put so far.
+    #[getter]
+    fn largest_put(&self) -> usize {
+        self.read().largest_put()
     }
 
     /// The most entries under any block value of any of `fps` (0 for none), in one call.

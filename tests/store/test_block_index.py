@@ -78,6 +78,12 @@ def test_bucket_sizes(tmp_path):
         assert ix.bucket_sizes(0) == [2, 3, 3, 2]
         assert ix.largest_bucket([0, 0xFFFF]) == 3 and ix.largest_bucket([0], limit=2) == 2
         assert ix.largest_bucket([]) == 0
+        # the largest bucket a put made (4, by "d"), kept though "b" is gone; reopened: no puts yet
+        assert ix.largest_put() == 4 and ix.largest_put(limit=2) == 2
+    with LevelDBIndex(tmp_path / "ix") as ix:
+        assert ix.largest_put() == 0
+        ix.add("e", 1 << 63)
+        assert ix.largest_put() == max(ix.bucket_sizes(1 << 63)) == 4  # its low blocks: with a, c and d
 
 
 def _entry_keys(ix: LevelDBIndex) -> list[bytes]:
