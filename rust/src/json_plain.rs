@@ -149,62 +149,74 @@ impl<'a> Scan<'a> {
         if float { int + frac <= 17 } else { int <= 18 }
     }
 
-    fn nest(&mut self) -> bool {
+    /// Past an opening bracket: `Some(true)` for an empty array or object (`close` right after it, also
+    /// passed), `Some(false)` when members follow, None when nested too deep.
+    fn open(&mut self, close: u8) -> Option<bool> {
         self.depth += 1;
         self.i += 1;
-        self.depth <= MAX_DEPTH
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        self.ws();
+        Some(self.close(close))
+    }
+
+    /// Whether `close` comes next (then passed, one level up).
+    fn close(&mut self, close: u8) -> bool {
+        if self.peek() != Some(close) {
+            return false;
+        }
+        self.i += 1;
+        self.depth -= 1;
+        true
+    }
+
+    /// After a member: `Some(true)` at `close` (passed), `Some(false)` past a comma, None otherwise.
+    fn after_member(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        if self.peek() == Some(b',') {
+            self.i += 1;
+            return Some(false);
+        }
+        self.close(close).then_some(true)
+    }
+
+    /// An array or object from its opening bracket to `close`, each member read by `member`.
+    fn members(&mut self, close: u8, mut member: impl FnMut(&mut Self) -> bool) -> bool {
+        match self.open(close) {
+            None => return false,
+            Some(true) => return true,
+            Some(false) => {}
+        }
+        loop {
+            self.ws();
+            if !member(self) {
+                return false;
+            }
+            match self.after_member(close) {
+                None => return false,
+                Some(true) => return true,
+                Some(false) => {}
+            }
+        }
     }
 
     fn array(&mut self) -> bool {
-        if !self.nest() {
-            return false;
-        }
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            self.depth -= 1;
-            return true;
-        }
-        loop {
-            self.ws();
-            if !self.value() {
-                return false;
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return true;
-                }
-                _ => return false,
-            }
-        }
+        self.members(b']', Self::value)
     }
 
     fn object(&mut self) -> bool {
-        if !self.nest() {
-            return false;
-        }
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            self.depth -= 1;
-            return true;
-        }
         let mut keys: Vec<&'a [u8]> = Vec::new();
         let mut set: Option<rustc_hash::FxHashSet<&'a [u8]>> = None;
-        loop {
-            self.ws();
-            if self.peek() != Some(b'"') {
+        self.members(b'}', |scan| {
+            if scan.peek() != Some(b'"') {
                 return false;
             }
-            let Some((from, to, escaped)) = self.string() else { return false };
+            let Some((from, to, escaped)) = scan.string() else { return false };
             if escaped {
                 return false;
             }
-            let key = &self.s[from..to];
+            let key = &scan.s[from..to];
             let seen = match &mut set {
                 Some(set) => !set.insert(key),
                 None if keys.len() < SCAN_KEYS => {
@@ -222,26 +234,14 @@ impl<'a> Scan<'a> {
             if seen {
                 return false;
             }
-            self.ws();
-            if self.peek() != Some(b':') {
+            scan.ws();
+            if scan.peek() != Some(b':') {
                 return false;
             }
-            self.i += 1;
-            self.ws();
-            if !self.value() {
-                return false;
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return true;
-                }
-                _ => return false,
-            }
-        }
+            scan.i += 1;
+            scan.ws();
+            scan.value()
+        })
     }
 }
 
