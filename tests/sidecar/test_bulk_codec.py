@@ -326,6 +326,19 @@ def test_a_json_line_reads_as_the_reference_reads_it(raw: bytes) -> None:
     assert _read(read_json, raw) == _read(read_json_reference, raw)
 
 
+def _members(keys: list[str]) -> str:
+    return "{" + ",".join(f'"{k}": {n}' for n, k in enumerate(keys)) + "}"
+
+
+_MANY = [f"k{n}" for n in range(20)]  # more keys than the scan compares one by one (a set takes over)
+
+
+@pytest.mark.parametrize("text", [_members(_MANY), _members([*_MANY, "k3"]), _members([*_MANY[:16], "k0"]),
+                                  _members([*_MANY, "k19"])])
+def test_an_object_of_many_keys_is_checked_for_a_key_given_twice(text: str) -> None:
+    assert _read(read_json, text.encode()) == _read(read_json_reference, text.encode())
+
+
 @pytest.mark.parametrize("text", [*_ODD, '{"a": 1, "a": 2}', '{"a": 1, "\\u0061": 2}', "[" * 300 + "]" * 300,
                                   '{"t": "\xed\xa0\x80"}', '"\xe9"', "12345678901234567.5"])
 def test_the_texts_orjson_reads_otherwise_read_as_the_reference_reads_them(text: str) -> None:
