@@ -412,11 +412,11 @@ class NumberedTables:
 
     def __init__(self, layout: BlockLayout, fps: U64 | None = None,
                  alive: npt.NDArray[np.bool_] | None = None, merge_min: int = MERGE_THRESHOLD,
-                 buffer_max: int = BUFFER_MAX, small: bool = False) -> None:  # fmt: skip
+                 buffer_max: int = BUFFER_MAX) -> None:  # fmt: skip
         self.layout, self.merge_min, self.buffer_max = layout, merge_min, buffer_max
-        #: ``small``: a batch's own few entries, whose :attr:`largest_put` nobody asks (here it would cost
-        #: a look-up of every put's buckets)
-        self.small = small
+        #: whether puts keep :attr:`largest_put` (asked for with :meth:`keep_largest_put`: here it costs a
+        #: look-up of every put's buckets, which only a service reporting hot buckets needs)
+        self._keeps_put = False
         n = 0 if fps is None else len(fps)
         self._fps = np.zeros(max(n, 1024), dtype=np.uint64)
         self._alive = np.zeros(max(n, 1024), dtype=bool)
@@ -454,16 +454,21 @@ class NumberedTables:
             self._merge()
         elif self._n - self._n_recent >= self.buffer_max:
             self._sort_buffer()
-        if not self.small:
+        if self._keeps_put:
             put = self._fps[np.unique(nums)].tolist()  # a number given twice: its last fingerprint
             self._largest_put = max(self._largest_put, self.largest_bucket(put))
 
+    def keep_largest_put(self) -> None:
+        """Keep :attr:`largest_put` over the puts from now on."""
+        self._keeps_put = True
+
     @property
     def largest_put(self) -> int:
-        """The most entries a block bucket held right after a put into it, over every put so far (0 for
-        none): what a service reports of the buckets it wrote to, with no look-up of its own."""
-        if self.small:
-            raise TypeError("small tables do not keep the largest bucket a put made")
+        """The most entries a block bucket held right after a put into it, over every put since
+        :meth:`keep_largest_put` (0 for none): what a service reports of the buckets it wrote to, with no
+        look-up of its own."""
+        if not self._keeps_put:
+            raise TypeError("these tables do not keep the largest bucket a put made: keep_largest_put()")
         return self._largest_put
 
     def kill(self, num: int) -> None:
@@ -649,6 +654,10 @@ class CompiledNumberedTables:
         """:meth:`NumberedTables.put_run`, in one call."""
         self._tables.put_run(first, fps)
 
+    def keep_largest_put(self) -> None:
+        """:meth:`NumberedTables.keep_largest_put`: these tables keep it always (the bucket is at hand as
+        each entry is put), so there is nothing to start."""
+
     @property
     def largest_put(self) -> int:
         """:attr:`NumberedTables.largest_put`, kept by the tables as they put each entry."""
@@ -705,13 +714,12 @@ def numbered_tables(layout: BlockLayout, fps: U64 | None = None, alive: npt.NDAr
                     merge_min: int = MERGE_THRESHOLD, small: bool = False
                     ) -> NumberedTables | CompiledNumberedTables:  # fmt: skip
     """Block tables over numbered fingerprints: the compiled ones when the compiled core is built and not
-    switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables` and
-    :class:`NumberedTables`)."""
+    switched off (``FPI_NATIVE=0``), else the reference (``small``: see :class:`CompiledNumberedTables`)."""
     from fingerprint_indexer.fingerprint.native import enabled  # the switch's one place; loaded on use
 
     if enabled():
         return CompiledNumberedTables(layout, fps, alive, merge_min, small=small)
-    return NumberedTables(layout, fps, alive, merge_min, small=small)
+    return NumberedTables(layout, fps, alive, merge_min)
 
 
 

@@ -233,6 +233,7 @@ class StoreOwner(OneThread):
                         cache_bytes=STORE_CACHE_BYTES,
                         # one given store keeps marks as it was made; stores this service makes follow it
                         copy_marks=None if self.single else self.config.winnow is not None)
+        pipe.store.index.keep_largest_put()  # for the hot-bucket gauge (decide)
         self._pipelines[index] = pipe
         while len(self._pipelines) > self.max_open:
             _, old = self._pipelines.popitem(last=False)

@@ -302,6 +302,7 @@ class LevelDBIndex(NearDupIndex):
             self.tables_rebuilt = tables is None or any(len(t) != self._next_number for t in tables) or int(
                 tables[1].sum()) != self._count
             fps, alive, places = self._scan() if self.tables_rebuilt else tables  # type: ignore[misc]
+            self._keeps_put = False  # see keep_largest_put
             self._tables = numbered_tables(self.layout, fps, alive)
             self._places = array.array("H", places.astype(np.uint16).tobytes())
         except BaseException:
@@ -444,6 +445,8 @@ class LevelDBIndex(NearDupIndex):
             wb.put(self._key(b"meta/format"), FORMAT)
         self._count = self._next_number = 0
         self._tables = numbered_tables(self.layout)
+        if self._keeps_put:
+            self._tables.keep_largest_put()
         self._places = array.array("H")
 
     def add(self, doc_id: str, fingerprint: int, meta: Meta | None = None) -> None:
@@ -516,10 +519,16 @@ class LevelDBIndex(NearDupIndex):
         sizes = self._tables.bucket_sizes(fingerprint & MASK64)
         return sizes if limit is None else [min(s, limit) for s in sizes]
 
+    def keep_largest_put(self) -> None:
+        """Keep :meth:`largest_put` from now on (free in the compiled tables; the reference looks every
+        put's buckets up for it)."""
+        self._keeps_put = True
+        self._tables.keep_largest_put()
+
     def largest_put(self, limit: int | None = None) -> int:
-        """The most entries a block bucket held right after a document's entry was put into it since the
-        index was opened (0 for none), counted up to ``limit``: the service's gauge of hot buckets, kept
-        by the tables as they put each entry."""
+        """The most entries a block bucket held right after a document's entry was put into it since
+        :meth:`keep_largest_put` (0 for none), counted up to ``limit``: the service's gauge of hot buckets,
+        kept by the tables as they put each entry."""
         size = self._tables.largest_put
         return size if limit is None else min(size, limit)
 

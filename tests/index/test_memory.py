@@ -138,6 +138,8 @@ def test_compiled_numbered_tables_equal_the_reference(layout, n_start, seed, ops
     alive = rng.random(n_start) >= 0.1
     ref = NumberedTables(layout, fps, alive, merge_min=merge, buffer_max=buffer)
     comp = CompiledNumberedTables(layout, fps, alive, merge_min=merge)
+    ref.keep_largest_put()
+    comp.keep_largest_put()
     for op in ops:
         if op[0] == "put":
             nums = np.cumsum([gap + 1 for gap, _ in op[1]]) + ref.n - 1
